@@ -1,0 +1,164 @@
+// Command npzfs mounts NumPy .npz archives as read-only folders and
+// inspects them.
+//
+// Exit codes, for every command:
+//
+//	0  success
+//	1  the operation failed (unreadable file, mount refused, ...)
+//	2  the command line is wrong (unknown command or flag, missing argument)
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes, documented in the package comment and the README.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// command is one subcommand: its one-line summary, usage line, and body.
+type command struct {
+	summary string
+	usage   string // after "npzfs NAME "
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]*command{}
+
+var aliases = map[string]string{"umount": "unmount"}
+
+func register(name string, c *command) { commands[name] = c }
+
+func init() {
+	register("version", &command{
+		summary: "print the version",
+		usage:   "",
+		run: func(args []string, stdout, stderr io.Writer) int {
+			fl := newFlags("version", stderr)
+			if code, done := parseFlags(fl, args); done {
+				return code
+			}
+			if fl.NArg() != 0 {
+				return usageError(stderr, "version", "takes no arguments")
+			}
+			fmt.Fprintf(stdout, "npzfs %s\n", version)
+			return exitOK
+		},
+	})
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printHelp(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "--help":
+		if len(args) > 1 {
+			if c, ok := lookup(args[1]); ok {
+				printCommandHelp(stdout, args[1], c)
+				return exitOK
+			}
+			return usageError(stderr, "", fmt.Sprintf("unknown command %q", args[1]))
+		}
+		printHelp(stdout)
+		return exitOK
+	case "--version":
+		name = "version"
+	}
+	c, ok := lookup(name)
+	if !ok {
+		return usageError(stderr, "", fmt.Sprintf("unknown command %q", name))
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func lookup(name string) (*command, bool) {
+	if a, ok := aliases[name]; ok {
+		name = a
+	}
+	c, ok := commands[name]
+	return c, ok
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "npzfs: mount NumPy .npz archives as read-only folders")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: npzfs COMMAND [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "  help      show help for a command: npzfs help COMMAND")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit codes: 0 success, 1 the operation failed, 2 bad command line.")
+}
+
+func printCommandHelp(w io.Writer, name string, c *command) {
+	fmt.Fprintf(w, "Usage: npzfs %s %s\n\n%s\n", name, c.usage, c.summary)
+}
+
+// newFlags returns a flag set for a subcommand whose help and errors go to
+// stderr in the usual form.
+func newFlags(name string, stderr io.Writer) *pflag.FlagSet {
+	fl := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.SortFlags = false
+	fl.Usage = func() {
+		c, _ := lookup(name)
+		fmt.Fprintf(stderr, "Usage: npzfs %s %s\n\n%s\n", name, c.usage, c.summary)
+		if fl.HasFlags() {
+			fmt.Fprintf(stderr, "\nFlags:\n%s", fl.FlagUsages())
+		}
+	}
+	return fl
+}
+
+// parseFlags parses args; done is true when the command should return code
+// at once (after --help, or a flag error).
+func parseFlags(fl *pflag.FlagSet, args []string) (code int, done bool) {
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK, true
+		}
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// usageError prints one line about a bad command line and returns exitUsage.
+func usageError(stderr io.Writer, cmd, msg string) int {
+	name := strings.TrimSpace("npzfs " + cmd)
+	fmt.Fprintf(stderr, "%s: %s (see 'npzfs help %s')\n", name, msg, cmd)
+	return exitUsage
+}
+
+// fail prints one line about a failed operation and returns exitFail.
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "npzfs %s: %v\n", cmd, err)
+	return exitFail
+}
