@@ -1,0 +1,34 @@
+# Shared by scripts/*.sh: source it, do not run it.
+
+export PATH="/usr/local/go/bin:$PATH"
+
+die() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; exit 1; }
+
+# ensure_deps WHAT...: make sure each named dependency is present, installing
+# the missing ones from Debian when running as root. Names: fuse, numpy, gcc,
+# zip, unzip, fuse-zip, archivemount, time.
+ensure_deps() {
+  command -v go >/dev/null || die "Go is not installed (expected at /usr/local/go/bin/go)"
+  local missing=() what
+  for what in "$@"; do
+    case "$what" in
+      fuse) command -v fusermount3 >/dev/null || missing+=(fuse3) ;;
+      numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || missing+=(python3-numpy) ;;
+      time) [ -x /usr/bin/time ] || missing+=(time) ;;
+      *) command -v "$what" >/dev/null || missing+=("$what") ;;
+    esac
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing from Debian: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    die "missing ${missing[*]}: install them (Debian: sudo apt-get install ${missing[*]})"
+  fi
+}
+
+# build_npzfs OUT: build the command line into OUT.
+build_npzfs() {
+  go build -trimpath -o "$1" ./cmd/npzfs
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The whole npzfs suite, from a fresh clone:
+#
+#   bash scripts/test.sh
+#
+# 1. installs what is missing when run as root on Debian (fuse3, python3-numpy,
+#    gcc, zip, unzip);
+# 2. checks gofmt and go vet;
+# 3. runs the unit tests under the race detector;
+# 4. runs the integration tests, which mount the real binary, with
+#    NPZFS_REQUIRE_FUSE=1 so that they fail rather than skip without FUSE;
+# 5. runs each fuzzer for NPZFS_FUZZTIME (default 30s);
+# 6. fails if any npzfs mount is left behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+fuzztime="${NPZFS_FUZZTIME:-30s}"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "dependencies"
+ensure_deps fuse numpy gcc zip unzip
+echo "fusermount3, numpy $(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'), gcc, zip, unzip: present"
+
+mounts_before=$(grep -c ' fuse.npzfs ' /proc/mounts || true)
+leftover_check() {
+  local now
+  now=$(grep -c ' fuse.npzfs ' /proc/mounts || true)
+  if [ "$now" -gt "$mounts_before" ]; then
+    echo "test.sh: npzfs mounts left behind:" >&2
+    grep ' fuse.npzfs ' /proc/mounts >&2
+    # Clear them so the machine is usable, but still fail the run.
+    grep ' fuse.npzfs ' /proc/mounts | awk '{print $2}' | while read -r m; do
+      fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+    return 1
+  fi
+}
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+[ -z "$unformatted" ] || die "gofmt would change: $unformatted"
+echo ok
+
+step "go vet"
+go vet ./...
+echo ok
+
+step "unit tests (-race)"
+go test -race -count=1 $(go list ./... | grep -v '/integration$')
+
+step "integration tests (-race, NPZFS_REQUIRE_FUSE=1)"
+status=0
+NPZFS_REQUIRE_FUSE=1 go test -race -count=1 ./integration/ || status=$?
+leftover_check || status=1
+[ "$status" = 0 ] || die "integration tests failed"
+
+step "fuzzing, $fuzztime each"
+fuzz() { # package target
+  echo "-- $2 ($1)"
+  go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "$1"
+}
+fuzz ./npy FuzzReadHeader
+fuzz ./npz FuzzOpen
+fuzz ./npz/inflate FuzzInflate
+
+step "leftover mounts"
+leftover_check || die "a test left an npzfs mount behind"
+echo none
+
+echo
+echo "test.sh: all passed"
