@@ -1,0 +1,202 @@
+package npz
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/npzfs/npzfs/npz/inflate"
+)
+
+// DefaultCacheBytes is the default budget of inflated spans shared by the
+// deflated members of an archive.
+const DefaultCacheBytes = 16 << 20
+
+// Options tune Open. The zero value is the default.
+type Options struct {
+	// MaxHeaderLen is passed to npy.ReadHeader; 0 means its default.
+	MaxHeaderLen int
+	// SpanSize is the inflated distance between checkpoints in deflated
+	// members; 0 means 1 MiB.
+	SpanSize int64
+	// CacheBytes is the budget of inflated spans shared by all members;
+	// 0 means DefaultCacheBytes (16 MiB).
+	CacheBytes int64
+	// Logf, when set, is told why a member or view is not served.
+	Logf func(format string, args ...any)
+}
+
+// Archive is an open .npz archive. It is safe for concurrent use.
+type Archive struct {
+	f       *os.File // the file Open opened, closed by Close
+	r       io.ReaderAt
+	size    int64
+	fd      uintptr
+	hasFD   bool
+	opts    Options
+	modTime time.Time
+	comment string
+
+	members  []Member
+	root     *Node
+	problems []string
+
+	cacheOnce sync.Once
+	cache     *inflate.Cache
+}
+
+// Open opens the archive at path and reads its central directory. It reads
+// no local header and no member data: those are resolved lazily, once.
+// It fails only when the archive itself is unreadable (no end record, no
+// readable central directory); unusable members are listed with a reason.
+func Open(path string, opts *Options) (*Archive, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("npz: %s is not a regular file", path)
+	}
+	a, err := openReader(f, fi.Size(), opts, fi.ModTime())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	a.f = f
+	return a, nil
+}
+
+// OpenReader opens an archive of size bytes read from r. File.Extent
+// reports ok only when r is an *os.File (which Close does not close).
+// Folders and views take the latest modification time of any member.
+func OpenReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
+	return openReader(r, size, opts, time.Time{})
+}
+
+func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*Archive, error) {
+	a := &Archive{r: r, size: size}
+	if opts != nil {
+		a.opts = *opts
+	}
+	if f, ok := r.(*os.File); ok {
+		a.fd, a.hasFD = f.Fd(), true
+	}
+	if size < 0 {
+		return nil, &FormatError{Offset: 0, Msg: "negative archive size"}
+	}
+	d, err := findDirectory(r, size)
+	if err != nil {
+		return nil, err
+	}
+	a.comment = d.comment
+	if err := a.parseDirectory(d); err != nil {
+		return nil, err
+	}
+	var latest int64
+	for i := range a.members {
+		m := &a.members[i]
+		m.file = File{m: m, kind: fileMember, size: m.size}
+		latest = max(latest, m.mtime)
+		if m.skipped() {
+			a.logf("npz: %s: not served: %s", m.name, m.reason)
+			continue
+		}
+		p, dir, reason := sanitize(m.name)
+		m.path, m.dir = p, dir
+		if reason != "" {
+			m.skip(reason)
+			a.logf("npz: %q: not served: %s", m.name, reason)
+		}
+		if m.dir {
+			m.file.size = 0
+		}
+	}
+	if modTime.IsZero() {
+		modTime = time.Unix(latest, 0).UTC()
+	}
+	a.modTime = modTime
+	a.buildTree()
+	return a, nil
+}
+
+// Close closes the archive file (when Open opened it). Reads after Close
+// fail.
+func (a *Archive) Close() error {
+	if a.f != nil {
+		return a.f.Close()
+	}
+	return nil
+}
+
+// Root is the top folder of the served tree; its inode number is 1.
+func (a *Archive) Root() *Node { return a.root }
+
+// Members lists every central directory entry in order, served or not.
+func (a *Archive) Members() []*Member {
+	out := make([]*Member, len(a.members))
+	for i := range a.members {
+		out[i] = &a.members[i]
+	}
+	return out
+}
+
+// Member finds a member by its name in the archive or its served path:
+// the one served, else the last of that name; nil if there is none.
+func (a *Archive) Member(name string) *Member {
+	var found *Member
+	for i := len(a.members) - 1; i >= 0; i-- {
+		m := &a.members[i]
+		if m.name == name || (m.path == name && m.state != memberSkipped) {
+			if m.state == memberServed {
+				return m
+			}
+			if found == nil {
+				found = m
+			}
+		}
+	}
+	return found
+}
+
+// Comment is the archive comment.
+func (a *Archive) Comment() string { return a.comment }
+
+// Size is the archive file's size.
+func (a *Archive) Size() int64 { return a.size }
+
+// Problems lists what is wrong with the archive as a whole but did not
+// stop it from opening (an entry count that does not match, a central
+// directory that ends early).
+func (a *Archive) Problems() []string { return a.problems }
+
+func (a *Archive) problemf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	a.problems = append(a.problems, msg)
+	a.logf("npz: %s", msg)
+}
+
+func (a *Archive) logf(format string, args ...any) {
+	if a.opts.Logf != nil {
+		a.opts.Logf(format, args...)
+	}
+}
+
+// spanCache is the archive's one cache of inflated spans, made on first use.
+func (a *Archive) spanCache() *inflate.Cache {
+	a.cacheOnce.Do(func() {
+		budget := a.opts.CacheBytes
+		if budget <= 0 {
+			budget = DefaultCacheBytes
+		}
+		a.cache = inflate.NewCache(budget)
+	})
+	return a.cache
+}

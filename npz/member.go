@@ -1,0 +1,308 @@
+package npz
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/npzfs/npzfs/npy"
+	"github.com/npzfs/npzfs/npz/inflate"
+)
+
+// Member states, set once while the archive is opened.
+const (
+	memberServed   = iota // served at Path
+	memberSkipped         // not served: unusable name or entry
+	memberShadowed        // not served: lost a name collision
+)
+
+// Member is one entry of the central directory. Its fixed fields come from
+// the central directory; its local header and npy header are read lazily,
+// once, the first time they are needed. It is safe for concurrent use.
+type Member struct {
+	a      *Archive
+	name   string // decoded name, as in the archive
+	path   string // sanitised path it is served at
+	reason string // why it is not served, or why it has no views (static)
+	lhOff  int64  // local header offset
+	csize  int64
+	size   int64
+	mtime  int64 // Unix seconds
+	crc    uint32
+	method uint16
+	flags  uint16
+	index  int32
+	state  uint8
+	dir    bool
+	views  *Node // the KEY/ views folder, when the tree has one
+
+	locOnce sync.Once
+	dataOff int64
+	locErr  error
+	inf     *inflate.ReaderAt
+
+	npyOnce sync.Once
+	nv      atomic.Pointer[npyView]
+
+	file File
+}
+
+// npyView is what reading a member's npy header found.
+type npyView struct {
+	hdr   *npy.Header
+	err   error // why the member has no views
+	json  []byte
+	files [2]File // header.json, raw.bin
+	nodes [2]Node
+	kids  []*Node // sorted: header.json, then raw.bin unless an object array
+}
+
+func (m *Member) skip(reason string) {
+	if m.state == memberServed {
+		m.state = memberSkipped
+		m.reason = reason
+	}
+}
+
+func (m *Member) skipped() bool { return m.state == memberSkipped }
+
+// Name is the member's name as stored in the archive (decoded from CP437
+// when it is not UTF-8).
+func (m *Member) Name() string { return m.name }
+
+// Path is where the member is served, relative to the root, or "" when it
+// is not served (see Reason).
+func (m *Member) Path() string {
+	if m.state != memberServed {
+		return ""
+	}
+	return m.path
+}
+
+// Served reports whether the member appears in the tree.
+func (m *Member) Served() bool { return m.state == memberServed }
+
+// IsDir reports a directory entry (a name ending in "/").
+func (m *Member) IsDir() bool { return m.dir }
+
+// Index is the member's position in the central directory.
+func (m *Member) Index() int { return int(m.index) }
+
+// Method is the compression method: 0 stored, 8 deflated, others unreadable.
+func (m *Member) Method() uint16 { return m.method }
+
+// Encrypted reports the encryption flag (such members cannot be read).
+func (m *Member) Encrypted() bool { return m.flags&(flagEncrypted|flagStrongEncrypted) != 0 }
+
+// CompressedSize is the member's size in the archive.
+func (m *Member) CompressedSize() int64 { return m.csize }
+
+// Size is the member's uncompressed size.
+func (m *Member) Size() int64 { return m.size }
+
+// CRC32 is the CRC-32 of the uncompressed bytes, from the central directory.
+func (m *Member) CRC32() uint32 { return m.crc }
+
+// ModTime is the member's modification time: the Unix time of an
+// extended-timestamp extra field if there is one, else the MS-DOS time taken
+// as UTC.
+func (m *Member) ModTime() time.Time { return time.Unix(m.mtime, 0).UTC() }
+
+// File is the member's bytes, or nil for a directory entry.
+func (m *Member) File() *File {
+	if m.dir {
+		return nil
+	}
+	return &m.file
+}
+
+// IsNPY reports a member whose name ends in ".npy" (it gets views when its
+// header is valid).
+func (m *Member) IsNPY() bool { return !m.dir && strings.HasSuffix(m.name, ".npy") }
+
+// Header reads (once) and returns the member's npy header, or why it is
+// not a valid .npy member.
+func (m *Member) Header() (*npy.Header, error) {
+	nv := m.npy()
+	return nv.hdr, nv.err
+}
+
+// HeaderJSON is the header.json view of the member.
+func (m *Member) HeaderJSON() ([]byte, error) {
+	nv := m.npy()
+	return nv.json, nv.err
+}
+
+// HasViews reports whether the member's KEY/ folder is served with views
+// in it; it reads the npy header if needed.
+func (m *Member) HasViews() bool {
+	return m.state == memberServed && m.views != nil && m.npy().err == nil
+}
+
+// Reason says why the member is not served, or, for a .npy member, why it
+// has no views; it is "" otherwise. It reads the npy header if needed.
+func (m *Member) Reason() string {
+	if m.state != memberServed || m.dir {
+		return m.reason
+	}
+	if m.IsNPY() {
+		if m.reason != "" {
+			return m.reason
+		}
+		if err := m.npy().err; err != nil {
+			return "no views: " + err.Error()
+		}
+		return ""
+	}
+	if err := m.readable(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// readable reports a member npzfs cannot read at all.
+func (m *Member) readable() error {
+	if m.Encrypted() {
+		return &MethodError{Name: m.name, Method: m.method, Encrypted: true}
+	}
+	switch m.method {
+	case methodStored:
+		if m.csize != m.size {
+			return &FormatError{Offset: m.lhOff, Msg: fmt.Sprintf("stored member %q has compressed size %d but size %d", m.name, m.csize, m.size)}
+		}
+		return nil
+	case methodDeflated:
+		return nil
+	}
+	return &MethodError{Name: m.name, Method: m.method}
+}
+
+// locate resolves (once) where the member's data starts in the archive and,
+// for a deflated member, sets up its random-access inflater.
+func (m *Member) locate() (int64, error) {
+	m.locOnce.Do(func() {
+		if err := m.readable(); err != nil {
+			m.locErr = err
+			return
+		}
+		m.dataOff, m.locErr = m.readLocal()
+		if m.locErr == nil && m.method == methodDeflated {
+			src := io.NewSectionReader(m.a.r, m.dataOff, m.csize)
+			m.inf = inflate.NewReaderAt(src, m.csize, m.size, m.crc,
+				&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: m.a.spanCache()})
+		}
+	})
+	return m.dataOff, m.locErr
+}
+
+// readAt reads exactly len(p) bytes at off of the member's uncompressed
+// bytes; the caller keeps off+len(p) within Size.
+func (m *Member) readAt(p []byte, off int64) (int, error) {
+	dataOff, err := m.locate()
+	if err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if m.method == methodStored {
+		n, err := m.a.r.ReadAt(p, dataOff+off)
+		if n == len(p) {
+			return n, nil
+		}
+		if err == nil || err == io.EOF {
+			err = &FormatError{Offset: dataOff + off + int64(n),
+				Msg: fmt.Sprintf("archive ends inside %q (changed or truncated since it was opened?)", m.name),
+				Err: io.ErrUnexpectedEOF}
+		}
+		return n, err
+	}
+	n, err := m.inf.ReadAt(p, off)
+	if n == len(p) {
+		return n, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, &FormatError{Offset: dataOff, Msg: fmt.Sprintf("cannot inflate %q at byte %d", m.name, off+int64(n)), Err: err}
+}
+
+// stream returns a reader of the member's uncompressed bytes from the start,
+// for reading its npy header: it reads only as far as it is read.
+func (m *Member) stream() (io.Reader, error) {
+	dataOff, err := m.locate()
+	if err != nil {
+		return nil, err
+	}
+	if m.method == methodStored {
+		return io.NewSectionReader(m.a.r, dataOff, m.size), nil
+	}
+	return io.LimitReader(inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.csize)), m.size), nil
+}
+
+// npy reads (once) the member's npy header and builds its views.
+func (m *Member) npy() *npyView {
+	if nv := m.nv.Load(); nv != nil {
+		return nv
+	}
+	m.npyOnce.Do(func() {
+		nv := m.readNPY()
+		if nv.err != nil && m.views != nil && m.state == memberServed {
+			m.a.logf("npz: %s: no views: %v", m.name, nv.err)
+		}
+		m.nv.Store(nv)
+	})
+	return m.nv.Load()
+}
+
+func (m *Member) readNPY() *npyView {
+	nv := &npyView{}
+	if !m.IsNPY() {
+		nv.err = fmt.Errorf("npz: %q is not a .npy member", m.name)
+		return nv
+	}
+	r, err := m.stream()
+	if err != nil {
+		nv.err = err
+		return nv
+	}
+	h, err := npy.ReadHeader(r, m.size, &npy.Options{MaxHeaderLen: m.a.opts.MaxHeaderLen})
+	if err != nil {
+		nv.err = err
+		return nv
+	}
+	if h.DType == nil {
+		nv.err = fmt.Errorf("npz: %q: npy header has no dtype", m.name)
+		return nv
+	}
+	if h.DataOffset < 0 || h.DataOffset > m.size {
+		nv.err = fmt.Errorf("npz: %q: npy header ends at byte %d, past the member's %d bytes", m.name, h.DataOffset, m.size)
+		return nv
+	}
+	dl := h.DataLength(m.size)
+	if dl < 0 || dl > m.size-h.DataOffset {
+		nv.err = fmt.Errorf("npz: %q: array data (%d bytes from byte %d) is longer than the member's %d bytes", m.name, dl, h.DataOffset, m.size)
+		return nv
+	}
+	js, err := h.JSON(m.size)
+	if err != nil {
+		nv.err = err
+		return nv
+	}
+	nv.hdr, nv.json = h, js
+	nv.files[0] = File{m: m, kind: fileJSON, size: int64(len(js)), data: js}
+	nv.files[1] = File{m: m, kind: fileRaw, base: h.DataOffset, size: dl}
+	if m.views != nil {
+		v := m.views
+		nv.nodes[0] = Node{a: m.a, name: "header.json", ino: v.ino + 1, kind: kindJSON, m: m}
+		nv.nodes[1] = Node{a: m.a, name: "raw.bin", ino: v.ino + 2, kind: kindRaw, m: m}
+		nv.kids = []*Node{&nv.nodes[0]}
+		if !h.DType.HasObject {
+			nv.kids = append(nv.kids, &nv.nodes[1])
+		}
+	}
+	return nv
+}

@@ -1,0 +1,98 @@
+package npz
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// maxComponent is the longest file name a Linux filesystem serves.
+const maxComponent = 255
+
+// cp437High maps bytes 0x80..0xFF of IBM code page 437, the encoding APPNOTE
+// prescribes for names without the UTF-8 flag (general-purpose bit 11), to
+// Unicode. Python's zipfile, and so numpy's np.load, decodes such names the
+// same way; bytes below 0x80 are ASCII.
+var cp437High = []rune("ÇüéâäàåçêëèïîìÄÅ" +
+	"ÉæÆôöòûùÿÖÜ¢£¥₧ƒ" +
+	"áíóúñÑªº¿⌐¬½¼¡«»" +
+	"░▒▓│┤╡╢╖╕╣║╗╝╜╛┐" +
+	"└┴┬├─┼╞╟╚╔╩╦╠═╬╧" +
+	"╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀" +
+	"αßΓπΣσµτΦΘΩδ∞φε∩" +
+	"≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0")
+
+// decodeName turns a raw central-directory name into a Go string. Valid
+// UTF-8 is taken as it is, whatever the flag says (writers on Unix often
+// omit the flag); invalid UTF-8 without the flag is decoded as CP437, as
+// Python does, so the served name matches numpy's key; invalid UTF-8 with the
+// flag set is refused (ok false).
+func decodeName(raw string, flags uint16) (name string, ok bool) {
+	if utf8.ValidString(raw) {
+		return raw, true
+	}
+	if flags&flagUTF8 != 0 {
+		return raw, false
+	}
+	var b strings.Builder
+	b.Grow(2 * len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c < 0x80 {
+			b.WriteByte(c)
+		} else {
+			b.WriteRune(cp437High[c-0x80])
+		}
+	}
+	return b.String(), true
+}
+
+// sanitize turns a member name into the slash-separated path it is served
+// at. It drops a leading "/", empty components and "." components; it
+// refuses (reason non-empty) a name with a NUL byte, a ".." component, a
+// component longer than 255 bytes, or no component left. dir reports a
+// name ending in "/" (a directory entry). Backslash is an ordinary
+// character: it is not a separator in zip names, nor on Linux.
+func sanitize(name string) (path string, dir bool, reason string) {
+	if strings.IndexByte(name, 0) >= 0 {
+		return "", false, "name contains a NUL byte"
+	}
+	dir = strings.HasSuffix(name, "/")
+	trimmed := strings.TrimSuffix(name, "/")
+	clean := true // trimmed is already the path
+	n := 0        // components kept
+	rest := trimmed
+	for {
+		i := strings.IndexByte(rest, '/')
+		c := rest
+		if i >= 0 {
+			c = rest[:i]
+		}
+		switch {
+		case c == "" || c == ".":
+			clean = false
+		case c == "..":
+			return "", dir, "name has a '..' component"
+		case len(c) > maxComponent:
+			return "", dir, "name has a component longer than 255 bytes"
+		default:
+			n++
+		}
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	if n == 0 {
+		return "", dir, "name has no component left once '/', '.' and empty components are dropped"
+	}
+	if clean {
+		return trimmed, dir, ""
+	}
+	parts := make([]string, 0, n)
+	for _, c := range strings.Split(trimmed, "/") {
+		if c != "" && c != "." {
+			parts = append(parts, c)
+		}
+	}
+	return strings.Join(parts, "/"), dir, ""
+}

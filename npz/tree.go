@@ -1,0 +1,317 @@
+package npz
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Node kinds.
+const (
+	kindDir   = iota // a folder: the root, from "/" in names, or a directory entry
+	kindFile         // a member's bytes
+	kindViews        // KEY/, the views folder of KEY.npy
+	kindJSON         // KEY/header.json
+	kindRaw          // KEY/raw.bin
+)
+
+// eagerViews is how many unresolved views folders a folder listing
+// resolves (reading their npy headers, in parallel) so that it can leave out
+// the broken ones. Past it a listing shows them unresolved: a root of
+// 100,000 arrays lists without reading 100,000 headers.
+const eagerViews = 1024
+
+// Node is a folder or a file of the served tree. Inode numbers are stable
+// for the life of the Archive.
+type Node struct {
+	a      *Archive
+	name   string
+	ino    uint64
+	m      *Member
+	kids   []*Node // a folder's children, sorted by name
+	kind   uint8
+	nviews int32 // a folder's views children
+}
+
+// Name is the node's name within its folder ("" for the root).
+func (n *Node) Name() string { return n.name }
+
+// Ino is the node's inode number: unique, non-zero, stable.
+func (n *Node) Ino() uint64 { return n.ino }
+
+// IsDir reports whether n is a folder.
+func (n *Node) IsDir() bool { return n.kind == kindDir || n.kind == kindViews }
+
+// ModTime is the member's modification time, or the archive's for folders
+// and generated views.
+func (n *Node) ModTime() time.Time {
+	if n.kind == kindFile {
+		return n.m.ModTime()
+	}
+	return n.a.modTime
+}
+
+// Member is the archive member a file or views folder comes from, or nil
+// for other folders.
+func (n *Node) Member() *Member { return n.m }
+
+// File is the content of a file node, nil for a folder.
+func (n *Node) File() *File {
+	switch n.kind {
+	case kindFile:
+		return &n.m.file
+	case kindJSON:
+		return &n.m.npy().files[0]
+	case kindRaw:
+		return &n.m.npy().files[1]
+	}
+	return nil
+}
+
+// Lookup returns the child of a folder by name, or nil. Views of a .npy
+// member (header.json, raw.bin) exist only once its header has been read
+// and found valid; Lookup reads it if it has not been read yet, and a
+// views folder whose member's header is broken is not found.
+func (n *Node) Lookup(name string) *Node {
+	switch n.kind {
+	case kindDir:
+		i, ok := slices.BinarySearchFunc(n.kids, name, func(c *Node, name string) int {
+			return strings.Compare(c.name, name)
+		})
+		if !ok {
+			return nil
+		}
+		c := n.kids[i]
+		if c.kind == kindViews && c.m.npy().err != nil {
+			return nil
+		}
+		return c
+	case kindViews:
+		for _, c := range n.m.npy().kids {
+			if c.name == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Children lists a folder's children sorted by name, in a new slice. In a
+// folder with at most 1,024 views folders it first reads the npy headers of
+// those not yet read (in parallel) and leaves out the views folders of
+// broken members; in a larger folder the ones not yet read are listed and
+// resolved by Lookup (which then does not find a broken one).
+func (n *Node) Children() []*Node {
+	switch n.kind {
+	case kindDir:
+		if n.nviews > 0 && n.nviews <= eagerViews {
+			n.resolveViews()
+		}
+		out := make([]*Node, 0, len(n.kids))
+		for _, c := range n.kids {
+			if c.kind == kindViews {
+				if nv := c.m.nv.Load(); nv != nil && nv.err != nil {
+					continue
+				}
+			}
+			out = append(out, c)
+		}
+		return out
+	case kindViews:
+		return slices.Clone(n.m.npy().kids)
+	}
+	return nil
+}
+
+// resolveViews reads the npy headers of n's views folders that have not
+// been read, with a few goroutines.
+func (n *Node) resolveViews() {
+	var todo []*Member
+	for _, c := range n.kids {
+		if c.kind == kindViews && c.m.nv.Load() == nil {
+			todo = append(todo, c.m)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	if len(todo) == 1 {
+		todo[0].npy()
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(todo), 8) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(todo)) {
+					return
+				}
+				todo[i].npy()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// nodeAlloc hands out nodes from chunks, so a tree of many nodes costs few
+// allocations.
+type nodeAlloc struct {
+	chunk []Node
+	ino   uint64
+}
+
+func (al *nodeAlloc) node(a *Archive, kind uint8, name string, m *Member) *Node {
+	if len(al.chunk) == cap(al.chunk) {
+		al.chunk = make([]Node, 0, 1024)
+	}
+	al.chunk = al.chunk[:len(al.chunk)+1]
+	n := &al.chunk[len(al.chunk)-1]
+	al.ino++
+	*n = Node{a: a, kind: kind, name: name, m: m, ino: al.ino}
+	if kind == kindViews {
+		al.ino += 2 // header.json and raw.bin
+	}
+	return n
+}
+
+// cand is a name a folder may hold.
+type cand struct {
+	name string
+	kind uint8
+	m    *Member // kindFile
+	dir  *Node   // kindDir
+}
+
+// dirBuild is a folder being built.
+type dirBuild struct {
+	node  *Node
+	cands []cand
+}
+
+// buildTree builds the served tree from the members: each served member at
+// its path, folders for its path's components and for directory entries,
+// and a views folder KEY/ beside each KEY.npy. It records on each member
+// why it is not served or has no views. Collisions, in one folder:
+//   - a folder beats a file of the same name (the file is shadowed);
+//   - of files of the same name the last in the central directory wins;
+//   - any member file or folder beats a views folder of the same name.
+func (a *Archive) buildTree() {
+	var al nodeAlloc
+	a.root = al.node(a, kindDir, "", nil)
+	rootB := &dirBuild{node: a.root}
+	dirs := map[string]*dirBuild{}
+	order := []*dirBuild{rootB}
+	var ensure func(path string) *dirBuild
+	ensure = func(path string) *dirBuild {
+		if path == "" {
+			return rootB
+		}
+		if d, ok := dirs[path]; ok {
+			return d
+		}
+		parent, base := "", path
+		if i := strings.LastIndexByte(path, '/'); i >= 0 {
+			parent, base = path[:i], path[i+1:]
+		}
+		pd := ensure(parent)
+		d := &dirBuild{node: al.node(a, kindDir, base, nil)}
+		dirs[path] = d
+		order = append(order, d)
+		pd.cands = append(pd.cands, cand{name: base, kind: kindDir, dir: d.node})
+		return d
+	}
+	for i := range a.members {
+		m := &a.members[i]
+		if m.state != memberServed {
+			continue
+		}
+		if m.dir {
+			ensure(m.path)
+			continue
+		}
+		parent, base := "", m.path
+		if i := strings.LastIndexByte(m.path, '/'); i >= 0 {
+			parent, base = m.path[:i], m.path[i+1:]
+		}
+		d := ensure(parent)
+		d.cands = append(d.cands, cand{name: base, kind: kindFile, m: m})
+	}
+
+	for _, d := range order {
+		// Folders first, then files from the last entry back: the first
+		// of each name wins.
+		slices.SortFunc(d.cands, func(x, y cand) int {
+			if c := strings.Compare(x.name, y.name); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(x.kind, y.kind); c != 0 {
+				return c
+			}
+			if x.kind == kindFile {
+				return cmp.Compare(y.m.index, x.m.index)
+			}
+			return 0
+		})
+		kids := make([]*Node, 0, len(d.cands))
+		var winner cand
+		for i, c := range d.cands {
+			if i > 0 && c.name == winner.name {
+				m := c.m
+				m.state = memberShadowed
+				if winner.kind == kindDir {
+					m.reason = fmt.Sprintf("shadowed: a folder %q holds other members", m.path)
+				} else {
+					m.reason = fmt.Sprintf("shadowed by a later member of the same name (entry %d)", winner.m.index)
+				}
+				a.logf("npz: %s: not served: %s", m.name, m.reason)
+				continue
+			}
+			winner = c
+			if c.kind == kindDir {
+				kids = append(kids, c.dir)
+			} else {
+				kids = append(kids, al.node(a, kindFile, c.name, c.m))
+			}
+		}
+		// Views folders, where the name is free.
+		nreal := len(kids)
+		for _, k := range kids[:nreal] {
+			if k.kind != kindFile || !k.m.IsNPY() {
+				continue
+			}
+			key := strings.TrimSuffix(k.name, ".npy")
+			m := k.m
+			if key == "" {
+				m.reason = "no views: the name is only \".npy\""
+				continue
+			}
+			if i, ok := slices.BinarySearchFunc(kids[:nreal], key, func(c *Node, name string) int {
+				return strings.Compare(c.name, name)
+			}); ok {
+				what := "a member file"
+				if kids[i].kind == kindDir {
+					what = "a folder of members"
+				}
+				m.reason = fmt.Sprintf("no views: %s takes the name %q", what, key)
+				a.logf("npz: %s: %s", m.name, m.reason)
+				continue
+			}
+			m.views = al.node(a, kindViews, key, m)
+			kids = append(kids, m.views)
+			d.node.nviews++
+		}
+		if len(kids) > nreal {
+			slices.SortFunc(kids, func(x, y *Node) int { return strings.Compare(x.name, y.name) })
+		}
+		d.node.kids = kids
+		d.cands = nil
+	}
+}
