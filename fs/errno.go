@@ -1,0 +1,40 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"syscall"
+)
+
+// Errno maps an error to the errno a FUSE request answers with. It is the
+// one place where errors become errnos:
+//
+//   - nil is 0;
+//   - a syscall.Errno anywhere in the chain passes through, except 0 and
+//     ENOSYS, which become EIO (ENOSYS would tell the kernel that the
+//     operation is not implemented and make it stop asking);
+//   - context cancellation or deadline is EINTR: the caller gave up;
+//   - fs.ErrNotExist is ENOENT, fs.ErrPermission EACCES;
+//   - anything else, malformed archive data included, is EIO.
+func Errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		if en == 0 || en == syscall.ENOSYS {
+			return syscall.EIO
+		}
+		return en
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return syscall.EINTR
+	case errors.Is(err, fs.ErrNotExist):
+		return syscall.ENOENT
+	case errors.Is(err, fs.ErrPermission):
+		return syscall.EACCES
+	}
+	return syscall.EIO
+}

@@ -1,0 +1,136 @@
+package fs
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// memEntry is a small in-memory tree for testing the fs layer without npz.
+type memEntry struct {
+	name string
+	ino  uint64
+	dir  bool
+	kids []*memEntry
+	c    *memContent
+	mt   time.Time
+}
+
+func (e *memEntry) Name() string       { return e.name }
+func (e *memEntry) Ino() uint64        { return e.ino }
+func (e *memEntry) IsDir() bool        { return e.dir }
+func (e *memEntry) ModTime() time.Time { return e.mt }
+func (e *memEntry) Lookup(name string) Entry {
+	for _, k := range e.kids {
+		if k.name == name {
+			return k
+		}
+	}
+	return nil
+}
+func (e *memEntry) Children() []Entry {
+	out := make([]Entry, len(e.kids))
+	for i, k := range e.kids {
+		out[i] = k
+	}
+	return out
+}
+func (e *memEntry) File() Content {
+	if e.c == nil {
+		return nil
+	}
+	return e.c
+}
+
+// memContent serves data from memory, or, when f is set, says the data is
+// at [off, off+len(data)) of f so reads are spliced.
+type memContent struct {
+	data []byte
+	f    *os.File
+	off  int64
+	err  error // returned by ReadAt and Extent when set
+}
+
+func (c *memContent) Size() int64 { return int64(len(c.data)) }
+func (c *memContent) ReadAt(p []byte, off int64) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	if off >= int64(len(c.data)) {
+		return 0, fmt.Errorf("read at %d past end %d: %w", off, len(c.data), errEOF)
+	}
+	n := copy(p, c.data[off:])
+	if n < len(p) {
+		return n, errEOF
+	}
+	return n, nil
+}
+func (c *memContent) Extent() (uintptr, int64, bool, error) {
+	if c.err != nil {
+		return 0, 0, false, c.err
+	}
+	if c.f == nil {
+		return 0, 0, false, nil
+	}
+	return c.f.Fd(), c.off, true, nil
+}
+
+// pattern returns n deterministic bytes.
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	x := uint32(seed) + 1
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = byte(x >> 24)
+	}
+	return b
+}
+
+// fakeTree builds:
+//
+//	/            ino 1
+//	  big.bin    3 MiB + 17 bytes, spliced from a backing file (ino 2)
+//	  small.txt  "hello\n", from memory (ino 3)
+//	  sub/       (ino 4)
+//	    deep.bin 70000 bytes from memory (ino 5)
+//	  bad.bin    every read fails with a non-errno error (ino 6)
+//	  many/      (ino 7) with 1000 empty files f0000..f0999 (ino 100+)
+//
+// The backing file holds junk before and after big.bin's bytes, so a read
+// that is not clamped to the file's end shows up.
+func fakeTree(dir string) (*memEntry, error) {
+	mt := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	big := pattern(3<<20+17, 7)
+	back := filepath.Join(dir, "backing")
+	var buf bytes.Buffer
+	buf.Write(bytes.Repeat([]byte{0xEE}, 4099))
+	buf.Write(big)
+	buf.Write(bytes.Repeat([]byte{0xDD}, 8192))
+	if err := os.WriteFile(back, buf.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(back)
+	if err != nil {
+		return nil, err
+	}
+	many := &memEntry{name: "many", ino: 7, dir: true, mt: mt}
+	for i := 0; i < 1000; i++ {
+		many.kids = append(many.kids, &memEntry{name: fmt.Sprintf("f%04d", i), ino: uint64(100 + i), c: &memContent{}, mt: mt})
+	}
+	root := &memEntry{name: "", ino: 1, dir: true, mt: mt, kids: []*memEntry{
+		{name: "bad.bin", ino: 6, c: &memContent{data: make([]byte, 100), err: errCorrupt}, mt: mt},
+		{name: "big.bin", ino: 2, c: &memContent{data: big, f: f, off: 4099}, mt: mt},
+		many,
+		{name: "small.txt", ino: 3, c: &memContent{data: []byte("hello\n")}, mt: mt},
+		{name: "sub", ino: 4, dir: true, mt: mt, kids: []*memEntry{
+			{name: "deep.bin", ino: 5, c: &memContent{data: pattern(70000, 9)}, mt: mt},
+		}},
+	}}
+	sort.Slice(root.kids, func(i, j int) bool { return root.kids[i].name < root.kids[j].name })
+	return root, nil
+}
+
+var fixedTime = time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -1,0 +1,171 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// FSType is the name after "fuse." that mount(8) and df -T show.
+const FSType = "npzfs"
+
+// MaxRead is the largest read request asked of the kernel: 1 MiB, the
+// most Linux 4.20+ sends (max_pages 256); older kernels cap it at 128 KiB.
+const MaxRead = 1 << 20
+
+// Config describes one mount.
+type Config struct {
+	// Source is shown as the mount's source in mount(8) and df: the
+	// archive's absolute path.
+	Source string
+	// ArchiveSize is the archive's size in bytes, for statfs.
+	ArchiveSize int64
+	// UID and GID own every file; normally the mounting user's.
+	UID, GID uint32
+	// Options are extra mount options (allow_other, default_permissions,
+	// ...); "ro" is always added. "rw" is refused.
+	Options []string
+	// Timeout is how long the kernel may cache entries and attributes;
+	// 0 means one hour. The archive does not change while mounted.
+	Timeout time.Duration
+	// Debug logs every FUSE request and reply to Logger.
+	Debug bool
+	// Logger receives debug output and go-fuse's diagnostics; nil means
+	// the standard logger.
+	Logger *log.Logger
+	// MaxReadAhead bounds kernel readahead in bytes; 0 means MaxRead
+	// (the kernel lowers it to what it allows).
+	MaxReadAhead int
+}
+
+// Server is a live mount.
+type Server struct {
+	srv *fuse.Server
+	dir string
+}
+
+// Mount mounts root on dir read-only and serves it in the background. It
+// returns once the kernel answers requests on dir.
+func Mount(dir string, root Entry, cfg Config) (*Server, error) {
+	if root == nil || !root.IsDir() {
+		return nil, errors.New("the archive has no root folder")
+	}
+	for _, o := range cfg.Options {
+		if o == "rw" {
+			return nil, errors.New(`mount option "rw" is not supported: npzfs is read-only`)
+		}
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = time.Hour
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = log.Default()
+	}
+	ra := cfg.MaxReadAhead
+	if ra <= 0 {
+		ra = MaxRead
+	}
+	st := &mountState{uid: cfg.UID, gid: cfg.GID, archiveSize: cfg.ArchiveSize, root: root}
+	opts := &gofs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:       cfg.Source,
+			Name:         FSType,
+			Options:      append([]string{"ro"}, cfg.Options...),
+			MaxWrite:     MaxRead, // also sets max_read and max_pages
+			MaxReadAhead: ra,
+			Debug:        cfg.Debug,
+			Logger:       logger,
+			// Plain readdir for big listings unless the caller stats
+			// the entries (ls -l): the kernel decides per request.
+			ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO,
+		},
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		UID:             cfg.UID,
+		GID:             cfg.GID,
+		Logger:          logger,
+		RootStableAttr:  &gofs.StableAttr{Ino: root.Ino(), Mode: syscall.S_IFDIR},
+	}
+	for _, o := range cfg.Options {
+		if o == "allow_other" {
+			opts.AllowOther = true
+		}
+	}
+	srv, err := gofs.Mount(dir, &node{e: root, st: st}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{srv: srv, dir: dir}, nil
+}
+
+// Wait returns when the file system is unmounted.
+func (s *Server) Wait() { s.srv.Wait() }
+
+// Unmount unmounts; it fails (EBUSY) while files are open, unless lazy,
+// which detaches the mount now and lets open files finish.
+func (s *Server) Unmount(lazy bool) error {
+	if !lazy {
+		return s.srv.Unmount()
+	}
+	return LazyUnmount(s.dir)
+}
+
+// LazyUnmount detaches the mount at dir: it disappears from the namespace
+// at once and goes away when the last open file closes. It also clears a
+// mount whose daemon died ("transport endpoint is not connected").
+func LazyUnmount(dir string) error {
+	return unmount(dir, true)
+}
+
+// Unmount unmounts dir, which must not be busy.
+func Unmount(dir string) error {
+	return unmount(dir, false)
+}
+
+func unmount(dir string, lazy bool) error {
+	if os.Geteuid() == 0 {
+		flags := 0
+		if lazy {
+			flags = syscall.MNT_DETACH
+		}
+		err := syscall.Unmount(dir, flags)
+		if err == nil || !errors.Is(err, syscall.EPERM) {
+			return err
+		}
+	}
+	bin, err := fusermount()
+	if err != nil {
+		return err
+	}
+	args := []string{"-u", "-q"}
+	if lazy {
+		args = append(args, "-z")
+	}
+	args = append(args, "--", dir)
+	out, err := execOutput(bin, args...)
+	if err != nil {
+		if msg := strings.TrimSpace(lastLine(out)); msg != "" {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("%s: %v", bin, err)
+	}
+	return nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

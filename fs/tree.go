@@ -1,0 +1,73 @@
+package fs
+
+import (
+	"time"
+
+	"github.com/npzfs/npzfs/npz"
+)
+
+// Entry is one folder or file of the served tree. The fs layer needs only
+// this much of npz.Node; FromNPZ adapts an archive's tree, and tests can
+// serve a small tree of their own.
+type Entry interface {
+	Name() string
+	// Ino is the inode number: unique, non-zero, stable while mounted.
+	Ino() uint64
+	IsDir() bool
+	ModTime() time.Time
+	// Lookup returns the child of a folder by name, or nil.
+	Lookup(name string) Entry
+	// Children lists a folder's children.
+	Children() []Entry
+	// File is the content of a file, nil for a folder.
+	File() Content
+}
+
+// Content is the content of a served file.
+type Content interface {
+	// Size is the exact size in bytes.
+	Size() int64
+	// ReadAt is io.ReaderAt, safe for concurrent use.
+	ReadAt(p []byte, off int64) (int, error)
+	// Extent reports that bytes [0, Size()) of the file are bytes
+	// [off, off+Size()) of the open file fd, when ok.
+	Extent() (fd uintptr, off int64, ok bool, err error)
+}
+
+// FromNPZ adapts a node of an npz archive's tree (normally Archive.Root())
+// to Entry. It returns nil for a nil node.
+func FromNPZ(n *npz.Node) Entry {
+	if n == nil {
+		return nil
+	}
+	return npzEntry{n}
+}
+
+type npzEntry struct{ n *npz.Node }
+
+func (e npzEntry) Name() string       { return e.n.Name() }
+func (e npzEntry) Ino() uint64        { return e.n.Ino() }
+func (e npzEntry) IsDir() bool        { return e.n.IsDir() }
+func (e npzEntry) ModTime() time.Time { return e.n.ModTime() }
+
+func (e npzEntry) Lookup(name string) Entry { return FromNPZ(e.n.Lookup(name)) }
+
+func (e npzEntry) Children() []Entry {
+	kids := e.n.Children()
+	out := make([]Entry, 0, len(kids))
+	for _, k := range kids {
+		if k != nil {
+			out = append(out, npzEntry{k})
+		}
+	}
+	return out
+}
+
+func (e npzEntry) File() Content {
+	// A nil *npz.File must become a nil interface, not a non-nil
+	// interface holding a nil pointer.
+	if f := e.n.File(); f != nil {
+		return f
+	}
+	return nil
+}
