@@ -80,13 +80,19 @@ func findDirectory(r io.ReaderAt, size int64) (directory, error) {
 	if err := readAtFull(r, buf, base); err != nil {
 		return d, &FormatError{Offset: base, Msg: "cannot read the end of the archive", Err: err}
 	}
+	// Prefer a record whose comment ends exactly at the end of the file (a
+	// comment may itself contain the signature); else take the last record
+	// whose comment fits, as trailing bytes after the comment are common.
 	at := -1
 	for i := len(buf) - endLen; i >= 0; i-- {
 		if buf[i] == 'P' && le.Uint32(buf[i:]) == sigEnd {
 			n := int(le.Uint16(buf[i+20:]))
-			if i+endLen+n <= len(buf) {
+			if i+endLen+n == len(buf) {
 				at = i
 				break
+			}
+			if at < 0 && i+endLen+n < len(buf) {
+				at = i
 			}
 		}
 	}
