@@ -1,0 +1,582 @@
+package inflate
+
+import (
+	"encoding/binary"
+	"io"
+)
+
+// Decoder states between calls to decode.
+const (
+	stHeader = iota // next comes a block header
+	stStored        // inside a stored block, d.stored bytes left
+	stHuff          // inside a Huffman block, at a symbol boundary
+	stDone          // the final block has ended
+)
+
+const (
+	windowSize = 32 << 10
+	// outSlack is the room a caller leaves after its target in the output
+	// buffer: one symbol may run past the target by up to 258 bytes, and
+	// match copies write in 8-byte chunks.
+	outSlack  = 258 + 16
+	inBufSize = 64 << 10
+)
+
+var codeOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
+
+// decoder inflates a raw DEFLATE stream into a flat buffer. out[:pos] is
+// output, of which out[minPos:pos] may be referred to by distances; callers
+// slide or reset out between calls. decode stops at the first symbol
+// boundary at or after its target, so a stop point is a function of the
+// target alone: resuming from a recorded state reproduces the same stops.
+type decoder struct {
+	// Input: in[inPos:inEnd] are unread bytes; in[0] is byte inBase of the
+	// stream. Bits above nb in bits are zero or the stream's true next bits.
+	r      io.Reader
+	ra     io.ReaderAt // for seekBit; nil for a plain stream
+	raSize int64
+	in     []byte
+	inPos  int
+	inEnd  int
+	inBase int64
+	inEOF  bool
+	inErr  error
+	bits   uint64
+	nb     uint
+
+	out    []byte
+	pos    int
+	minPos int
+
+	state    int
+	final    bool
+	stored   int
+	blockBit int64 // bit position of the current block's header
+
+	lit, dist *huffTable
+
+	dynLit, dynDist, clT huffTable
+	dynLitArr            [litSize]uint32
+	dynDistArr           [distSize]uint32
+	clArr                [1 << clBits]uint32
+	lens                 [maxLit + maxDist]uint8
+
+	// Touch tracking: a match whose source starts before trackEnd marks
+	// the bytes it reads below trackEnd in touched.
+	trackEnd int
+	touched  []bool
+}
+
+func newDecoder() *decoder {
+	d := &decoder{in: make([]byte, inBufSize)}
+	d.dynLit.prim = d.dynLitArr[:]
+	d.dynDist.prim = d.dynDistArr[:]
+	d.clT.prim = d.clArr[:]
+	return d
+}
+
+// resetStream starts decoding a fresh stream read from r.
+func (d *decoder) resetStream(r io.Reader) {
+	d.r = r
+	d.ra = nil
+	d.inPos, d.inEnd, d.inBase = 0, 0, 0
+	d.inEOF, d.inErr = false, nil
+	d.bits, d.nb = 0, 0
+	d.pos, d.minPos = 0, 0
+	d.state, d.final, d.stored = stHeader, false, 0
+	d.trackEnd = 0
+}
+
+// seekBit positions the input at bit pos of a ReaderAt source.
+func (d *decoder) seekBit(pos int64) error {
+	off := pos >> 3
+	if d.r != nil && off >= d.inBase && off <= d.inBase+int64(d.inEnd) {
+		d.inPos = int(off - d.inBase)
+	} else {
+		if off > d.raSize {
+			off = d.raSize
+		}
+		d.r = io.NewSectionReader(d.ra, off, d.raSize-off)
+		d.inBase, d.inPos, d.inEnd = off, 0, 0
+		d.inEOF, d.inErr = false, nil
+	}
+	d.bits, d.nb = 0, 0
+	if k := uint(pos & 7); k != 0 {
+		if err := d.need(k); err != nil {
+			return err
+		}
+		d.consume(k)
+	}
+	return nil
+}
+
+func (d *decoder) bitPos() int64 { return (d.inBase+int64(d.inPos))*8 - int64(d.nb) }
+
+func (d *decoder) corrupt(msg string) error {
+	return &CorruptError{Offset: d.bitPos() >> 3, Msg: msg}
+}
+
+// fill moves the unread input to the front of the buffer and reads more.
+// It returns a read error other than io.EOF.
+func (d *decoder) fill() error {
+	if d.inEOF {
+		return d.inErr
+	}
+	if d.inPos > 0 {
+		n := copy(d.in, d.in[d.inPos:d.inEnd])
+		d.inBase += int64(d.inPos)
+		d.inPos, d.inEnd = 0, n
+	}
+	for tries := 0; d.inEnd < len(d.in); tries++ {
+		n, err := d.r.Read(d.in[d.inEnd:])
+		d.inEnd += n
+		if err != nil {
+			d.inEOF = true
+			if err != io.EOF {
+				d.inErr = err
+				return err
+			}
+			return nil
+		}
+		if n > 0 || tries > 100 {
+			break
+		}
+	}
+	return nil
+}
+
+// pullByte moves one input byte into the bit buffer (nb must be <= 56).
+func (d *decoder) pullByte() bool {
+	if d.inPos == d.inEnd {
+		if d.fill() != nil || d.inPos == d.inEnd {
+			return false
+		}
+	}
+	d.bits |= uint64(d.in[d.inPos]) << d.nb
+	d.inPos++
+	d.nb += 8
+	return true
+}
+
+// truncErr is what running out of input is reported as.
+func (d *decoder) truncErr() error {
+	if d.inErr != nil {
+		return d.inErr
+	}
+	return io.ErrUnexpectedEOF
+}
+
+func (d *decoder) need(n uint) error {
+	for d.nb < n {
+		if !d.pullByte() {
+			return d.truncErr()
+		}
+	}
+	return nil
+}
+
+func (d *decoder) consume(n uint) {
+	d.bits >>= n
+	d.nb -= n
+}
+
+// slowSym decodes one symbol with t, pulling input a byte at a time.
+func (d *decoder) slowSym(t *huffTable, pbits uint) (uint32, error) {
+	short := false
+	for d.nb < 15 {
+		if !d.pullByte() {
+			short = true
+			break
+		}
+	}
+	e := t.prim[d.bits&(1<<pbits-1)]
+	if e&kindMask == kindSub {
+		e = t.sub[(e>>16)+uint32(d.bits>>pbits)&(1<<(e&nMask)-1)]
+	}
+	if e&kindMask == kindBad {
+		if short {
+			return 0, d.truncErr()
+		}
+		return 0, d.corrupt("invalid Huffman code")
+	}
+	n := uint(e & nMask)
+	if n > d.nb {
+		return 0, d.truncErr()
+	}
+	d.consume(n)
+	return e, nil
+}
+
+func (d *decoder) finishBlock() {
+	if d.final {
+		d.state = stDone
+	} else {
+		d.state = stHeader
+	}
+}
+
+// readHeader reads a block header (and its code tables).
+func (d *decoder) readHeader() error {
+	d.blockBit = d.bitPos()
+	if err := d.need(3); err != nil {
+		return err
+	}
+	d.final = d.bits&1 == 1
+	typ := (d.bits >> 1) & 3
+	d.consume(3)
+	switch typ {
+	case 0:
+		d.consume(d.nb & 7)
+		if err := d.need(32); err != nil {
+			return err
+		}
+		n := uint16(d.bits)
+		nn := uint16(d.bits >> 16)
+		if n != ^nn {
+			return d.corrupt("stored block length does not match its complement")
+		}
+		d.consume(32)
+		d.stored = int(n)
+		d.state = stStored
+		if n == 0 {
+			d.finishBlock()
+		}
+	case 1:
+		d.lit, d.dist = fixedTables()
+		d.state = stHuff
+	case 2:
+		if err := d.readDynamic(); err != nil {
+			return err
+		}
+		d.lit, d.dist = &d.dynLit, &d.dynDist
+		d.state = stHuff
+	default:
+		return d.corrupt("reserved block type")
+	}
+	return nil
+}
+
+func (d *decoder) readDynamic() error {
+	if err := d.need(14); err != nil {
+		return err
+	}
+	nlit := int(d.bits&31) + 257
+	ndist := int(d.bits>>5&31) + 1
+	nclen := int(d.bits>>10&15) + 4
+	if nlit > maxLit {
+		return d.corrupt("too many literal/length codes")
+	}
+	if ndist > maxDist {
+		return d.corrupt("too many distance codes")
+	}
+	d.consume(14)
+	var cl [19]uint8
+	for i := 0; i < nclen; i++ {
+		if err := d.need(3); err != nil {
+			return err
+		}
+		cl[codeOrder[i]] = uint8(d.bits & 7)
+		d.consume(3)
+	}
+	if !d.clT.build(cl[:], &clSym, clBits) {
+		return d.corrupt("invalid code length code set")
+	}
+	n := nlit + ndist
+	lens := d.lens[:n]
+	for i := 0; i < n; {
+		e, err := d.slowSym(&d.clT, clBits)
+		if err != nil {
+			return err
+		}
+		sym := e >> 16
+		if sym < 16 {
+			lens[i] = uint8(sym)
+			i++
+			continue
+		}
+		var rep int
+		var nbx uint
+		var v uint8
+		switch sym {
+		case 16:
+			if i == 0 {
+				return d.corrupt("repeat with no previous code length")
+			}
+			rep, nbx, v = 3, 2, lens[i-1]
+		case 17:
+			rep, nbx = 3, 3
+		default:
+			rep, nbx = 11, 7
+		}
+		if err := d.need(nbx); err != nil {
+			return err
+		}
+		rep += int(d.bits & (1<<nbx - 1))
+		d.consume(nbx)
+		if i+rep > n {
+			return d.corrupt("code lengths repeat past the end")
+		}
+		for ; rep > 0; rep-- {
+			lens[i] = v
+			i++
+		}
+	}
+	if !d.dynLit.build(lens[:nlit], &litSym, litBits) {
+		return d.corrupt("invalid literal/length code set")
+	}
+	if !d.dynDist.build(lens[nlit:n], &distSym, distBits) {
+		return d.corrupt("invalid distance code set")
+	}
+	return nil
+}
+
+// decode inflates until d.pos >= target (stopping at the first symbol
+// boundary there) or the stream ends. len(d.out) must be >= target+outSlack.
+func (d *decoder) decode(target int) error {
+	for d.pos < target {
+		var err error
+		switch d.state {
+		case stHeader:
+			err = d.readHeader()
+		case stStored:
+			err = d.copyStored(target)
+		case stHuff:
+			err = d.huff(target)
+		default:
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoder) copyStored(target int) error {
+	for d.stored > 0 && d.pos < target {
+		if d.nb >= 8 {
+			d.out[d.pos] = byte(d.bits)
+			d.consume(8)
+			d.pos++
+			d.stored--
+			continue
+		}
+		d.bits = 0 // nb is 0: we read straight from in below
+		if d.inPos == d.inEnd {
+			if err := d.fill(); err != nil {
+				return err
+			}
+			if d.inPos == d.inEnd {
+				return d.truncErr()
+			}
+		}
+		n := min(d.stored, target-d.pos, d.inEnd-d.inPos)
+		copy(d.out[d.pos:d.pos+n], d.in[d.inPos:d.inPos+n])
+		d.pos += n
+		d.inPos += n
+		d.stored -= n
+	}
+	if d.stored == 0 {
+		d.finishBlock()
+	}
+	return nil
+}
+
+func (d *decoder) huff(target int) error {
+	for d.state == stHuff && d.pos < target {
+		if d.inEnd-d.inPos < 8 && !d.inEOF {
+			if err := d.fill(); err != nil {
+				return err
+			}
+			continue
+		}
+		if d.inEnd-d.inPos >= 8 {
+			if err := d.huffFast(target); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := d.huffSlow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mark records the window bytes [from, to) as read by a match.
+func (d *decoder) mark(from, to int) {
+	t := d.touched[from:to]
+	for i := range t {
+		t[i] = true
+	}
+}
+
+// copyMatch writes length bytes from dist back at pos.
+func copyMatch(out []byte, pos, dist, length int) {
+	src := pos - dist
+	switch {
+	case dist >= length && length > 32:
+		copy(out[pos:pos+length], out[src:src+length])
+	case dist >= 8:
+		for k := 0; k < length; k += 8 {
+			binary.LittleEndian.PutUint64(out[pos+k:], binary.LittleEndian.Uint64(out[src+k:]))
+		}
+	case dist == 1:
+		b := out[src]
+		t := out[pos : pos+length]
+		for i := range t {
+			t[i] = b
+		}
+	default:
+		end := pos + length
+		p := pos + copy(out[pos:end], out[src:pos])
+		for p < end {
+			p += copy(out[p:end], out[pos:p])
+		}
+	}
+}
+
+// huffSlow decodes one symbol near the end of the input.
+func (d *decoder) huffSlow() error {
+	e, err := d.slowSym(d.lit, litBits)
+	if err != nil {
+		return err
+	}
+	switch e & kindMask {
+	case kindLit:
+		d.out[d.pos] = byte(e >> 16)
+		d.pos++
+		return nil
+	case kindEOB:
+		d.finishBlock()
+		return nil
+	}
+	ex := uint(e >> 8 & 0xff)
+	if err := d.need(ex); err != nil {
+		return err
+	}
+	length := int(e>>16) + int(d.bits&(1<<ex-1))
+	d.consume(ex)
+	de, err := d.slowSym(d.dist, distBits)
+	if err != nil {
+		return err
+	}
+	ex = uint(de >> 8 & 0xff)
+	if err := d.need(ex); err != nil {
+		return err
+	}
+	dist := int(de>>16) + int(d.bits&(1<<ex-1))
+	d.consume(ex)
+	src := d.pos - dist
+	if src < d.minPos {
+		return d.corrupt("distance too far back")
+	}
+	if src < d.trackEnd {
+		d.mark(src, min(src+length, d.trackEnd))
+	}
+	copyMatch(d.out, d.pos, dist, length)
+	d.pos += length
+	return nil
+}
+
+// huffFast decodes symbols while at least 8 input bytes are buffered.
+func (d *decoder) huffFast(target int) error {
+	in := d.in[:d.inEnd]
+	inPos := d.inPos
+	bb := d.bits
+	nb := d.nb
+	out := d.out
+	pos := d.pos
+	lit := (*[litSize]uint32)(d.lit.prim)
+	litSub := d.lit.sub
+	dtab := (*[distSize]uint32)(d.dist.prim)
+	distSub := d.dist.sub
+	minPos := d.minPos
+	trackEnd := d.trackEnd
+	inLimit := len(in) - 8
+	var msg string
+	for pos < target && inPos <= inLimit {
+		bb |= binary.LittleEndian.Uint64(in[inPos:]) << nb
+		inPos += int((63 - nb) >> 3)
+		nb |= 56
+		e := lit[bb&litMask]
+		if e&kindMask == kindLit {
+			bb >>= e & nMask
+			nb -= uint(e & nMask)
+			out[pos] = byte(e >> 16)
+			pos++
+			if pos >= target {
+				break
+			}
+			e = lit[bb&litMask]
+			if e&kindMask == kindLit {
+				bb >>= e & nMask
+				nb -= uint(e & nMask)
+				out[pos] = byte(e >> 16)
+				pos++
+			}
+			continue
+		}
+		if e&kindMask == kindSub {
+			e = litSub[(e>>16)+uint32(bb>>litBits)&(1<<(e&nMask)-1)]
+			if e&kindMask == kindLit {
+				bb >>= e & nMask
+				nb -= uint(e & nMask)
+				out[pos] = byte(e >> 16)
+				pos++
+				continue
+			}
+		}
+		if e&kindMask == kindLen {
+			bb >>= e & nMask
+			nb -= uint(e & nMask)
+			ex := (e >> 8) & 0xff
+			length := int(e>>16) + int(bb&(1<<ex-1))
+			bb >>= ex
+			nb -= uint(ex)
+			de := dtab[bb&distMask]
+			if de&kindMask == kindSub {
+				de = distSub[(de>>16)+uint32(bb>>distBits)&(1<<(de&nMask)-1)]
+			}
+			if de&kindMask != kindLen {
+				msg = "invalid distance code"
+				break
+			}
+			bb >>= de & nMask
+			nb -= uint(de & nMask)
+			ex = (de >> 8) & 0xff
+			dist := int(de>>16) + int(bb&(1<<ex-1))
+			bb >>= ex
+			nb -= uint(ex)
+			src := pos - dist
+			if src < minPos {
+				msg = "distance too far back"
+				break
+			}
+			if src < trackEnd {
+				d.mark(src, min(src+length, trackEnd))
+			}
+			if dist >= 8 && length <= 16 {
+				binary.LittleEndian.PutUint64(out[pos:], binary.LittleEndian.Uint64(out[src:]))
+				binary.LittleEndian.PutUint64(out[pos+8:], binary.LittleEndian.Uint64(out[src+8:]))
+			} else {
+				copyMatch(out, pos, dist, length)
+			}
+			pos += length
+			continue
+		}
+		if e&kindMask == kindEOB {
+			bb >>= e & nMask
+			nb -= uint(e & nMask)
+			d.finishBlock()
+			break
+		}
+		msg = "invalid literal/length code"
+		break
+	}
+	d.inPos, d.bits, d.nb, d.pos = inPos, bb, nb, pos
+	if msg != "" {
+		return d.corrupt(msg)
+	}
+	return nil
+}

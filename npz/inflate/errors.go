@@ -1,0 +1,57 @@
+package inflate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Errors a ReaderAt reports besides *CorruptError. Each is wrapped with the
+// offset it was found at; test with errors.Is.
+var (
+	// ErrTooLong: the stream inflates to more than the declared size.
+	ErrTooLong = errors.New("inflate: stream is longer than its declared size")
+	// ErrTooShort: the stream ends before the declared size. A truncated
+	// compressed stream reports an error matching both ErrTooShort and
+	// io.ErrUnexpectedEOF.
+	ErrTooShort = errors.New("inflate: stream ends before its declared size")
+	// ErrChecksum: the CRC-32 of the whole output does not match.
+	ErrChecksum = errors.New("inflate: CRC-32 mismatch")
+)
+
+// CorruptError reports invalid DEFLATE data at a byte offset of the
+// compressed stream.
+type CorruptError struct {
+	Offset int64
+	Msg    string
+}
+
+func (e *CorruptError) Error() string {
+	return "inflate: corrupt input at compressed byte " + strconv.FormatInt(e.Offset, 10) + ": " + e.Msg
+}
+
+// OffsetError wraps an error a ReaderAt found with the offset of the
+// inflated output at which it was found.
+type OffsetError struct {
+	Offset int64 // offset in the inflated output
+	Err    error
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("inflate: at output offset %d: %v", e.Offset, e.Err)
+}
+
+func (e *OffsetError) Unwrap() error { return e.Err }
+
+// truncatedError is how a ReaderAt reports compressed data that ends in the
+// middle of the stream: it matches ErrTooShort and io.ErrUnexpectedEOF.
+type truncatedError struct{ compOffset int64 }
+
+func (e *truncatedError) Error() string {
+	return "inflate: compressed data truncated at byte " + strconv.FormatInt(e.compOffset, 10) + ": " + ErrTooShort.Error()
+}
+
+func (e *truncatedError) Is(target error) bool {
+	return target == ErrTooShort || target == io.ErrUnexpectedEOF
+}

@@ -1,0 +1,343 @@
+package inflate
+
+import (
+	"errors"
+	"hash/crc32"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+const defaultSpan = 1 << 20
+
+// Options tune a ReaderAt. The zero value is the default.
+type Options struct {
+	// SpanSize is the output distance between checkpoints; 0 means 1 MiB.
+	SpanSize int64
+	// Cache holds inflated spans, shared by every ReaderAt given it; nil
+	// means a small private cache.
+	Cache *Cache
+}
+
+// checkpoint is a place decoding can resume from: the output offset, the
+// decoder's state there, and the window before it.
+type checkpoint struct {
+	out    int64 // output offset
+	bit    int64 // bit position of the next symbol, block header or stored byte
+	block  int64 // bit position of the current Huffman block's header
+	stored int32 // bytes left in the current stored block
+	state  uint8
+	final  bool
+	winLen int32  // window bytes before out: min(32 KiB, out)
+	win    []byte // packed window (see packWindow)
+}
+
+// ReaderAt is random access into one raw DEFLATE stream of compressedSize
+// bytes at the start of src, which must inflate to exactly size bytes with
+// the given CRC-32. It is safe for concurrent use.
+//
+// The index of checkpoints grows lazily: a read at offset X first inflates
+// sequentially from the last checkpoint to X (one goroutine at a time),
+// recording a checkpoint every SpanSize bytes. A read inside the indexed
+// part inflates at most one span per SpanSize of data it returns, from the
+// checkpoint before it, unless the span is in the cache.
+type ReaderAt struct {
+	src   io.ReaderAt
+	csize int64
+	size  int64
+	crc   uint32
+	span  int64
+	cache *Cache
+	id    uint64
+
+	mu         sync.RWMutex
+	cps        []checkpoint
+	done       bool
+	err        error
+	pendingWin []byte // unpacked window of the last checkpoint
+	winBytes   int64
+
+	extMu   sync.Mutex // held while extending the index
+	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
+	touched []bool
+
+	flightMu sync.Mutex
+	flight   map[int]*flightCall
+}
+
+type flightCall struct {
+	wg   sync.WaitGroup
+	data []byte
+	err  error
+}
+
+var readerIDs atomic.Uint64
+
+var decoders = sync.Pool{New: func() any { return newDecoder() }}
+
+// NewReaderAt builds the reader; nothing is read until the first ReadAt.
+func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *Options) *ReaderAt {
+	r := &ReaderAt{src: src, csize: compressedSize, size: size, crc: crc, span: defaultSpan}
+	if opts != nil {
+		if opts.SpanSize > 0 {
+			r.span = opts.SpanSize
+		}
+		r.cache = opts.Cache
+	}
+	if r.cache == nil {
+		r.cache = NewCache(2 * (r.span + windowSize + outSlack))
+	}
+	r.id = readerIDs.Add(1)
+	r.cps = []checkpoint{{state: stHeader}}
+	r.flight = make(map[int]*flightCall)
+	return r
+}
+
+// Size is the declared inflated size.
+func (r *ReaderAt) Size() int64 { return r.size }
+
+// IndexStats reports the checkpoints recorded so far and the bytes their
+// stored windows take (including the unpacked window of the last one).
+func (r *ReaderAt) IndexStats() (checkpoints int, windowBytes int64) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.cps), r.winBytes + int64(len(r.pendingWin))
+}
+
+// ReadAt implements io.ReaderAt over the inflated bytes.
+func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("inflate: negative offset")
+	}
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	n := 0
+	for n < len(p) && off+int64(n) < r.size {
+		pos := off + int64(n)
+		data, start, err := r.spanAt(pos)
+		if err != nil {
+			return n, err
+		}
+		n += copy(p[n:], data[pos-start:])
+	}
+	if off+int64(n) >= r.size {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// spanAt returns the span holding output offset off and where it starts.
+func (r *ReaderAt) spanAt(off int64) ([]byte, int64, error) {
+	if err := r.extendTo(off); err != nil {
+		return nil, 0, err
+	}
+	r.mu.RLock()
+	k := sort.Search(len(r.cps), func(i int) bool { return r.cps[i].out > off }) - 1
+	cp := r.cps[k]
+	end := r.size
+	if k+1 < len(r.cps) {
+		end = r.cps[k+1].out
+	}
+	r.mu.RUnlock()
+	key := cacheKey{r.id, k}
+	if b := r.cache.get(key); b != nil {
+		return b, cp.out, nil
+	}
+	r.flightMu.Lock()
+	if c := r.flight[k]; c != nil {
+		r.flightMu.Unlock()
+		c.wg.Wait()
+		return c.data, cp.out, c.err
+	}
+	c := &flightCall{}
+	c.wg.Add(1)
+	r.flight[k] = c
+	r.flightMu.Unlock()
+
+	c.data, c.err = r.inflateSpan(&cp, end)
+	if c.err == nil {
+		r.cache.put(key, c.data, int64(cap(c.data)))
+	}
+	r.flightMu.Lock()
+	delete(r.flight, k)
+	r.flightMu.Unlock()
+	c.wg.Done()
+	return c.data, cp.out, c.err
+}
+
+// resume prepares d to decode from cp into buf, whose first cp.winLen
+// bytes the caller has filled with the window.
+func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
+	d.r, d.ra, d.raSize = nil, r.src, r.csize
+	d.out = buf
+	d.pos = int(cp.winLen)
+	d.minPos = 0
+	d.trackEnd = 0
+	d.bits, d.nb = 0, 0
+	switch cp.state {
+	case stHeader:
+		d.state = stHeader
+		return d.seekBit(cp.bit)
+	case stStored:
+		d.state, d.stored, d.final = stStored, int(cp.stored), cp.final
+		return d.seekBit(cp.bit)
+	default:
+		if err := d.seekBit(cp.block); err != nil {
+			return err
+		}
+		if err := d.readHeader(); err != nil {
+			return err
+		}
+		if d.state != stHuff {
+			return &CorruptError{Offset: cp.block >> 3, Msg: "checkpoint block is not a Huffman block"}
+		}
+		return d.seekBit(cp.bit)
+	}
+}
+
+// inflateSpan inflates the indexed span [cp.out, end).
+func (r *ReaderAt) inflateSpan(cp *checkpoint, end int64) ([]byte, error) {
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	w := int(cp.winLen)
+	n := int(end - cp.out)
+	buf := make([]byte, w+n+outSlack)
+	if err := unpackWindow(d, cp.win, buf[:w]); err != nil {
+		return nil, err
+	}
+	if err := r.resume(d, cp, buf); err != nil {
+		return nil, r.wrapDecodeErr(err, cp.out)
+	}
+	if err := d.decode(w + n); err != nil {
+		return nil, r.wrapDecodeErr(err, cp.out+int64(d.pos-w))
+	}
+	if d.pos != w+n {
+		return nil, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
+	}
+	d.out = nil
+	return buf[w : w+n : w+n], nil
+}
+
+func (r *ReaderAt) wrapDecodeErr(err error, outOff int64) error {
+	if err == io.ErrUnexpectedEOF {
+		return &OffsetError{Offset: outOff, Err: &truncatedError{}}
+	}
+	return &OffsetError{Offset: outOff, Err: err}
+}
+
+// extendTo grows the index until it covers output offset off.
+func (r *ReaderAt) extendTo(off int64) error {
+	covered := func() (bool, error) {
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		if r.err != nil {
+			return true, r.err
+		}
+		return r.done || r.cps[len(r.cps)-1].out > off, nil
+	}
+	if ok, err := covered(); ok {
+		return err
+	}
+	r.extMu.Lock()
+	defer r.extMu.Unlock()
+	for {
+		if ok, err := covered(); ok {
+			return err
+		}
+		if err := r.extendOne(); err != nil {
+			r.mu.Lock()
+			r.err = err
+			r.mu.Unlock()
+			return err
+		}
+	}
+}
+
+// extendOne inflates the span after the last checkpoint, recording the
+// next checkpoint (or verifying the end of the stream). r.extMu is held.
+func (r *ReaderAt) extendOne() error {
+	r.mu.RLock()
+	k := len(r.cps) - 1
+	cp := r.cps[k]
+	win := r.pendingWin
+	r.mu.RUnlock()
+
+	target := cp.out + r.span
+	last := target >= r.size
+	if last {
+		target = r.size + 1
+	}
+	w := int(cp.winLen)
+	n := int(target - cp.out)
+	buf := make([]byte, w+n+outSlack)
+	copy(buf, win)
+
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	if err := r.resume(d, &cp, buf); err != nil {
+		return r.wrapDecodeErr(err, cp.out)
+	}
+	if r.touched == nil {
+		r.touched = make([]bool, windowSize)
+	}
+	clear(r.touched)
+	d.touched, d.trackEnd = r.touched, w
+	err := d.decode(w + n)
+	d.trackEnd, d.touched = 0, nil
+	d.out = nil
+	produced := d.pos - w
+	endOut := cp.out + int64(produced)
+	if endOut > r.size {
+		return &OffsetError{Offset: r.size, Err: ErrTooLong}
+	}
+	if err != nil {
+		return r.wrapDecodeErr(err, endOut)
+	}
+	data := buf[w : w+produced : w+produced]
+	r.crcAcc = crc32.Update(r.crcAcc, crc32.IEEETable, data)
+	packed := packWindow(win, r.touched[:w])
+
+	var next checkpoint
+	var nextWin []byte
+	if d.state == stDone {
+		if endOut < r.size {
+			return &OffsetError{Offset: endOut, Err: ErrTooShort}
+		}
+		if r.crcAcc != r.crc {
+			return &OffsetError{Offset: r.size, Err: ErrChecksum}
+		}
+	} else {
+		if last {
+			// Not reachable: a last span that is not done ran past size.
+			return &OffsetError{Offset: r.size, Err: ErrTooLong}
+		}
+		wl := min(int64(windowSize), endOut)
+		nextWin = make([]byte, wl)
+		copy(nextWin, buf[d.pos-int(wl):d.pos])
+		next = checkpoint{
+			out:    endOut,
+			bit:    d.bitPos(),
+			block:  d.blockBit,
+			stored: int32(d.stored),
+			state:  uint8(d.state),
+			final:  d.final,
+			winLen: int32(wl),
+		}
+	}
+
+	r.mu.Lock()
+	r.cps[k].win = packed
+	r.winBytes += int64(len(packed))
+	if d.state == stDone {
+		r.done = true
+		r.pendingWin = nil
+	} else {
+		r.cps = append(r.cps, next)
+		r.pendingWin = nextWin
+	}
+	r.mu.Unlock()
+	r.cache.put(cacheKey{r.id, k}, data, int64(cap(buf)))
+	return nil
+}

@@ -1,0 +1,206 @@
+package inflate
+
+import (
+	"bytes"
+	"compress/flate"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+func newRA(data, comp []byte, span int64, cache *Cache) *ReaderAt {
+	return NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)),
+		crc32.ChecksumIEEE(data), &Options{SpanSize: span, Cache: cache})
+}
+
+// checkRead compares one ReadAt against data, with io.ReaderAt semantics.
+func checkRead(t *testing.T, ra *ReaderAt, data []byte, off int64, n int) {
+	t.Helper()
+	p := make([]byte, n)
+	got, err := ra.ReadAt(p, off)
+	size := int64(len(data))
+	switch {
+	case off >= size:
+		if got != 0 || err != io.EOF {
+			t.Fatalf("ReadAt(%d, %d) past end = %d, %v; want 0, EOF", n, off, got, err)
+		}
+		return
+	case off+int64(n) >= size:
+		want := int(size - off)
+		if got != want || err != io.EOF {
+			t.Fatalf("ReadAt(%d, %d) to end = %d, %v; want %d, EOF", n, off, got, err, want)
+		}
+	default:
+		if got != n || err != nil {
+			t.Fatalf("ReadAt(%d, %d) = %d, %v", n, off, got, err)
+		}
+	}
+	if !bytes.Equal(p[:got], data[off:off+int64(got)]) {
+		t.Fatalf("ReadAt(%d, %d): wrong bytes", n, off)
+	}
+}
+
+func TestReaderAtRandom(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		level int
+	}{
+		{"mixed6", mixed(1<<20, 7), 6},
+		{"zeros9", make([]byte, 3<<20), 9},
+		{"float1", noisyFloat32(1<<20, 5), 1},
+		{"ramp-huffonly", intRamp(600000), flate.HuffmanOnly},
+		{"stored", mixed(300000, 8), flate.NoCompression},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			comp := deflate(t, tc.data, tc.level)
+			for _, span := range []int64{4096, 65536, 0} {
+				ra := newRA(tc.data, comp, span, NewCache(1<<20))
+				rng := rand.New(rand.NewPCG(uint64(span), 9))
+				size := int64(len(tc.data))
+				for i := 0; i < 200; i++ {
+					off := rng.Int64N(size + 10)
+					checkRead(t, ra, tc.data, off, 1+rng.IntN(20000))
+				}
+				// Span edges and the last byte.
+				ra.mu.RLock()
+				cps := append([]checkpoint(nil), ra.cps...)
+				ra.mu.RUnlock()
+				if span == 4096 && len(cps) < int(size/8192) {
+					t.Errorf("only %d checkpoints for %d bytes at span %d", len(cps), size, span)
+				}
+				// Reads straddling and starting at every checkpoint, through
+				// a cold cache.
+				ra2 := newRA(tc.data, comp, span, NewCache(1))
+				ra2.ReadAt(make([]byte, 1), size-1)
+				for _, cp := range cps {
+					checkRead(t, ra2, tc.data, cp.out, 100)
+					if cp.out > 0 {
+						checkRead(t, ra2, tc.data, cp.out-1, 2)
+						checkRead(t, ra2, tc.data, cp.out-50, 50)
+					}
+				}
+				checkRead(t, ra, tc.data, size-1, 1)
+				checkRead(t, ra, tc.data, size-1, 10)
+				checkRead(t, ra, tc.data, size, 10)
+				checkRead(t, ra, tc.data, 0, len(tc.data))
+			}
+		})
+	}
+}
+
+func TestReaderAtConcurrent(t *testing.T) {
+	data := mixed(2<<20, 11)
+	comp := deflate(t, data, 6)
+	cache := NewCache(200 << 10)
+	ras := []*ReaderAt{newRA(data, comp, 16<<10, cache), newRA(data, comp, 64<<10, cache)}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 3))
+			for i := 0; i < 60; i++ {
+				ra := ras[rng.IntN(2)]
+				off := rng.Int64N(int64(len(data)))
+				n := 1 + rng.IntN(40000)
+				p := make([]byte, n)
+				got, err := ra.ReadAt(p, off)
+				if err != nil && err != io.EOF {
+					t.Errorf("ReadAt: %v", err)
+					return
+				}
+				if !bytes.Equal(p[:got], data[off:off+int64(got)]) {
+					t.Errorf("goroutine %d: wrong bytes at %d", g, off)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if u := cache.Used(); u > cache.Budget() {
+		t.Errorf("cache holds %d bytes, budget %d", u, cache.Budget())
+	}
+}
+
+// readAll reads the whole ReaderAt from the front in chunks and returns the
+// first error other than io.EOF.
+func readAllAt(ra *ReaderAt, size int64) error {
+	p := make([]byte, 50000)
+	for off := int64(0); off < size; off += int64(len(p)) {
+		if _, err := ra.ReadAt(p, off); err != nil && err != io.EOF {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestReaderAtErrors(t *testing.T) {
+	data := mixed(400000, 12)
+	comp := deflate(t, data, 6)
+	crc := crc32.ChecksumIEEE(data)
+	size := int64(len(data))
+	open := func(comp []byte, size int64, crc uint32) *ReaderAt {
+		return NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc, &Options{SpanSize: 8192})
+	}
+	cases := []struct {
+		name string
+		ra   *ReaderAt
+		size int64
+		want error
+	}{
+		{"ok", open(comp, size, crc), size, nil},
+		{"declared too large", open(comp, size+1, crc), size + 1, ErrTooShort},
+		{"declared too small", open(comp, size-1, crc), size - 1, ErrTooLong},
+		{"declared much too small", open(comp, size/2, crc), size / 2, ErrTooLong},
+		{"crc", open(comp, size, crc^1), size, ErrChecksum},
+		{"truncated", open(comp[:len(comp)/2], size, crc), size, ErrTooShort},
+		{"truncated by compressedSize", NewReaderAt(bytes.NewReader(comp), int64(len(comp)-1), size, crc, nil), size, io.ErrUnexpectedEOF},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := readAllAt(c.ra, c.size)
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			var oe *OffsetError
+			if !errors.As(err, &oe) {
+				t.Fatalf("err %v carries no offset", err)
+			}
+			// Later reads fail the same way, even at the start.
+			_, err2 := c.ra.ReadAt(make([]byte, 10), 0)
+			if !errors.Is(err2, c.want) {
+				t.Fatalf("second read err = %v, want %v", err2, c.want)
+			}
+		})
+	}
+	// Corrupt data in the middle.
+	bad := append([]byte(nil), comp...)
+	for i := len(bad) / 2; i < len(bad)/2+64; i++ {
+		bad[i] ^= 0x5a
+	}
+	err := readAllAt(open(bad, size, crc), size)
+	var ce *CorruptError
+	if err == nil || (!errors.As(err, &ce) && !errors.Is(err, ErrChecksum) && !errors.Is(err, ErrTooShort) && !errors.Is(err, ErrTooLong)) {
+		t.Fatalf("corrupt stream: err = %v", err)
+	}
+	// Negative offset.
+	if _, err := open(comp, size, crc).ReadAt(make([]byte, 1), -1); err == nil {
+		t.Fatal("negative offset accepted")
+	}
+	// Empty member.
+	e := deflate(t, nil, 6)
+	ra := NewReaderAt(bytes.NewReader(e), int64(len(e)), 0, 0, nil)
+	if n, err := ra.ReadAt(make([]byte, 1), 0); n != 0 || err != io.EOF {
+		t.Fatalf("empty: %d, %v", n, err)
+	}
+}
