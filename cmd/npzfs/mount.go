@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/syslog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/npz"
+)
+
+const mountHelp = `Mounts ARCHIVE (a NumPy .npz file) read-only on MOUNTPOINT, an existing
+folder. Each member appears byte for byte (images.npy), and each .npy member
+also as a folder of views: images/header.json and images/raw.bin (the array
+data alone, ready for mmap).
+
+By default npzfs mount returns once the mount is live, leaving a daemon
+(its own session, working directory /) that serves it until
+"npzfs unmount MOUNTPOINT" or SIGINT/SIGTERM. If the mount cannot be made,
+it prints one line saying why and leaves no mount and no daemon behind.
+
+Daemon messages: with --log FILE they are appended to FILE (which also
+receives the daemon's stdout and stderr). Without --log they go to syslog
+(facility daemon, tag "npzfs") when a syslog socket answers, and are
+discarded otherwise. With -f they go to stderr.
+
+Mount options (-o, comma-separated, repeatable): allow_other, allow_root,
+default_permissions, nosuid, nodev, noexec, exec, suid, dev, noatime, atime,
+ro. "rw" is refused: npzfs is read-only. allow_other and allow_root need
+user_allow_other in /etc/fuse.conf for a non-root user.
+
+Exit codes: 0 mounted (with -f: unmounted cleanly after a signal or
+"npzfs unmount"), 1 the mount failed, 2 bad command line.`
+
+// allowedOptions are the -o options passed through to the mount.
+var allowedOptions = map[string]bool{
+	"allow_other": true, "allow_root": true, "default_permissions": true,
+	"nosuid": true, "nodev": true, "noexec": true, "exec": true, "suid": true,
+	"dev": true, "noatime": true, "atime": true, "ro": true,
+}
+
+func init() {
+	register("mount", &command{
+		summary: "mount an archive as a read-only folder",
+		usage:   "[flags] ARCHIVE MOUNTPOINT",
+		run:     runMount,
+	})
+}
+
+type mountArgs struct {
+	archive, mountpoint string
+	foreground          bool
+	debug               bool
+	options             []string
+	logFile             string
+	cacheMB             int
+	readAheadKB         int
+	readyFD             int // daemon mode: report readiness on this fd
+}
+
+func runMount(args []string, stdout, stderr io.Writer) int {
+	fl := newFlags("mount", stderr)
+	var ma mountArgs
+	var opts []string
+	fl.BoolVarP(&ma.foreground, "foreground", "f", false, "stay attached: serve until SIGINT/SIGTERM or unmount, log to stderr")
+	fl.BoolVar(&ma.debug, "debug", false, "log every FUSE request and reply")
+	fl.StringArrayVarP(&opts, "options", "o", nil, "mount options `OPT[,OPT]` (see above)")
+	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
+	fl.IntVar(&ma.cacheMB, "cache-mb", int(npz.DefaultCacheBytes>>20), "memory for inflated spans of deflated members, in `MiB`")
+	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
+	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
+	fl.MarkHidden("ready-fd")
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: npzfs mount [flags] ARCHIVE MOUNTPOINT\n\n%s\n\nFlags:\n%s", mountHelp, fl.FlagUsages())
+	}
+	if code, done := parseFlags(fl, args); done {
+		return code
+	}
+	if fl.NArg() != 2 {
+		return usageError(stderr, "mount", "needs ARCHIVE and MOUNTPOINT")
+	}
+	ma.archive, ma.mountpoint = fl.Arg(0), fl.Arg(1)
+	for _, o := range opts {
+		for _, opt := range strings.Split(o, ",") {
+			opt = strings.TrimSpace(opt)
+			switch {
+			case opt == "":
+			case opt == "rw":
+				return usageError(stderr, "mount", `mount option "rw" is refused: npzfs is read-only`)
+			case !allowedOptions[opt]:
+				return usageError(stderr, "mount", fmt.Sprintf("unsupported mount option %q", opt))
+			default:
+				ma.options = append(ma.options, opt)
+			}
+		}
+	}
+	if ma.readAheadKB < 0 {
+		return usageError(stderr, "mount", "--readahead-kb must not be negative")
+	}
+	if ma.cacheMB < 1 {
+		return usageError(stderr, "mount", "--cache-mb must be at least 1")
+	}
+
+	if ma.readyFD > 0 {
+		return runDaemon(&ma)
+	}
+	if ma.foreground {
+		logger := log.New(stderr, "npzfs: ", log.LstdFlags)
+		err := serve(&ma, logger, func() {
+			logger.Printf("serving %s on %s (Ctrl-C to unmount)", ma.archive, ma.mountpoint)
+		})
+		if err != nil {
+			return fail(stderr, "mount", err)
+		}
+		return exitOK
+	}
+	return startDaemon(&ma, args, stderr)
+}
+
+// startDaemon re-runs this program detached (setsid) with --ready-fd and
+// waits for its one line on the pipe: "ok", or why the mount failed.
+func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(stderr, "mount", fmt.Errorf("cannot find the npzfs program to start the daemon: %v", err))
+	}
+	var out *os.File // the daemon's stdout and stderr; nil is /dev/null
+	if ma.logFile != "" {
+		out, err = os.OpenFile(ma.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fail(stderr, "mount", fmt.Errorf("cannot open the log file: %v", err))
+		}
+		defer out.Close()
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fail(stderr, "mount", err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, append([]string{"mount", "--ready-fd=3"}, args...)...)
+	cmd.ExtraFiles = []*os.File{w}
+	if out != nil {
+		cmd.Stdout, cmd.Stderr = out, out
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fail(stderr, "mount", fmt.Errorf("cannot start the daemon: %v", err))
+	}
+	w.Close()
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimSpace(line)
+	if line == "ok" {
+		cmd.Process.Release()
+		return exitOK
+	}
+	werr := cmd.Wait()
+	if line == "" {
+		line = fmt.Sprintf("the daemon exited before mounting (%v); run with -f to see why", werr)
+	}
+	fmt.Fprintf(stderr, "npzfs mount: %s\n", line)
+	return exitFail
+}
+
+// runDaemon is the detached process: it serves and tells the parent how
+// the mount went.
+func runDaemon(ma *mountArgs) int {
+	syscall.CloseOnExec(ma.readyFD)
+	ready := os.NewFile(uintptr(ma.readyFD), "ready")
+	signal.Ignore(syscall.SIGHUP)
+	var logger *log.Logger
+	if ma.logFile != "" {
+		// The parent opened the file as our stderr.
+		logger = log.New(os.Stderr, fmt.Sprintf("npzfs[%d]: ", os.Getpid()), log.LstdFlags)
+	} else if sl, err := syslog.New(syslog.LOG_DAEMON|syslog.LOG_INFO, "npzfs"); err == nil {
+		defer sl.Close()
+		logger = log.New(sl, "", 0)
+	} else {
+		logger = log.New(io.Discard, "", 0)
+	}
+	err := serve(ma, logger, func() {
+		fmt.Fprintln(ready, "ok")
+		ready.Close()
+		logger.Printf("serving %s on %s", ma.archive, ma.mountpoint)
+	})
+	if err != nil {
+		logger.Printf("mount failed: %v", err)
+		fmt.Fprintln(ready, oneLine(err.Error()))
+		ready.Close()
+		return exitFail
+	}
+	return exitOK
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// serve checks everything, mounts, calls ready once the mount is live, and
+// serves until unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
+func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
+	archive, err := filepath.Abs(ma.archive)
+	if err != nil {
+		return err
+	}
+	mnt, err := checkMountpoint(ma.mountpoint)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(archive); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("archive %s does not exist (check the path)", archive)
+		}
+		return fmt.Errorf("cannot read archive: %v", err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("%s is a folder, not an .npz archive", archive)
+	}
+	if err := checkFuse(); err != nil {
+		return err
+	}
+
+	a, err := npz.Open(archive, &npz.Options{
+		CacheBytes: int64(ma.cacheMB) << 20,
+		Logf: func(format string, args ...any) {
+			logger.Printf(format, args...)
+		},
+	})
+	if err != nil {
+		var fe *npz.FormatError
+		if errors.As(err, &fe) {
+			return fmt.Errorf("%s is not a readable .npz archive (%v)", archive, fe)
+		}
+		return fmt.Errorf("cannot open archive: %v", err)
+	}
+	defer a.Close()
+	for _, p := range a.Problems() {
+		logger.Printf("%s: %s", archive, p)
+	}
+
+	srv, err := mountCapturingStderr(mnt, npzfs.FromNPZ(a.Root()), npzfs.Config{
+		Source:      archive,
+		ArchiveSize: a.Size(),
+		UID:         uint32(os.Getuid()),
+		GID:         uint32(os.Getgid()),
+		Options:     ma.options,
+		Debug:       ma.debug,
+		Logger:      logger,
+	})
+	if err != nil {
+		return err
+	}
+	// Hold no folder busy.
+	os.Chdir("/")
+	if ma.readAheadKB > 0 && os.Geteuid() == 0 {
+		if err := setReadAhead(mnt, ma.readAheadKB); err != nil {
+			logger.Printf("cannot set readahead: %v", err)
+		}
+	}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		s, ok := <-sig
+		if !ok {
+			return
+		}
+		logger.Printf("%v: unmounting %s", s, mnt)
+		if err := srv.Unmount(false); err != nil {
+			logger.Printf("unmount %s: %v; detaching it (lazy unmount)", mnt, err)
+			if err := srv.Unmount(true); err != nil {
+				logger.Printf("lazy unmount %s: %v", mnt, err)
+			}
+		}
+	}()
+	ready()
+	srv.Wait()
+	logger.Printf("unmounted %s", mnt)
+	return nil
+}
+
+// mountCapturingStderr mounts, collecting what fusermount3 prints to
+// stderr so a refusal becomes one line of our own.
+func mountCapturingStderr(mnt string, root npzfs.Entry, cfg npzfs.Config) (*npzfs.Server, error) {
+	r, w, perr := os.Pipe()
+	if perr != nil {
+		return npzfs.Mount(mnt, root, cfg)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	captured := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		r.Close()
+		captured <- string(b)
+	}()
+	srv, err := npzfs.Mount(mnt, root, cfg)
+	os.Stderr = saved
+	w.Close()
+	msg := strings.TrimSpace(<-captured)
+	if err == nil {
+		if msg != "" {
+			cfg.Logger.Print(msg)
+		}
+		return srv, nil
+	}
+	if msg != "" {
+		lines := strings.Split(msg, "\n")
+		return nil, fmt.Errorf("cannot mount on %s: %s", mnt, strings.TrimSpace(lines[len(lines)-1]))
+	}
+	return nil, fmt.Errorf("cannot mount on %s: %v", mnt, err)
+}
+
+// checkMountpoint resolves dir and checks that a mount can go there.
+func checkMountpoint(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		return "", fmt.Errorf("%s is a mount whose daemon died; clear it with: npzfs unmount %s", abs, abs)
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("mount point %s does not exist; create it with: mkdir -p %s", abs, abs)
+	case err != nil:
+		return "", fmt.Errorf("cannot use mount point: %v", err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("mount point %s is not a folder; mount on an empty folder", abs)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("cannot use mount point: %v", err)
+	}
+	if m, ok := findMount(real); ok {
+		if m.fstype == "fuse."+npzfs.FSType {
+			return "", fmt.Errorf("%s is already mounted (%s); unmount it first: npzfs unmount %s", real, m.source, real)
+		}
+		return "", fmt.Errorf("%s is already a mount point (%s); unmount it first", real, m.fstype)
+	}
+	return real, nil
+}
+
+// checkFuse checks that this user can mount: /dev/fuse opens, and a
+// non-root user has fusermount3.
+func checkFuse() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return errors.New("/dev/fuse does not exist: load the fuse kernel module (modprobe fuse), or pass --device /dev/fuse to the container")
+		}
+		return fmt.Errorf("cannot open /dev/fuse (%v): ask an administrator for access to it", errors.Unwrap(err))
+	}
+	f.Close()
+	if os.Geteuid() != 0 && !npzfs.HaveFusermount() {
+		return errors.New("fusermount3 not found: install the fuse3 package (a non-root user needs it to mount)")
+	}
+	return nil
+}
