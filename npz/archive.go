@@ -106,7 +106,7 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 		m.file = File{m: m, kind: fileMember, size: m.size}
 		latest = max(latest, m.mtime)
 		if m.skipped() {
-			a.logf("npz: %s: not served: %s", m.name, m.reason)
+			a.logf("npz: %q: not served: %s", m.name, m.reason)
 			continue
 		}
 		p, dir, reason := sanitize(m.name)

@@ -251,7 +251,7 @@ func (m *Member) npy() *npyView {
 	m.npyOnce.Do(func() {
 		nv := m.readNPY()
 		if nv.err != nil && m.views != nil && m.state == memberServed {
-			m.a.logf("npz: %s: no views: %v", m.name, nv.err)
+			m.a.logf("npz: %q: no views: %v", m.name, nv.err)
 		}
 		m.nv.Store(nv)
 	})

@@ -271,7 +271,7 @@ func (a *Archive) buildTree() {
 				} else {
 					m.reason = fmt.Sprintf("shadowed by a later member of the same name (entry %d)", winner.m.index)
 				}
-				a.logf("npz: %s: not served: %s", m.name, m.reason)
+				a.logf("npz: %q: not served: %s", m.name, m.reason)
 				continue
 			}
 			winner = c
@@ -301,7 +301,7 @@ func (a *Archive) buildTree() {
 					what = "a folder of members"
 				}
 				m.reason = fmt.Sprintf("no views: %s takes the name %q", what, key)
-				a.logf("npz: %s: %s", m.name, m.reason)
+				a.logf("npz: %q: %s", m.name, m.reason)
 				continue
 			}
 			m.views = al.node(a, kindViews, key, m)

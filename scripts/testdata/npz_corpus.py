@@ -297,7 +297,7 @@ def write_names(path):
         Entry(b"bad\xff.npy", small, flags=0x800),   # flagged UTF-8, is not
         Entry(b"nul\x00.npy", small),
         Entry(b"x" * 256 + b".npy", small),
-        Entry(b"deep/er/" + b"y" * 255 + b".npy", small),
+        Entry(b"deep/er/" + b"y" * 251 + b".npy", small),  # a 255-byte name
         Entry(b"dir/", b""),
         Entry(b"", b"empty name"),
         Entry(b"./", b""),

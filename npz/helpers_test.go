@@ -1,0 +1,115 @@
+package npz
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"hash/crc32"
+	"io"
+	"strings"
+	"testing"
+)
+
+// zent is one member for makeZip.
+type zent struct {
+	name    string
+	data    []byte
+	method  uint16 // 0 stored, 8 deflated
+	nonUTF8 bool
+}
+
+// makeZip writes members with archive/zip.
+func makeZip(t testing.TB, ents []zent) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, e := range ents {
+		fh := &zip.FileHeader{Name: e.name, Method: e.method, NonUTF8: e.nonUTF8}
+		fw, err := w.CreateHeader(fh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(e.name, "/") {
+			continue
+		}
+		if _, err := fw.Write(e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// rawDeflate compresses data as a raw DEFLATE stream.
+func rawDeflate(t testing.TB, data []byte, level int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	fw, err := flate.NewWriter(&buf, level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(data)
+	fw.Close()
+	return buf.Bytes()
+}
+
+var _ = crc32.ChecksumIEEE
+
+func openBytes(t testing.TB, b []byte) *Archive {
+	t.Helper()
+	a, err := OpenReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// walk lists the tree: "path" for files, "path/" for folders, in
+// Children order, and checks that Lookup agrees with Children, that inode
+// numbers are unique and that every file reads to its Size.
+func walk(t testing.TB, a *Archive) []string {
+	t.Helper()
+	var out []string
+	seen := map[uint64]string{}
+	var rec func(n *Node, prefix string)
+	rec = func(n *Node, prefix string) {
+		for _, c := range n.Children() {
+			p := prefix + c.Name()
+			if other, dup := seen[c.Ino()]; dup {
+				t.Errorf("inode %d of %q is also %q's", c.Ino(), p, other)
+			}
+			seen[c.Ino()] = p
+			if n.Lookup(c.Name()) != c {
+				t.Errorf("Lookup(%q) in %q does not find the listed child", c.Name(), prefix)
+			}
+			if c.IsDir() {
+				if c.File() != nil {
+					t.Errorf("folder %q has a File", p)
+				}
+				out = append(out, p+"/")
+				rec(c, p+"/")
+				continue
+			}
+			out = append(out, p)
+			f := c.File()
+			if f == nil {
+				t.Errorf("file %q has no File", p)
+				continue
+			}
+			b, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()))
+			if err != nil && !isMethodError(err) {
+				t.Errorf("%q: %v", p, err)
+			} else if err == nil && int64(len(b)) != f.Size() {
+				t.Errorf("%q: read %d bytes of %d", p, len(b), f.Size())
+			}
+		}
+	}
+	if a.Root().Ino() != 1 || !a.Root().IsDir() || a.Root().Name() != "" {
+		t.Errorf("root: ino %d dir %v name %q", a.Root().Ino(), a.Root().IsDir(), a.Root().Name())
+	}
+	seen[1] = "/"
+	rec(a.Root(), "")
+	return out
+}

@@ -1,0 +1,178 @@
+package npz
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func isMethodError(err error) bool {
+	var me *MethodError
+	return errors.As(err, &me)
+}
+
+func TestSanitize(t *testing.T) {
+	long := strings.Repeat("x", 255)
+	for _, tc := range []struct {
+		name, path string
+		dir        bool
+		reason     string // substring; "" means served
+	}{
+		{"a.npy", "a.npy", false, ""},
+		{"a/b/c.npy", "a/b/c.npy", false, ""},
+		{"/abs.npy", "abs.npy", false, ""},
+		{"//x//y.npy", "x/y.npy", false, ""},
+		{"./a/./b.npy", "a/b.npy", false, ""},
+		{"dir/", "dir", true, ""},
+		{"dir//", "dir", true, ""},
+		{"a/b/", "a/b", true, ""},
+		{`back\slash.npy`, `back\slash.npy`, false, ""},
+		{`..\x.npy`, `..\x.npy`, false, ""},
+		{"...", "...", false, ""},
+		{"..x/y", "..x/y", false, ""},
+		{long, long, false, ""},
+		{"d/" + long + "/", "d/" + long, true, ""},
+		{"../x.npy", "", false, "'..'"},
+		{"a/../x.npy", "", false, "'..'"},
+		{"a/..", "", false, "'..'"},
+		{"a/../", "", true, "'..'"},
+		{"x\x00.npy", "", false, "NUL"},
+		{long + "y", "", false, "255"},
+		{"a/" + long + "y/b", "", false, "255"},
+		{"", "", false, "no component"},
+		{"/", "", true, "no component"},
+		{".", "", false, "no component"},
+		{"./", "", true, "no component"},
+		{"//./", "", true, "no component"},
+	} {
+		path, dir, reason := sanitize(tc.name)
+		if path != tc.path || dir != tc.dir || (tc.reason == "") != (reason == "") || !strings.Contains(reason, tc.reason) {
+			t.Errorf("sanitize(%q) = %q, %v, %q; want %q, %v, %q", tc.name, path, dir, reason, tc.path, tc.dir, tc.reason)
+		}
+	}
+}
+
+func TestDecodeName(t *testing.T) {
+	for _, tc := range []struct {
+		raw   string
+		flags uint16
+		want  string
+		ok    bool
+	}{
+		{"plain.npy", 0, "plain.npy", true},
+		{"caf\x82.npy", 0, "café.npy", true},
+		{"caf\xc3\xa9.npy", 0, "café.npy", true}, // valid UTF-8 without the flag
+		{"caf\xc3\xa9.npy", flagUTF8, "café.npy", true},
+		{"bad\xff.npy", flagUTF8, "", false},
+		{"\xe0\xff", 0, "α\u00a0", true},
+	} {
+		got, ok := decodeName(tc.raw, tc.flags)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("decodeName(%q, %#x) = %q, %v; want %q, %v", tc.raw, tc.flags, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestCollisions checks which of two colliding names is served, with
+// members that are not valid .npy (so no views survive).
+func TestCollisions(t *testing.T) {
+	for _, tc := range []struct {
+		desc    string
+		members []string // data is the name, so the winner is visible
+		want    []string // the walk
+		reasons map[int]string
+	}{
+		{"last duplicate wins", []string{"a.txt", "a.txt", "b.txt"},
+			[]string{"a.txt", "b.txt"}, map[int]string{0: "shadowed by a later member"}},
+		{"folder beats file", []string{"a", "a/b.txt"},
+			[]string{"a/", "a/b.txt"}, map[int]string{0: "shadowed: a folder"}},
+		{"folder beats later file", []string{"a/b.txt", "a"},
+			[]string{"a/", "a/b.txt"}, map[int]string{1: "shadowed: a folder"}},
+		{"directory entry beats file", []string{"a", "a/"},
+			[]string{"a/"}, map[int]string{0: "shadowed: a folder"}},
+		{"sanitised names collide", []string{"/x.txt", "./x.txt", "x.txt"},
+			[]string{"x.txt"}, map[int]string{0: "shadowed by a later", 1: "shadowed by a later"}},
+		{"deep folders", []string{"a/b/c/d.txt", "a/b/e.txt", "a/", "a/b/"},
+			[]string{"a/", "a/b/", "a/b/c/", "a/b/c/d.txt", "a/b/e.txt"}, nil},
+		{"member file takes the views name", []string{"k.npy", "k"},
+			[]string{"k", "k.npy"}, map[int]string{0: "no views: a member file"}},
+		{"member folder takes the views name", []string{"k.npy", "k/other.txt"},
+			[]string{"k/", "k/other.txt", "k.npy"}, map[int]string{0: "no views: a folder"}},
+		{"skipped names", []string{"../up.txt", "ok.txt", "a/../b.txt"},
+			[]string{"ok.txt"}, map[int]string{0: "'..'", 2: "'..'"}},
+		{"bare .npy", []string{".npy"}, []string{".npy"}, map[int]string{0: "only"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var ents []zent
+			for _, n := range tc.members {
+				ents = append(ents, zent{name: n, data: []byte(n)})
+			}
+			a := openBytes(t, makeZip(t, ents))
+			got := walk(t, a)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("tree %q, want %q", got, tc.want)
+			}
+			for i, m := range a.Members() {
+				want, has := tc.reasons[i]
+				r := m.Reason()
+				if has && !strings.Contains(r, want) {
+					t.Errorf("member %d %q: reason %q, want %q", i, m.Name(), r, want)
+				}
+				if !has && r != "" && !strings.HasPrefix(r, "no views: npy") && !strings.HasPrefix(r, "no views: npz") {
+					t.Errorf("member %d %q: unexpected reason %q", i, m.Name(), r)
+				}
+				if has != !m.Served() && !strings.HasPrefix(tc.reasons[i], "no views") && tc.reasons[i] != "only" {
+					t.Errorf("member %d %q: served %v, reason %q", i, m.Name(), m.Served(), r)
+				}
+			}
+			// The winner's bytes are served.
+			for _, m := range a.Members() {
+				if m.Served() && !m.IsDir() {
+					n := lookupPath(a, m.Path())
+					b := make([]byte, n.File().Size())
+					if _, err := n.File().ReadAt(b, 0); err != nil || string(b) != m.Name() {
+						t.Errorf("%q serves %q, %v", m.Path(), b, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNamesCorpus checks the served tree of names.npz, the archive of
+// hostile and colliding names.
+func TestNamesCorpus(t *testing.T) {
+	a, err := Open("testdata/names.npz", &Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	y := strings.Repeat("y", 251)
+	want := []string{
+		".npy",
+		"a/", "a/header.json", "a/raw.bin", "a.npy",
+		"abs/", "abs/header.json", "abs/raw.bin", "abs.npy",
+		"b/", "b/c/", "b/c/header.json", "b/c/raw.bin", "b/c.npy",
+		`back\slash/`, `back\slash/header.json`, `back\slash/raw.bin`, `back\slash.npy`,
+		"bad_dict.npy", "bad_magic.npy",
+		"c", "c.npy",
+		"café/", "café/header.json", "café/raw.bin", "café.npy",
+		"deep/", "deep/er/", "deep/er/" + y + "/", "deep/er/" + y + "/header.json", "deep/er/" + y + "/raw.bin", "deep/er/" + y + ".npy",
+		"dir/",
+		"dot/", "dot/x/", "dot/x/header.json", "dot/x/raw.bin", "dot/x.npy",
+		"dup/", "dup/header.json", "dup/raw.bin", "dup.npy",
+		"not_npy.npy", "notes.txt",
+		"objects/", "objects/header.json", "objects.npy",
+		"short_data.npy",
+		"snow☃/", "snow☃/header.json", "snow☃/raw.bin", "snow☃.npy",
+	}
+	got := walk(t, a)
+	if !slices.Equal(got, want) {
+		t.Errorf("tree:\n%q\nwant:\n%q", got, want)
+	}
+	// The member dup.npy that is served is the second (deflated) one.
+	if m := a.Member("dup.npy"); m == nil || m.Index() != 4 || !m.Served() {
+		t.Errorf("dup.npy: %+v", m)
+	}
+}
