@@ -81,3 +81,11 @@ func mixed(n int, seed uint64) []byte {
 	}
 	return out[:n]
 }
+
+func randBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}

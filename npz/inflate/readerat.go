@@ -235,7 +235,10 @@ func (r *ReaderAt) extendTo(off int64) error {
 		if r.err != nil {
 			return true, r.err
 		}
-		return r.done || r.cps[len(r.cps)-1].out > off, nil
+		// A checkpoint exactly at the declared size still has the end of
+		// the stream (and the CRC) to check before anything is served.
+		last := r.cps[len(r.cps)-1].out
+		return r.done || (last > off && last < r.size), nil
 	}
 	if ok, err := covered(); ok {
 		return err

@@ -1,0 +1,52 @@
+package inflate
+
+import (
+	"bytes"
+	"compress/flate"
+	"hash/crc32"
+	"io"
+	"testing"
+)
+
+func FuzzInflate(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3, 0})
+	f.Add(deflate(f, nil, 6))
+	f.Add(deflate(f, []byte("hello, hello, hello world"), 9))
+	f.Add(deflate(f, mixed(3000, 4), 6))
+	f.Add(deflate(f, mixed(3000, 5), flate.HuffmanOnly))
+	f.Add(deflate(f, mixed(3000, 6), flate.NoCompression))
+	f.Add(deflate(f, make([]byte, 5000), 1))
+	f.Add(deflate(f, intRamp(2000), 9))
+	f.Fuzz(func(t *testing.T, comp []byte) {
+		want, ok := agree(t, comp)
+		if !ok || len(want) > 4<<20 {
+			return
+		}
+		span := max(64, int64(len(want)/128))
+		crc := crc32.ChecksumIEEE(want)
+		ra := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(want)), crc, &Options{SpanSize: span, Cache: NewCache(4 * span)})
+		// Read back to front in uneven pieces, then the whole.
+		size := int64(len(want))
+		for off := size; off > 0; {
+			n := min(off, 1+off%977)
+			off -= n
+			p := make([]byte, n)
+			got, err := ra.ReadAt(p, off)
+			if (err != nil && err != io.EOF) || got != int(n) || !bytes.Equal(p, want[off:off+n]) {
+				t.Fatalf("ReadAt(%d, %d) = %d, %v", n, off, got, err)
+			}
+		}
+		p := make([]byte, size+1)
+		if got, err := ra.ReadAt(p, 0); got != int(size) || err != io.EOF || !bytes.Equal(p[:got], want) {
+			t.Fatalf("whole ReadAt = %d, %v", got, err)
+		}
+		// A wrong CRC is caught when the end is reached.
+		if size > 0 {
+			bad := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc^0x80, &Options{SpanSize: span})
+			if _, err := bad.ReadAt(p, 0); err == nil || err == io.EOF {
+				t.Fatalf("CRC mismatch not reported: %v", err)
+			}
+		}
+	})
+}
