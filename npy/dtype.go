@@ -150,7 +150,7 @@ func reprShort(v Value) string {
 }
 
 // recordFromList mirrors descr_to_dtype for a list of fields: padding
-// fields (name '' with a plain void or subarray type) are dropped but their
+// fields (an empty name with a plain void or subarray type) are dropped but their
 // bytes advance the offset; (title, name) pairs give titles.
 func recordFromList(fields List, depth int) (*DType, error) {
 	d := &DType{Kind: 'V', ByteOrder: '|', Record: true, Fields: []Field{}}
@@ -640,6 +640,7 @@ func parseDatetime(kind byte, rest, orig string) (*DType, error) {
 		if den != 1 {
 			return nil, bad()
 		}
+		d.UnitCount = num // np.datetime_data keeps it, dtype.str drops it
 		return d, nil
 	}
 	if !isDatetimeUnit(unit) {

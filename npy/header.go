@@ -68,6 +68,10 @@ func formatErr(off int64, format string, args ...any) *FormatError {
 	return &FormatError{Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
+// maxArrayDims is NPY_MAXDIMS: numpy cannot make an array with more
+// dimensions, so such a header describes nothing numpy can load.
+const maxArrayDims = 32
+
 // prefixLen is the length of magic, version and HEADER_LEN for a version.
 func prefixLen(major int) int64 {
 	if major == 1 {
@@ -187,6 +191,9 @@ func (h *Header) parse(text []byte, base int64) error {
 	if !ok {
 		return formatErr(d.offset("shape"), "shape is not a tuple of non-negative integers: %s", reprShort(shapeV))
 	}
+	if len(shapeT) > maxArrayDims {
+		return formatErr(d.offset("shape"), "shape has %d dimensions; numpy arrays have at most %d", len(shapeT), maxArrayDims)
+	}
 	shape := make([]int64, len(shapeT))
 	for i, e := range shapeT {
 		n, ok := e.(int64)
@@ -248,11 +255,14 @@ func (h *Header) DataLength(size int64) int64 {
 }
 
 // Strides are numpy's .strides for an array of this shape, itemsize and
-// order: the step in bytes along each axis, where a zero-length axis counts
-// as length 1.
+// order: the step in bytes along each axis. numpy 1.24 gives every axis of
+// an empty array (count 0) a stride of 0.
 func (h *Header) Strides() []int64 {
 	n := len(h.Shape)
 	st := make([]int64, n)
+	if h.Count == 0 {
+		return st
+	}
 	step := h.DType.ItemSize
 	axis := func(i int) {
 		st[i] = step

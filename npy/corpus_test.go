@@ -1,0 +1,252 @@
+package npy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type manifest struct {
+	Good []struct {
+		Name         string `json:"name"`
+		NumpyWritten bool   `json:"numpy_written"`
+	} `json:"good"`
+	Bad []struct {
+		Name       string `json:"name"`
+		Why        string `json:"why"`
+		NumpyError string `json:"numpy_error"`
+	} `json:"bad"`
+	Strict []struct {
+		Name string `json:"name"`
+		Why  string `json:"why"`
+	} `json:"strict"`
+}
+
+func loadManifest(t testing.TB) *manifest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Good) < 100 || len(m.Bad) < 20 || len(m.Strict) < 5 {
+		t.Fatalf("manifest too small: %d good, %d bad, %d strict", len(m.Good), len(m.Bad), len(m.Strict))
+	}
+	return &m
+}
+
+// jsonTokens flattens a JSON document into its token sequence, keeping key
+// order, so two documents compare equal whatever their whitespace or string
+// escaping.
+func jsonTokens(t testing.TB, b []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out []string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("bad JSON: %v\n%s", err, b)
+		}
+		out = append(out, fmt.Sprintf("%T:%v", tok, tok))
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			lo := max(0, i-4)
+			return fmt.Sprintf("token %d: got %q, want %q (context %q)", i, a[i], b[i], a[lo:i])
+		}
+	}
+	return fmt.Sprintf("lengths differ: got %d tokens, want %d", len(a), len(b))
+}
+
+// countingReader records how many bytes were read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func TestCorpusGood(t *testing.T) {
+	m := loadManifest(t)
+	for _, g := range m.Good {
+		t.Run(g.Name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "good", g.Name+".npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join("testdata", "good", g.Name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := int64(len(data))
+			for _, sz := range []int64{size, -1} {
+				cr := &countingReader{r: bytes.NewReader(data)}
+				h, err := ReadHeader(cr, sz, nil)
+				if err != nil {
+					t.Fatalf("ReadHeader(size=%d): %v", sz, err)
+				}
+				if cr.n != h.DataOffset {
+					t.Errorf("read %d bytes, header ends at %d", cr.n, h.DataOffset)
+				}
+				got, err := h.JSON(size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.HasSuffix(got, []byte("}\n")) {
+					t.Errorf("header.json does not end in a newline")
+				}
+				var cmp, ind bytes.Buffer
+				if err := json.Compact(&cmp, got); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Indent(&ind, cmp.Bytes(), "", "  "); err != nil || !bytes.Equal(ind.Bytes(), bytes.TrimSuffix(got, []byte("\n"))) {
+					t.Errorf("header.json is not 2-space pretty-printed")
+				}
+				gt, wt := jsonTokens(t, got), jsonTokens(t, want)
+				if !reflect.DeepEqual(gt, wt) {
+					t.Fatalf("header.json differs from numpy's view: %s\ngot:\n%s", firstDiff(gt, wt), got)
+				}
+			}
+			h, _ := ReadHeader(bytes.NewReader(data), size, nil)
+			enc, err := EncodeHeader(h.Descr, h.FortranOrder, h.Shape)
+			if err != nil {
+				t.Fatalf("EncodeHeader: %v", err)
+			}
+			if g.NumpyWritten && !bytes.Equal(enc, data[:h.DataOffset]) {
+				t.Fatalf("EncodeHeader differs from numpy's header:\ngot  %q\nwant %q", enc, data[:h.DataOffset])
+			}
+			checkRoundTrip(t, h, enc)
+		})
+	}
+}
+
+// checkRoundTrip reads enc (EncodeHeader's output for h) back and compares
+// what it describes with h.
+func checkRoundTrip(t testing.TB, h *Header, enc []byte) {
+	t.Helper()
+	h2, err := ReadHeader(bytes.NewReader(enc), int64(len(enc)), &Options{MaxHeaderLen: len(enc)})
+	if err != nil {
+		t.Fatalf("re-reading EncodeHeader output: %v\n%q", err, enc)
+	}
+	if h2.DataOffset != int64(len(enc)) || h2.DataOffset%64 != 0 {
+		t.Errorf("encoded header is %d bytes, data offset %d", len(enc), h2.DataOffset)
+	}
+	if !reflect.DeepEqual(h.Descr, h2.Descr) || !reflect.DeepEqual(h.Shape, h2.Shape) ||
+		h.FortranOrder != h2.FortranOrder || !reflect.DeepEqual(h.DType, h2.DType) || h.Count != h2.Count {
+		t.Fatalf("round trip changed the header:\n%#v\n%#v", h, h2)
+	}
+}
+
+func TestCorpusBad(t *testing.T) {
+	m := loadManifest(t)
+	for _, b := range m.Bad {
+		t.Run(b.Name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "bad", b.Name+".npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sz := range []int64{int64(len(data)), -1} {
+				h, err := ReadHeader(bytes.NewReader(data), sz, nil)
+				var fe *FormatError
+				if !errors.As(err, &fe) {
+					t.Fatalf("size=%d: want a FormatError (numpy: %s), got %v, %+v", sz, b.NumpyError, err, h)
+				}
+				if fe.Offset < 0 || fe.Offset > int64(len(data)) {
+					t.Errorf("error offset %d outside the %d-byte file", fe.Offset, len(data))
+				}
+			}
+		})
+	}
+}
+
+func TestCorpusStrict(t *testing.T) {
+	m := loadManifest(t)
+	for _, s := range m.Strict {
+		t.Run(s.Name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "strict", s.Name+".npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = ReadHeader(bytes.NewReader(data), int64(len(data)), nil)
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("npzfs should refuse this (%s), got %v", s.Why, err)
+			}
+		})
+	}
+}
+
+// dtypeJSON renders d as its header.json dtype object.
+func dtypeJSON(t testing.TB, d *DType) []byte {
+	var w jsonWriter
+	if err := w.dtype(d, 0); err != nil {
+		t.Fatal(err)
+	}
+	return w.b.Bytes()
+}
+
+func TestTypeStrings(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "typestr.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases [][2]json.RawMessage
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 500 {
+		t.Fatalf("only %d type strings", len(cases))
+	}
+	accepted := 0
+	for _, c := range cases {
+		var s string
+		if err := json.Unmarshal(c[0], &s); err != nil {
+			t.Fatal(err)
+		}
+		d, err := parseTypeStr(s)
+		switch want := string(c[1]); {
+		case want == "null" || want == `"negative"`:
+			if err == nil {
+				t.Errorf("%q: numpy refuses it (or makes a negative itemsize), got %s", s, d.Str())
+			}
+		case want == `"record"`:
+			if err == nil || !strings.Contains(err.Error(), "not supported") {
+				t.Errorf("%q: numpy builds a record or subarray from it; want a 'not supported' error, got %v", s, err)
+			}
+		default:
+			accepted++
+			if err != nil {
+				t.Errorf("%q: numpy accepts it, got %v", s, err)
+				continue
+			}
+			gt, wt := jsonTokens(t, dtypeJSON(t, d)), jsonTokens(t, c[1])
+			if !reflect.DeepEqual(gt, wt) {
+				t.Errorf("%q: %s\ngot  %s\nwant %s", s, firstDiff(gt, wt), dtypeJSON(t, d), c[1])
+			}
+		}
+	}
+	if accepted < 200 {
+		t.Errorf("only %d accepted type strings checked", accepted)
+	}
+}
