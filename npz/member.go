@@ -1,6 +1,7 @@
 package npz
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -153,14 +154,26 @@ func (m *Member) Reason() string {
 			return m.reason
 		}
 		if err := m.npy().err; err != nil {
-			return "no views: " + err.Error()
+			return "no views: " + reasonText(err)
 		}
 		return ""
 	}
 	if err := m.readable(); err != nil {
-		return err.Error()
+		return reasonText(err)
 	}
 	return ""
+}
+
+// reasonText is an error as a short note about the member it concerns.
+func reasonText(err error) string {
+	var me *MethodError
+	if errors.As(err, &me) {
+		if me.Encrypted {
+			return "cannot read: encrypted"
+		}
+		return fmt.Sprintf("cannot read: method %d (%s)", me.Method, MethodName(me.Method))
+	}
+	return strings.TrimPrefix(err.Error(), "npz: ")
 }
 
 // readable reports a member npzfs cannot read at all.
@@ -261,7 +274,7 @@ func (m *Member) npy() *npyView {
 func (m *Member) readNPY() *npyView {
 	nv := &npyView{}
 	if !m.IsNPY() {
-		nv.err = fmt.Errorf("npz: %q is not a .npy member", m.name)
+		nv.err = errors.New("npz: not a .npy member")
 		return nv
 	}
 	r, err := m.stream()
@@ -275,16 +288,16 @@ func (m *Member) readNPY() *npyView {
 		return nv
 	}
 	if h.DType == nil {
-		nv.err = fmt.Errorf("npz: %q: npy header has no dtype", m.name)
+		nv.err = errors.New("npz: npy header has no dtype")
 		return nv
 	}
 	if h.DataOffset < 0 || h.DataOffset > m.size {
-		nv.err = fmt.Errorf("npz: %q: npy header ends at byte %d, past the member's %d bytes", m.name, h.DataOffset, m.size)
+		nv.err = fmt.Errorf("npz: npy header ends at byte %d, past the member's %d bytes", h.DataOffset, m.size)
 		return nv
 	}
 	dl := h.DataLength(m.size)
 	if dl < 0 || dl > m.size-h.DataOffset {
-		nv.err = fmt.Errorf("npz: %q: array data (%d bytes from byte %d) is longer than the member's %d bytes", m.name, dl, h.DataOffset, m.size)
+		nv.err = fmt.Errorf("npz: array data (%d bytes from byte %d) is longer than the member's %d bytes", dl, h.DataOffset, m.size)
 		return nv
 	}
 	js, err := h.JSON(m.size)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const corpusDir = "../../npz/testdata/"
+
+func runCmd(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestLs(t *testing.T) {
+	code, out, errs := runCmd("ls", corpusDir+"numpy_savez_compressed.npz")
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 15 { // heading, 13 members, summary
+		t.Fatalf("%d lines:\n%s", len(lines), out)
+	}
+	col := strings.Index(lines[0], "DTYPE")
+	for _, want := range []struct{ prefix, fields string }{
+		{"ints.npy ", "<i8 (2, 3, 4) C 320 deflate 42.2%"},
+		{"fortran.npy ", "<f8 (3, 4) F 224 deflate"},
+		{"scalar.npy ", "<f8 () C 136 deflate"},
+		{"empty.npy ", "<i4 (0, 3) C 128 deflate"},
+		{"structured.npy ", "record(3 fields, 11 bytes) (4,) C 236"},
+		{"objects.npy ", "|O (3,) C 317 deflate"},
+	} {
+		found := false
+		for _, l := range lines {
+			if strings.HasPrefix(l, want.prefix) {
+				found = true
+				if strings.Index(l, strings.Fields(want.fields)[0]) != col {
+					t.Errorf("column of DTYPE not aligned in %q", l)
+				}
+				if got := strings.Join(strings.Fields(l[len(want.prefix):]), " "); !strings.HasPrefix(got, want.fields) {
+					t.Errorf("%s: %q, want %q...", want.prefix, got, want.fields)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no line for %s", want.prefix)
+		}
+	}
+	if lines[len(lines)-1] != "13 members, 13 served" {
+		t.Errorf("summary %q", lines[len(lines)-1])
+	}
+}
+
+func TestLsReasons(t *testing.T) {
+	code, out, _ := runCmd("ls", corpusDir+"names.npz")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"served as abs.npy",
+		"name has a '..' component",
+		"shadowed by a later member of the same name",
+		`no views: a folder of members takes the name "a"`,
+		`shadowed: a folder "b" holds other members`,
+		`"nul\x00.npy"`, `"bad\xff.npy"`,
+		"no views: npy: not a .npy stream",
+		"longer than the member's 200 bytes",
+		"29 members, 21 served",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("listing lacks %q", want)
+		}
+	}
+	_, out, _ = runCmd("ls", corpusDir+"methods.npz")
+	for _, want := range []string{"cannot read: method 12 (bzip2)", "cannot read: method 93 (zstd)", "cannot read: encrypted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("methods listing lacks %q", want)
+		}
+	}
+}
+
+func TestLsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"ls"}, exitUsage, "takes one argument"},
+		{[]string{"ls", "a", "b"}, exitUsage, "takes one argument"},
+		{[]string{"ls", "--bogus", "x"}, exitUsage, ""}, // main.go's parseFlags prints nothing for a bad flag
+		{[]string{"ls", corpusDir + "missing.npz"}, exitFail, "no such file"},
+		{[]string{"ls", corpusDir + "names.json"}, exitFail, "not a zip archive"},
+	} {
+		code, out, errs := runCmd(tc.args...)
+		if code != tc.code || out != "" || !strings.Contains(errs, tc.msg) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", tc.args, code, out, errs)
+		}
+		if tc.code == exitFail && strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: stderr is not one line: %q", tc.args, errs)
+		}
+	}
+	if code, _, _ := runCmd("ls", "--help"); code != exitOK {
+		t.Errorf("ls --help: exit %d", code)
+	}
+}
+
+func TestInspectArchive(t *testing.T) {
+	for _, key := range []string{"fortran", "fortran.npy"} {
+		var out, errb bytes.Buffer
+		code := inspectArchive(corpusDir+"numpy_savez.npz", key, &out, &errb)
+		var h map[string]any
+		if code != exitOK || errb.Len() != 0 || json.Unmarshal(out.Bytes(), &h) != nil {
+			t.Fatalf("inspect %s: exit %d, %q, %q", key, code, out.String(), errb.String())
+		}
+		if h["fortran_order"] != true {
+			t.Errorf("inspect %s: %s", key, out.String())
+		}
+	}
+	for _, tc := range []struct{ archive, key, msg string }{
+		{"numpy_savez.npz", "nothing", `no member "nothing"`},
+		{"names.npz", "bad_magic", "bad magic"},
+		{"names.npz", "notes.txt", "not a .npy member"},
+		{"methods.npz", "bzip2", "method 12"},
+		{"missing.npz", "x", "no such file"},
+	} {
+		var out, errb bytes.Buffer
+		code := inspectArchive(corpusDir+tc.archive, tc.key, &out, &errb)
+		if code != exitFail || out.Len() != 0 || !strings.Contains(errb.String(), tc.msg) || strings.Count(errb.String(), "\n") != 1 {
+			t.Errorf("inspect %s %s: exit %d, %q, %q", tc.archive, tc.key, code, out.String(), errb.String())
+		}
+	}
+}
