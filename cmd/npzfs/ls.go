@@ -68,7 +68,7 @@ func writeListing(w io.Writer, a *npz.Archive) {
 		}
 		note := m.Reason()
 		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
-			note = join("served as " + quoteName(m.Path()), note)
+			note = join("served as "+quoteName(m.Path()), note)
 		}
 		name := m.Name()
 		bytes := strconv.FormatInt(m.Size(), 10)
