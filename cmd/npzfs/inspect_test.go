@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestInspectFile(t *testing.T) {
+	path := filepath.Join("..", "..", "npy", "testdata", "good", "record_titles.npy")
+	want, err := os.ReadFile(strings.TrimSuffix(path, ".npy") + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"inspect", path}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if errb.Len() != 0 {
+		t.Errorf("stderr: %q", errb.String())
+	}
+	var got, exp any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+	}
+	if err := json.Unmarshal(want, &exp); err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := json.Marshal(got)
+	eb, _ := json.Marshal(exp)
+	if !bytes.Equal(gb, eb) {
+		t.Errorf("inspect output differs from numpy's expectation:\n%s\nwant\n%s", out.String(), want)
+	}
+	if !strings.HasPrefix(out.String(), "{\n  \"version\": \"1.0\",\n") || !strings.HasSuffix(out.String(), "}\n") {
+		t.Errorf("not the pretty-printed header.json:\n%s", out.String())
+	}
+}
+
+func TestInspectErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.npy")
+	if err := os.WriteFile(bad, []byte("\x93NUMPY\x01\x00\x10\x00{'descr': 5}   \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"inspect", bad}, exitFail, "header does not contain exactly the keys"},
+		{[]string{"inspect", filepath.Join(dir, "missing.npy")}, exitFail, "no such file"},
+		{[]string{"inspect"}, exitUsage, "takes FILE.npy, or ARCHIVE KEY"},
+		{[]string{"inspect", "a", "b", "c"}, exitUsage, "takes FILE.npy, or ARCHIVE KEY"},
+		{[]string{"inspect", "--nope", bad}, exitUsage, ""},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tc.args, &out, &errb)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", tc.args, code, tc.code, errb.String())
+		}
+		if !strings.Contains(errb.String(), tc.msg) {
+			t.Errorf("%v: stderr %q lacks %q", tc.args, errb.String(), tc.msg)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: stdout %q", tc.args, out.String())
+		}
+		if tc.code == exitFail && strings.Count(errb.String(), "\n") != 1 {
+			t.Errorf("%v: want one line on stderr, got %q", tc.args, errb.String())
+		}
+	}
+}
