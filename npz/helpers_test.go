@@ -6,8 +6,11 @@ import (
 	"compress/flate"
 	"hash/crc32"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/npzfs/npzfs/npy"
 )
 
 // zent is one member for makeZip.
@@ -54,8 +57,6 @@ func rawDeflate(t testing.TB, data []byte, level int) []byte {
 	fw.Close()
 	return buf.Bytes()
 }
-
-var _ = crc32.ChecksumIEEE
 
 func openBytes(t testing.TB, b []byte) *Archive {
 	t.Helper()
@@ -116,4 +117,30 @@ func walkTree(t testing.TB, a *Archive, readErrOK bool) []string {
 	seen[1] = "/"
 	rec(a.Root(), "")
 	return out
+}
+
+func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
+
+// manyMembers is an archive of n stored tiny .npy members arr_0.npy, ...
+func manyMembers(t testing.TB, n int) []byte {
+	t.Helper()
+	hdr, err := npy.EncodeHeader("<f8", false, []int64{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := append(hdr, make([]byte, 16)...)
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for i := range n {
+		fw, err := w.CreateRaw(&zip.FileHeader{Name: "arr_" + strconv.Itoa(i) + ".npy", Method: zip.Store,
+			CRC32: crc32.ChecksumIEEE(data), CompressedSize64: uint64(len(data)), UncompressedSize64: uint64(len(data))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write(data)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

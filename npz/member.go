@@ -1,6 +1,7 @@
 package npz
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -251,7 +252,9 @@ func (m *Member) stream() (io.Reader, error) {
 		return nil, err
 	}
 	if m.method == methodStored {
-		return io.NewSectionReader(m.a.r, dataOff, m.size), nil
+		// One read fetches a typical header whole (numpy pads it to 64 or
+		// 128 bytes, wide records take more).
+		return bufio.NewReaderSize(io.NewSectionReader(m.a.r, dataOff, m.size), 512), nil
 	}
 	return io.LimitReader(inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.csize)), m.size), nil
 }
