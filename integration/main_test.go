@@ -1,0 +1,305 @@
+// Package integration builds the npzfs binary once and drives it through
+// its command line: every mount is a separate daemon process, never this
+// test process (a process that touches its own FUSE mount can deadlock).
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bin is the npzfs binary built by TestMain.
+var bin string
+
+// fuseProblem says why FUSE cannot be used here, "" when it can.
+var fuseProblem string
+
+func requireFuse() bool { return os.Getenv("NPZFS_REQUIRE_FUSE") == "1" }
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "npzfs-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = filepath.Join(dir, "npzfs")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(gobin, "build", "-o", bin, "./cmd/npzfs")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building npzfs: %v\n%s", err, out)
+		return 1
+	}
+	fuseProblem = checkFuse()
+	return m.Run()
+}
+
+func checkFuse() string {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Sprintf("cannot open /dev/fuse: %v", err)
+	}
+	f.Close()
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			return "fusermount3 not found and not root"
+		}
+	}
+	return ""
+}
+
+// needFuse skips the test when FUSE is unusable, or fails it when
+// NPZFS_REQUIRE_FUSE=1.
+func needFuse(t *testing.T) {
+	t.Helper()
+	if fuseProblem == "" {
+		return
+	}
+	if requireFuse() {
+		t.Fatalf("FUSE unusable: %s (NPZFS_REQUIRE_FUSE=1)", fuseProblem)
+	}
+	t.Skipf("FUSE unusable: %s (set NPZFS_REQUIRE_FUSE=1 to fail instead)", fuseProblem)
+}
+
+// needTool skips (or fails under NPZFS_REQUIRE_FUSE=1) without a program.
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if requireFuse() {
+			t.Fatalf("%s not found (NPZFS_REQUIRE_FUSE=1)", name)
+		}
+		t.Skipf("%s not found", name)
+	}
+	return p
+}
+
+// python is Debian's interpreter, which has numpy; the one on PATH may not.
+const python = "/usr/bin/python3"
+
+func needNumpy(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command(python, "-c", "import numpy; print(numpy.__version__)").CombinedOutput()
+	if err != nil {
+		if requireFuse() {
+			t.Fatalf("numpy unavailable in %s: %v %s (NPZFS_REQUIRE_FUSE=1)", python, err, out)
+		}
+		t.Skipf("numpy unavailable in %s: %v", python, err)
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// npzfs runs the binary and waits for it. The context only guards against
+// a hang leaving the suite stuck; no test depends on how long anything takes.
+func npzfs(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := result{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("npzfs %q: %v", args, err)
+	}
+	return r
+}
+
+// mountEntry is one mount of /proc/self/mountinfo.
+type mountEntry struct{ dir, fstype, source, opts string }
+
+func mounts() []mountEntry {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []mountEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 {
+			continue
+		}
+		m := mountEntry{dir: unescape(f[4]), opts: f[5]}
+		for i := 6; i+2 < len(f); i++ {
+			if f[i] == "-" {
+				m.fstype, m.source = f[i+1], unescape(f[i+2])
+				break
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func mountOf(dir string) (mountEntry, bool) {
+	for _, m := range mounts() {
+		if m.dir == dir {
+			return m, true
+		}
+	}
+	return mountEntry{}, false
+}
+
+func isMounted(dir string) bool { _, ok := mountOf(dir); return ok }
+
+// daemons lists the pids of live npzfs processes whose arguments name dir.
+func daemons(dir string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) < 2 || args[0] != bin || !processAlive(pid) {
+			continue
+		}
+		for _, a := range args[1:] {
+			if a == dir {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// processAlive is false for a process that is gone or a zombie.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+}
+
+// waitGone waits for pid to exit. It polls: the daemon is not our child.
+func waitGone(pid int) bool {
+	for i := 0; i < 1000; i++ {
+		if !processAlive(pid) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// clear removes any mount on dir and any daemon serving it, reporting
+// what it had to force. It is every mounting test's cleanup.
+func clear(t *testing.T, dir string) {
+	t.Helper()
+	if isMounted(dir) {
+		if r := npzfs(t, "unmount", dir); r.code != 0 {
+			t.Errorf("cleanup: npzfs unmount %s: exit %d: %s", dir, r.code, r.stderr)
+			npzfs(t, "unmount", "--lazy", dir)
+		}
+	}
+	if isMounted(dir) {
+		t.Errorf("cleanup: %s still mounted; detaching it", dir)
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			exec.Command("fusermount3", "-u", "-z", dir).Run()
+		}
+	}
+	for _, pid := range daemons(dir) {
+		if !waitGone(pid) {
+			t.Errorf("cleanup: daemon %d for %s did not exit after unmount; killing it", pid, dir)
+			syscall.Kill(pid, syscall.SIGKILL)
+			waitGone(pid)
+		}
+	}
+}
+
+// mount mounts archive with the real command (in the background, the
+// default) on a fresh folder and returns it; cleanup unmounts.
+func mount(t *testing.T, archive string, flags ...string) string {
+	t.Helper()
+	needFuse(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { clear(t, dir) })
+	r := npzfs(t, append(append([]string{"mount"}, flags...), archive, dir)...)
+	if r.code != 0 {
+		t.Fatalf("npzfs mount %s %s: exit %d\nstderr: %s", archive, dir, r.code, r.stderr)
+	}
+	if r.stdout != "" || r.stderr != "" {
+		t.Errorf("npzfs mount printed: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	m, ok := mountOf(dir)
+	if !ok {
+		t.Fatalf("npzfs mount exited 0 but %s is not mounted", dir)
+	}
+	if m.fstype != "fuse.npzfs" {
+		t.Fatalf("%s is mounted as %s", dir, m.fstype)
+	}
+	return dir
+}
+
+// sessionOf reads a process's session id from /proc.
+func sessionOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return -1
+	}
+	// After the command: state ppid pgrp session ...
+	f := strings.Fields(s[i+1:])
+	if len(f) < 4 {
+		return -1
+	}
+	sid, _ := strconv.Atoi(f[3])
+	return sid
+}
