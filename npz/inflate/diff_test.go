@@ -32,14 +32,14 @@ func head(b []byte) []byte {
 
 func TestDifferentialLevels(t *testing.T) {
 	inputs := map[string][]byte{
-		"empty":  nil,
-		"one":    {42},
-		"two":    {1, 2},
-		"abc":    []byte("abcabcabcabcabcabc"),
-		"mixed":  mixed(200000, 21),
-		"float":  noisyFloat32(100000, 22),
-		"ramp":   intRamp(100000),
-		"zeros":  make([]byte, 300000),
+		"empty": nil,
+		"one":   {42},
+		"two":   {1, 2},
+		"abc":   []byte("abcabcabcabcabcabc"),
+		"mixed": mixed(200000, 21),
+		"float": noisyFloat32(100000, 22),
+		"ramp":  intRamp(100000),
+		"zeros": make([]byte, 300000),
 	}
 	inputs["random"] = randBytes(rand.New(rand.NewPCG(1, 2)), 70000)
 	for name, data := range inputs {
