@@ -257,7 +257,7 @@ func (p *literalParser) sequence(close byte) ([]Value, bool, error) {
 			return nil, false, err
 		}
 		if p.pos >= len(p.src) {
-			return nil, false, p.errAt(p.pos, "unexpected end of header, expected %q", string(close))
+			return nil, false, p.errAt(p.pos, "unexpected end of header, expected '%c'", close)
 		}
 		switch p.src[p.pos] {
 		case ',':
@@ -267,7 +267,7 @@ func (p *literalParser) sequence(close byte) ([]Value, bool, error) {
 			p.pos++
 			return out, comma, nil
 		default:
-			return nil, false, p.errAt(p.pos, "unexpected %s, expected ',' or %q", p.describe(p.pos), string(close))
+			return nil, false, p.errAt(p.pos, "unexpected %s, expected ',' or '%c'", p.describe(p.pos), close)
 		}
 	}
 }
@@ -595,6 +595,18 @@ func (p *literalParser) oneString(b *strings.Builder) error {
 		p.pos++
 	}
 	src := p.src
+	if !triple {
+		// Fast path: a plain run of characters up to the closing quote.
+		i := p.pos
+		for i < len(src) && src[i] != q && src[i] != '\\' && src[i] != '\n' && src[i] != '\r' && (src[i] < 0x80 || p.utf8) {
+			i++
+		}
+		if i < len(src) && src[i] == q {
+			b.Write(src[p.pos:i])
+			p.pos = i + 1
+			return nil
+		}
+	}
 	for {
 		if p.pos >= len(src) {
 			return p.errAt(start, "unterminated string literal")
@@ -658,6 +670,9 @@ func hexVal(c byte) int {
 	return -1
 }
 
+// simpleEscapes are Python's one-character escapes.
+var simpleEscapes = map[byte]byte{'\\': '\\', '\'': '\'', '"': '"', 'a': 7, 'b': 8, 'f': 12, 'n': '\n', 'r': '\r', 't': '\t', 'v': 11}
+
 // escape decodes one backslash escape at p.pos, as Python does in a
 // non-raw string.
 func (p *literalParser) escape(b *strings.Builder) error {
@@ -665,8 +680,7 @@ func (p *literalParser) escape(b *strings.Builder) error {
 	src := p.src
 	p.pos++ // the backslash
 	c := src[p.pos]
-	simple := map[byte]byte{'\\': '\\', '\'': '\'', '"': '"', 'a': 7, 'b': 8, 'f': 12, 'n': '\n', 'r': '\r', 't': '\t', 'v': 11}
-	if v, ok := simple[c]; ok {
+	if v, ok := simpleEscapes[c]; ok {
 		b.WriteByte(v)
 		p.pos++
 		return nil
