@@ -411,28 +411,35 @@ func (d *decoder) mark(from, to int) {
 	}
 }
 
-// copyMatch writes length bytes from dist back at pos.
+// copyMatch writes length bytes from dist back at pos. It may write up to
+// 15 bytes past pos+length (callers leave outSlack).
 func copyMatch(out []byte, pos, dist, length int) {
 	src := pos - dist
-	switch {
-	case dist >= length && length > 32:
+	if dist >= length && length > 32 {
 		copy(out[pos:pos+length], out[src:src+length])
-	case dist >= 8:
+		return
+	}
+	if dist >= 8 {
 		for k := 0; k < length; k += 8 {
 			binary.LittleEndian.PutUint64(out[pos+k:], binary.LittleEndian.Uint64(out[src+k:]))
 		}
-	case dist == 1:
-		b := out[src]
-		t := out[pos : pos+length]
-		for i := range t {
-			t[i] = b
+		return
+	}
+	if dist == 1 {
+		v := uint64(out[src]) * 0x0101010101010101
+		for k := 0; k < length; k += 8 {
+			binary.LittleEndian.PutUint64(out[pos+k:], v)
 		}
-	default:
-		end := pos + length
-		p := pos + copy(out[pos:end], out[src:pos])
-		for p < end {
-			p += copy(out[p:end], out[pos:p])
-		}
+		return
+	}
+	// Write the first period-multiple of at least 8 bytes one by one; the
+	// rest repeats from that distance, which is >= 8.
+	d2 := dist * ((8 + dist - 1) / dist)
+	for i := 0; i < d2; i++ {
+		out[pos+i] = out[src+i]
+	}
+	for k := d2; k < length; k += 8 {
+		binary.LittleEndian.PutUint64(out[pos+k:], binary.LittleEndian.Uint64(out[pos+k-d2:]))
 	}
 }
 
