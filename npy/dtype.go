@@ -669,3 +669,60 @@ func parseDatetime(kind byte, rest, orig string) (*DType, error) {
 	d.Unit, d.UnitCount = unit, num
 	return d, nil
 }
+
+// Descr returns the descr numpy 1.24 writes for an array of this dtype
+// (numpy.lib.format.dtype_to_descr): dtype.str for a non-record, and for a
+// record dtype.descr's list of (name, type[, shape]) tuples, with titled
+// names as (title, name) and gaps as ('', '|Vn') padding fields.
+// EncodeHeader(d.Descr(), ...) is byte for byte what np.save writes.
+func (d *DType) Descr() Value {
+	if !d.Record {
+		return d.Str()
+	}
+	return d.recordDescr()
+}
+
+// fieldDescr is numpy's _array_descr for a field type: the type string,
+// a (base, shape) tuple for a subarray, or a list for a record.
+func (d *DType) fieldDescr() Value {
+	switch {
+	case d.Record:
+		return d.recordDescr()
+	case d.Subarray != nil:
+		return Tuple{d.Subarray.Base.fieldDescr(), shapeTuple(d.Subarray.Shape)}
+	}
+	return d.Str()
+}
+
+func shapeTuple(shape []int64) Tuple {
+	t := make(Tuple, len(shape))
+	for i, n := range shape {
+		t[i] = n
+	}
+	return t
+}
+
+func (d *DType) recordDescr() Value {
+	out := List{}
+	var offset int64
+	for _, f := range d.Fields {
+		if f.Offset > offset {
+			out = append(out, Tuple{"", "|V" + strconv.FormatInt(f.Offset-offset, 10)})
+			offset = f.Offset
+		}
+		var name Value = f.Name
+		if f.Title != nil {
+			name = Tuple{f.Title, f.Name}
+		}
+		if f.DType.Subarray != nil {
+			out = append(out, Tuple{name, f.DType.Subarray.Base.fieldDescr(), shapeTuple(f.DType.Subarray.Shape)})
+		} else {
+			out = append(out, Tuple{name, f.DType.fieldDescr()})
+		}
+		offset += f.DType.ItemSize
+	}
+	if d.ItemSize > offset {
+		out = append(out, Tuple{"", "|V" + strconv.FormatInt(d.ItemSize-offset, 10)})
+	}
+	return out
+}

@@ -149,6 +149,13 @@ class Corpus:
     def good(self, name, data, numpy_written):
         exp = expected_json(data)  # raises if numpy refuses it
         self.write("good", name, data)
+        # The header numpy writes when it saves an array of this dtype,
+        # shape and order (what npy.EncodeHeader(DType.Descr(), ...) makes).
+        (_, _), _, shape, fortran, dt, _, _ = read_with_numpy(data)
+        f = io.BytesIO()
+        F._write_array_header(f, {"descr": F.dtype_to_descr(dt), "fortran_order": fortran, "shape": shape})
+        with open(os.path.join(self.dir, "good", name + ".hdr"), "wb") as out:
+            out.write(f.getvalue())
         with open(os.path.join(self.dir, "good", name + ".json"), "w", encoding="utf-8") as f:
             json.dump(exp, f, indent=2, ensure_ascii=False)
             f.write("\n")
