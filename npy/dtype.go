@@ -673,7 +673,8 @@ func parseDatetime(kind byte, rest, orig string) (*DType, error) {
 // Descr returns the descr numpy 1.24 writes for an array of this dtype
 // (numpy.lib.format.dtype_to_descr): dtype.str for a non-record, and for a
 // record dtype.descr's list of (name, type[, shape]) tuples, with titled
-// names as (title, name) and gaps as (”, '|Vn') padding fields.
+// names as (title, name) and gaps as padding fields (an empty name with
+// a |Vn type).
 // EncodeHeader(d.Descr(), ...) is byte for byte what np.save writes.
 func (d *DType) Descr() Value {
 	if !d.Record {
