@@ -508,6 +508,7 @@ func (d *decoder) huffFast(target int) error {
 		nb |= 56
 		e := lit[bb&litMask]
 		if e&kindMask == kindLit {
+			// Up to three literals fit in the 56 bits just loaded.
 			bb >>= e & nMask
 			nb -= uint(e & nMask)
 			out[pos] = byte(e >> 16)
@@ -521,8 +522,26 @@ func (d *decoder) huffFast(target int) error {
 				nb -= uint(e & nMask)
 				out[pos] = byte(e >> 16)
 				pos++
+				if pos >= target {
+					break
+				}
+				e = lit[bb&litMask]
+				if e&kindMask == kindLit {
+					bb >>= e & nMask
+					nb -= uint(e & nMask)
+					out[pos] = byte(e >> 16)
+					pos++
+					continue
+				}
 			}
-			continue
+			// e is not a literal; top up the bits for a length and
+			// distance (the low bits e was found from do not change).
+			if inPos > inLimit {
+				break
+			}
+			bb |= binary.LittleEndian.Uint64(in[inPos:]) << nb
+			inPos += int((63 - nb) >> 3)
+			nb |= 56
 		}
 		if e&kindMask == kindSub {
 			e = litSub[(e>>16)+uint32(bb>>litBits)&(1<<(e&nMask)-1)]
