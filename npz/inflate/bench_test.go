@@ -175,8 +175,6 @@ func BenchmarkReadAtRandom4K(b *testing.B) {
 		b.Fatal(err)
 	}
 	cps, win := ra.IndexStats()
-	b.ReportMetric(float64(win)*float64(1<<30)/float64(size), "index-B/GiB")
-	b.ReportMetric(float64(cps), "checkpoints")
 	rng := rand.New(rand.NewPCG(1, 1))
 	p := make([]byte, 4096)
 	b.SetBytes(4096)
@@ -187,5 +185,8 @@ func BenchmarkReadAtRandom4K(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(win)*float64(1<<30)/float64(size), "index-B/GiB")
+	b.ReportMetric(float64(cps), "checkpoints")
+	b.ReportMetric(float64(fi.Size())/float64(size), "ratio")
 }
 

@@ -78,7 +78,7 @@ var decoders = sync.Pool{New: func() any { return newDecoder() }}
 
 // NewReaderAt builds the reader; nothing is read until the first ReadAt.
 func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *Options) *ReaderAt {
-	r := &ReaderAt{src: src, csize: compressedSize, size: size, crc: crc, span: defaultSpan}
+	r := &ReaderAt{src: src, csize: max(compressedSize, 0), size: max(size, 0), crc: crc, span: defaultSpan}
 	if opts != nil {
 		if opts.SpanSize > 0 {
 			r.span = opts.SpanSize
@@ -250,12 +250,21 @@ func (r *ReaderAt) extendTo(off int64) error {
 			return err
 		}
 		if err := r.extendOne(); err != nil {
-			r.mu.Lock()
-			r.err = err
-			r.mu.Unlock()
+			if isStreamError(err) {
+				// The stream itself is bad: every later read fails alike.
+				// Other errors (reading src) may pass; they are retried.
+				r.mu.Lock()
+				r.err = err
+				r.mu.Unlock()
+			}
 			return err
 		}
 	}
+}
+
+func isStreamError(err error) bool {
+	var ce *CorruptError
+	return errors.As(err, &ce) || errors.Is(err, ErrTooLong) || errors.Is(err, ErrTooShort) || errors.Is(err, ErrChecksum)
 }
 
 // extendOne inflates the span after the last checkpoint, recording the

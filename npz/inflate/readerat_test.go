@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -203,4 +204,36 @@ func TestReaderAtErrors(t *testing.T) {
 	if n, err := ra.ReadAt(make([]byte, 1), 0); n != 0 || err != io.EOF {
 		t.Fatalf("empty: %d, %v", n, err)
 	}
+}
+
+// flakyReaderAt fails reads at or past failAt while failing is set.
+type flakyReaderAt struct {
+	r       io.ReaderAt
+	failAt  int64
+	failing atomic.Bool
+}
+
+var errFlaky = errors.New("flaky read")
+
+func (f *flakyReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if f.failing.Load() && off+int64(len(p)) > f.failAt {
+		return 0, errFlaky
+	}
+	return f.r.ReadAt(p, off)
+}
+
+// TestReaderAtSourceErrorNotSticky: an error reading src is reported but
+// not remembered; the read succeeds once src recovers.
+func TestReaderAtSourceErrorNotSticky(t *testing.T) {
+	data := mixed(500000, 13)
+	comp := deflate(t, data, 6)
+	f := &flakyReaderAt{r: bytes.NewReader(comp), failAt: int64(len(comp) / 2)}
+	f.failing.Store(true)
+	ra := NewReaderAt(f, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), &Options{SpanSize: 16 << 10})
+	if _, err := ra.ReadAt(make([]byte, 100), int64(len(data)-200)); !errors.Is(err, errFlaky) {
+		t.Fatalf("err = %v, want the source's error", err)
+	}
+	f.failing.Store(false)
+	checkRead(t, ra, data, int64(len(data)-200), 100)
+	checkRead(t, ra, data, 0, len(data))
 }
