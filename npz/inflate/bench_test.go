@@ -189,4 +189,3 @@ func BenchmarkReadAtRandom4K(b *testing.B) {
 	b.ReportMetric(float64(cps), "checkpoints")
 	b.ReportMetric(float64(fi.Size())/float64(size), "ratio")
 }
-
