@@ -1,0 +1,43 @@
+// Package inflate is a DEFLATE (RFC 1951) decompressor built for random
+// access: while it inflates it can record checkpoints (a bit position in the
+// compressed stream plus the 32 KiB window before it) and later resume from
+// one, so a read anywhere in a deflated member inflates at most one span.
+// It uses the standard library only.
+//
+// # Decoder
+//
+// The decoder keeps a 64-bit bit buffer refilled eight bytes at a time and
+// decodes with one combined literal/length table (10-bit primary table plus
+// sub-tables) and one distance table (8-bit primary). It writes into a flat
+// buffer whose start holds the 32 KiB window, so matches are plain copies
+// (word-at-a-time for short or overlapping ones). It accepts exactly what
+// compress/flate accepts: code sets must be complete, except a single
+// one-bit code or an empty distance code, and symbols 286/287 and
+// distances 30/31 are rejected, as are distances reaching before the start.
+//
+// # Checkpoints
+//
+// decode stops at the first symbol boundary at or past a target output
+// offset, which may be in the middle of a block. A checkpoint records the
+// output offset, the bit position of the next symbol, and for a Huffman
+// block the bit position of its header (resuming re-reads the code tables
+// there, then jumps to the symbol) or for a stored block the bytes left.
+// Because the stop rule depends only on the target, re-inflating a span
+// from its checkpoint stops exactly where the next checkpoint begins.
+//
+// # Windows
+//
+// When the span after a checkpoint is first inflated, the decoder marks
+// which bytes of the window before it any match actually reads. Only those
+// are kept (the rest zeroed) and the result is deflated; windows with no
+// non-zero byte read cost nothing. For numpy-like data this is tens of
+// kilobytes per GiB of output.
+//
+// # ReaderAt
+//
+// The index grows lazily and sequentially under one mutex while reads in
+// the indexed part run in parallel; every span inflated is put in a
+// byte-bounded LRU Cache shared between readers. The CRC-32, the declared
+// size and the end of the stream are checked when the index reaches the
+// end; errors in the stream stick, errors reading the source do not.
+package inflate
