@@ -267,3 +267,76 @@ func TestTypeStrings(t *testing.T) {
 		t.Errorf("only %d accepted type strings checked", accepted)
 	}
 }
+
+// strictSyntax are header texts numpy reads that npzfs refuses on purpose
+// (docs/header-json.md lists why).
+var strictSyntax = []string{`\N{BULLET}`}
+
+func TestSyntaxCases(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "syntax.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases [][3]json.RawMessage
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 200 {
+		t.Fatalf("only %d syntax cases", len(cases))
+	}
+	for _, c := range cases {
+		var version, text string
+		if err := json.Unmarshal(c[0], &version); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(c[1], &text); err != nil {
+			t.Fatal(err)
+		}
+		major := int(version[0] - '0')
+		var raw []byte
+		if major == 3 {
+			raw = mk(3, text)
+		} else {
+			l, ok := latin1(text)
+			if !ok {
+				t.Fatalf("%q is not latin-1", text)
+			}
+			raw = mk(major, string(l))
+		}
+		h, err := ReadHeader(bytes.NewReader(raw), int64(len(raw)), nil)
+		want := string(c[2])
+		strict := want == `"strict"`
+		for _, s := range strictSyntax {
+			if strings.Contains(text, s) {
+				strict = true
+			}
+		}
+		switch {
+		case want == "null" || strict:
+			if err == nil {
+				t.Errorf("%s %q: numpy refuses it (or npzfs should), got %v %v", version, text, h.Descr, h.Shape)
+			}
+		case err != nil:
+			t.Errorf("%s %q: numpy accepts it, got %v", version, text, err)
+		default:
+			var w jsonWriter
+			w.b.WriteString(`{"descr":`)
+			if err := w.literal(h.Descr, 0); err != nil {
+				t.Fatal(err)
+			}
+			w.b.WriteString(`,"fortran_order":` + fmt.Sprint(h.FortranOrder) + `,"shape":`)
+			w.ints(h.Shape)
+			w.b.WriteString("}")
+			var got, exp any
+			if err := json.Unmarshal(w.b.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(c[2], &exp); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, exp) {
+				t.Errorf("%s %q:\ngot  %s\nwant %s", version, text, w.b.Bytes(), c[2])
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package npy
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strings"
@@ -31,7 +32,10 @@ func (p *literalParser) errAt(pos int, format string, args ...any) error {
 }
 
 // parseLiteral parses a whole header: one literal surrounded by whitespace,
-// newlines and comments, as Python's eval mode allows them.
+// newlines and comments, as Python's eval mode allows them. For 1.0 and 2.0
+// headers numpy first passes the text through Python's tokenize/untokenize
+// (to drop Python 2 'L' suffixes), which changes how a few odd whitespace
+// layouts read; those effects are mirrored here.
 func parseLiteral(src []byte, base int64, isUTF8, allowL bool) (Value, error) {
 	p := &literalParser{src: src, base: base, utf8: isUTF8, allowL: allowL}
 	for i, c := range src {
@@ -50,8 +54,9 @@ func parseLiteral(src []byte, base int64, isUTF8, allowL bool) (Value, error) {
 		}
 		return nil, p.errAt(i, "header is not valid UTF-8")
 	}
-	// literal_eval strips leading spaces and tabs from the first line.
-	for p.pos < len(src) && (src[p.pos] == ' ' || src[p.pos] == '\t') {
+	// literal_eval strips leading spaces and tabs from the first line; after
+	// untokenize, form feeds there have become spaces too.
+	for p.pos < len(src) && (src[p.pos] == ' ' || src[p.pos] == '\t' || allowL && src[p.pos] == '\f') {
 		p.pos++
 	}
 	if err := p.skipSpace(); err != nil {
@@ -60,17 +65,89 @@ func parseLiteral(src []byte, base int64, isUTF8, allowL bool) (Value, error) {
 	if p.pos >= len(src) {
 		return nil, p.errAt(p.pos, "header is empty")
 	}
+	first := p.pos
+	if allowL {
+		if err := p.checkBlankLineCR(first); err != nil {
+			return nil, err
+		}
+	}
 	v, err := p.value()
 	if err != nil {
 		return nil, err
 	}
+	last := p.pos
 	if err := p.skipSpace(); err != nil {
 		return nil, err
 	}
 	if p.pos < len(src) {
 		return nil, p.errAt(p.pos, "unexpected %s after the header literal", p.describe(p.pos))
 	}
+	if err := p.checkTrailingLine(last); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// checkBlankLineCR mirrors Python's tokenize module, which numpy runs over
+// 1.0 and 2.0 headers: a line (split at LF only) that starts, after spaces,
+// tabs and form feeds, with a carriage return is read as a blank line, so
+// if more follows the CR before the literal starts, numpy fails.
+func (p *literalParser) checkBlankLineCR(first int) error {
+	for ls := 0; ls <= first; {
+		i := ls
+		for i < len(p.src) && (p.src[i] == ' ' || p.src[i] == '\t' || p.src[i] == '\f') {
+			i++
+		}
+		if i+1 < len(p.src) && p.src[i] == '\r' && p.src[i+1] != '\n' {
+			return p.errAt(i, "carriage return at the start of a line before the header literal")
+		}
+		nl := bytes.IndexByte(p.src[ls:], '\n')
+		if nl < 0 {
+			break
+		}
+		ls += nl + 1
+	}
+	return nil
+}
+
+// checkTrailingLine mirrors how Python treats a last line of only spaces
+// and tabs after the literal: an error when it follows a newline in a 3.0
+// header, or a lone carriage return in a 1.0 or 2.0 header (where numpy's
+// untokenize step drops such a line after a line feed and turns form feeds
+// into spaces).
+func (p *literalParser) checkTrailingLine(last int) error {
+	tail := p.src[last:]
+	var i int
+	if p.allowL {
+		if j := bytes.LastIndexByte(tail, '\n'); j >= 0 {
+			tail = tail[j+1:]
+		}
+		i = bytes.LastIndexByte(tail, '\r')
+	} else {
+		i = bytes.LastIndexAny(tail, "\r\n")
+	}
+	if i < 0 {
+		return nil
+	}
+	// A newline ending a backslash continuation does not start a line.
+	if i > 0 && tail[i-1] == '\\' || i > 1 && tail[i] == '\n' && tail[i-1] == '\r' && tail[i-2] == '\\' {
+		return nil
+	}
+	rest := tail[i+1:]
+	if len(rest) == 0 || len(bytes.Trim(rest, " \t\f")) != 0 {
+		return nil
+	}
+	if !p.allowL {
+		// A form feed resets Python's column count: only spaces after the
+		// last one make the line an (illegal) indented empty line.
+		if j := bytes.LastIndexByte(rest, '\f'); j >= 0 {
+			rest = rest[j+1:]
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+	}
+	return p.errAt(len(p.src)-len(rest), "a last line of only spaces after the header literal")
 }
 
 // describe names the character at i for error messages.
@@ -124,10 +201,11 @@ func (p *literalParser) skipSpace() error {
 			if n == 0 {
 				return p.errAt(p.pos, "unexpected %s", p.describe(p.pos))
 			}
-			if p.atEndAfter(p.pos + n) {
+			if p.pos+n == len(p.src) {
 				return p.errAt(p.pos, "line continuation at the end of the header")
 			}
 			p.pos += n
+			lineStart = true
 		default:
 			if indented && !p.sawToken {
 				return p.errAt(p.pos, "unexpected indent before the header literal")

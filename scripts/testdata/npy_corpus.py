@@ -191,7 +191,10 @@ class Corpus:
         self.write("strict", name, data)
         self.manifest["strict"].append({"name": name, "why": why})
 
-    def finish(self, typestrs):
+    def finish(self, typestrs, syntax):
+        with open(os.path.join(self.dir, "syntax.json"), "w", encoding="utf-8") as f:
+            json.dump(syntax, f, indent=0, ensure_ascii=False)
+            f.write("\n")
         with open(os.path.join(self.dir, "manifest.json"), "w", encoding="utf-8") as f:
             json.dump(self.manifest, f, indent=1, ensure_ascii=False)
             f.write("\n")
@@ -467,10 +470,97 @@ def typestrs():
     return out
 
 
+def syntax_cases():
+    """Header texts varied over Python literal syntax, with numpy's verdict:
+    [version, text, null, "strict" or {descr, fortran_order, shape}]."""
+    texts = []
+    base = "{'descr': %s, 'fortran_order': %s, 'shape': %s}"
+    for shape in ["()", "(1,)", "(1 ,)", "( 1, 2 )", "(1,2,)", "(1,,)", "(,)", "(1)", "((1),)", "(((1,)))",
+                  "(0,)", "(00,)", "(0_0,)", "(1__0,)", "(1_,)", "(0x_1,)", "(0X1F,)", "(0B1,)", "(0O7,)",
+                  "(0b2,)", "(0o8,)", "(0xg,)", "(1e3,)", "(1E3,)", "(1.,)", "(.5,)", "(1j,)", "(1L,)",
+                  "(0L,)", "(0xFFL,)", "(1 L,)", "(1\tL,)", "(1L ,)", "(1LL,)", "(1Lx,)", "(-0,)", "(- 1,)",
+                  "(+-1,)", "(--1,)", "(~1,)", "(+ 1,)", "(1 if 1 else 2,)", "(True,)", "(1,)\n",
+                  "(9223372036854775807,)", "(0x7fffffffffffffff,)", "(0b" + "1" * 63 + ",)",
+                  "(01,)", "(0_1,)", "(1_000_000,)", "(0o_7,)", "(0b_1,)", "(1\n,)", "(1\\\n,)"]:
+        texts.append(base % ("'<i4'", "False", shape))
+    for fo in ["True", "False", "true", "TRUE", "(True)", "1", "0", "True_", "Truex", "not False"]:
+        texts.append(base % ("'<i4'", fo, "()"))
+    for name in ["'a'", '"a"', "u'a'", "U'a'", "r'a'", "R'a'", "ur'a'", "b'a'", "f'a'", "'a' 'b'", "'a' u'b'",
+                 "'a''b'", "'''a'''", '"""a"""', "'''a\nb'''", "'''a\r\nb'''", "'\\x41'", "'\\101'", "'\\1'",
+                 "'\\0'", "'\\08'", "'\\777'", "'\\x4'", "'\\x4g'", "'\\u0041'", "'\\u004'", "'\\U00000041'",
+                 "'\\U0010FFFF'", "'\\d'", "'\\q'", "'\\ '", "'\\\\'", "'\\''", "'\\\"'", "'\\a\\b\\f\\v\\r'",
+                 "r'\\''", "r'\\'", "'a\\\nb'", "'a\\\r\nb'", "'\u00e9'", "'\u00ff'", "'\t'", "'a\rb'",
+                 "r'\\x41'", "'#'", "'a' # c\n 'b'", "('a')", "'a' \\\n 'b'", "'''a''''b'", "''", "''''''",
+                 "'\"'", "\"'\"", "'''a'b'''", "r'a\\\nb'", "'\\N{BULLET}'", "'\\ud800'", "'\\U00110000'"]:
+        texts.append(base % ("[(%s, '<i4')]" % name, "False", "()"))
+    lead = ["", " ", "\t", "\n", "\r", "\r\n", "\f", "\v", "#c\n", " \n", "\n ", "\n\t", "\f ",
+            " #c\n", "\\\n", "\n\n", "\f\n ", "\xa0", "\x01", "\n\f{", "\n#c\n"]
+    trail = ["", " ", "\n", "\r", "\t\n", "#c", "# c\n\n", "\n#c", "\f", "\v", "\\\n", " \\\n#c\n",
+             "\n ", "\n \n", "\n1", ",", ";", " ;", "\x00", "\xa0", "\n\f", "\\\n ", "\\\n1"]
+    mid = base % ("'<i4'", "False", "()")
+    mid = base % ("'<i4'", "False", "()")
+    # Carriage returns, form feeds and continuations around the literal.
+    for t in ["\r", "\rM", " \rM", "\r M", "#c\rM", "M\r", "M\r ", "M\n ", "M\n\t", "M\n \n",
+              "M\r\n ", "M \n ", "M\n  #c", "M\n\f", "M\n \f", "\f M", "\fM", " \fM", "\f\tM",
+              "\f\n M", "M\\\n", "M\\\n ", "M\\\n#c", "M\\\n\n", "M \\\n", "\\\nM", " \\\nM",
+              "\\\n M", "\n\\\nM", "M\n\\\n", "M\r#c", "M \r", "M\r\n\r", "M\r\r", "#c\r\rM",
+              "\r\rM", "#c\r M", "#c\r\nM", "M#c\r", "M#c\r ", "M#c\r#d", "\n\rM", "M\n\r", "M\r\r\n",
+              "M\n\r\n", "\r\n\rM", "\t\rM", "\f\rM", "#c\r#d\rM", "M\r\f", "M\r\t", "M\r#c\n",
+              "M\n#c\r", "M\n#c\r ", "M\r \n", "\\\r\nM", "\\\rM", "M\\\r", "M\\\r ", "M\\\r\n",
+              "M\n\r ", "M\n \r", "\r\n M", "M\t\n\t\n", "M\n\t#c", "M\n\f ", "M\r\f\n"]:
+        texts.append(t.replace("M", mid))
+    for l in lead:
+        texts.append(l + mid)
+    for t in trail:
+        texts.append(mid + t)
+    for sep in [",", " ,", ",\n", "\n,", ", #c\n", ",\\\n", ",,", ",\r"]:
+        texts.append("{'descr': '<i4'" + sep + "'fortran_order': False, 'shape': ()}")
+    texts += [
+        "{'descr':'<i4','fortran_order':False,'shape':(),}",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (), **{}}",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': () , }",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (), 'descr': '>f8'}",
+        "{u'descr': '<i4', 'fortran_order': False, 'shape': ()}",
+        "{'desc' 'r': '<i4', 'fortran_order': False, 'shape': ()}",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (), 1: 2, True: 3}",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (), (1,): 2}",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (), [1]: 2}",
+        "{'descr': '<i4', 'fortran_order': False}",
+        "dict(descr='<i4', fortran_order=False, shape=())",
+        "({'descr': '<i4', 'fortran_order': False, 'shape': ()})",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': ()}\n{}",
+        "{}",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': ()} {}",
+    ]
+    out = []
+    for text in texts:
+        for version in [(1, 0), (3, 0)]:
+            try:
+                raw = npy_bytes(text, version)
+            except UnicodeEncodeError:
+                continue
+            try:
+                (_, _), _, shape, fortran, dt, _, descr = read_with_numpy(raw)
+                verdict = {"descr": jsonify(descr), "fortran_order": fortran, "shape": list(shape)}
+                if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in shape):
+                    verdict = "strict"
+                elif math.prod(n for n in shape if n) * max(dt.itemsize, 1) >= 2**63:
+                    verdict = "strict"  # numpy cannot make the array either
+                else:
+                    try:
+                        json.dumps(verdict, ensure_ascii=False).encode("utf-8")
+                    except UnicodeEncodeError:  # a lone surrogate
+                        verdict = "strict"
+            except Exception:
+                verdict = None
+            out.append(["%d.%d" % version, text, verdict])
+    return out
+
+
 def generate(root):
     c = Corpus(root)
     numpy_written(c)
     hand_written(c)
     rejected(c)
     stricter(c)
-    c.finish(typestrs())
+    c.finish(typestrs(), syntax_cases())
