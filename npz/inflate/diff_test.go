@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"testing"
+
+	kflate "github.com/klauspost/compress/flate"
 )
 
 // agree checks that NewReader and compress/flate agree on comp: both reject
@@ -47,6 +49,21 @@ func TestDifferentialLevels(t *testing.T) {
 			comp := deflate(t, data, lvl)
 			if _, ok := agree(t, comp); !ok {
 				t.Fatalf("%s level %d: rejected", name, lvl)
+			}
+		}
+		// klauspost's encoder makes different streams (fixed blocks,
+		// its own Huffman-only mode).
+		for lvl := -2; lvl <= 9; lvl++ {
+			var buf bytes.Buffer
+			w, err := kflate.NewWriter(&buf, lvl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(data)
+			w.Close()
+			got, ok := agree(t, buf.Bytes())
+			if !ok || !bytes.Equal(got, data) {
+				t.Fatalf("%s klauspost level %d: not reproduced", name, lvl)
 			}
 		}
 	}
