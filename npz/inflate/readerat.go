@@ -61,6 +61,7 @@ type ReaderAt struct {
 	extMu   sync.Mutex // held while extending the index
 	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
 	touched []bool
+	extBuf  []byte // a span buffer to reuse
 
 	flightMu sync.Mutex
 	flight   map[int]*flightCall
@@ -245,11 +246,12 @@ func (r *ReaderAt) extendTo(off int64) error {
 	}
 	r.extMu.Lock()
 	defer r.extMu.Unlock()
+	defer func() { r.extBuf = nil }() // hold no span buffer between reads
 	for {
 		if ok, err := covered(); ok {
 			return err
 		}
-		if err := r.extendOne(); err != nil {
+		if err := r.extendOne(off); err != nil {
 			if isStreamError(err) {
 				// The stream itself is bad: every later read fails alike.
 				// Other errors (reading src) may pass; they are retried.
@@ -268,8 +270,10 @@ func isStreamError(err error) bool {
 }
 
 // extendOne inflates the span after the last checkpoint, recording the
-// next checkpoint (or verifying the end of the stream). r.extMu is held.
-func (r *ReaderAt) extendOne() error {
+// next checkpoint (or verifying the end of the stream). The span goes into
+// the cache only if it holds off, the offset being read, so indexing deep
+// into a member does not flush the shared cache. r.extMu is held.
+func (r *ReaderAt) extendOne(off int64) error {
 	r.mu.RLock()
 	k := len(r.cps) - 1
 	cp := r.cps[k]
@@ -283,7 +287,13 @@ func (r *ReaderAt) extendOne() error {
 	}
 	w := int(cp.winLen)
 	n := int(target - cp.out)
-	buf := make([]byte, w+n+outSlack)
+	var buf []byte
+	if need := w + n + outSlack; cap(r.extBuf) >= need {
+		buf = r.extBuf[:need]
+		r.extBuf = nil
+	} else {
+		buf = make([]byte, need)
+	}
 	copy(buf, win)
 
 	d := decoders.Get().(*decoder)
@@ -350,6 +360,10 @@ func (r *ReaderAt) extendOne() error {
 		r.pendingWin = nextWin
 	}
 	r.mu.Unlock()
-	r.cache.put(cacheKey{r.id, k}, data, int64(cap(buf)))
+	if off < endOut || d.state == stDone {
+		r.cache.put(cacheKey{r.id, k}, data, int64(cap(buf)))
+	} else {
+		r.extBuf = buf // nothing else refers to it: reuse it for the next span
+	}
 	return nil
 }
