@@ -189,3 +189,27 @@ func BenchmarkReadAtRandom4K(b *testing.B) {
 	b.ReportMetric(float64(cps), "checkpoints")
 	b.ReportMetric(float64(fi.Size())/float64(size), "ratio")
 }
+
+// BenchmarkReadAtSequential128K reads the 256 MiB member front to back in
+// 128 KiB reads through a fresh ReaderAt (so it includes building the index
+// and checking the CRC), as a FUSE cat would.
+func BenchmarkReadAtSequential128K(b *testing.B) {
+	path, size, crc := bigMember(b)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	p := make([]byte, 128<<10)
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ra := NewReaderAt(f, fi.Size(), size, crc, &Options{Cache: NewCache(16 << 20)})
+		for off := int64(0); off < size; off += int64(len(p)) {
+			if _, err := ra.ReadAt(p, off); err != nil && err != io.EOF {
+				b.Fatal(err)
+			}
+		}
+	}
+}

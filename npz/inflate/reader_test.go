@@ -1,0 +1,97 @@
+package inflate
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+)
+
+// TestNewReaderShortReads feeds the compressed stream a byte or a few at a
+// time and reads the output in odd sizes.
+func TestNewReaderShortReads(t *testing.T) {
+	data := mixed(300000, 51)
+	for _, lvl := range []int{0, 1, 6, -2} {
+		comp := deflate(t, data, lvl)
+		for name, r := range map[string]io.Reader{
+			"onebyte": iotest.OneByteReader(bytes.NewReader(comp)),
+			"half":    iotest.HalfReader(bytes.NewReader(comp)),
+			"dataerr": iotest.DataErrReader(bytes.NewReader(comp)),
+		} {
+			zr := NewReader(r)
+			var out []byte
+			buf := make([]byte, 777)
+			for {
+				n, err := zr.Read(buf)
+				out = append(out, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("level %d %s: %v", lvl, name, err)
+				}
+			}
+			if !bytes.Equal(out, data) {
+				t.Fatalf("level %d %s: output differs", lvl, name)
+			}
+		}
+	}
+}
+
+func TestNewReaderErrors(t *testing.T) {
+	comp := deflate(t, mixed(100000, 52), 6)
+	// A read error from the source is passed on.
+	errBoom := errors.New("boom")
+	r := NewReader(io.MultiReader(bytes.NewReader(comp[:len(comp)/2]), iotest.ErrReader(errBoom)))
+	if _, err := io.ReadAll(r); !errors.Is(err, errBoom) {
+		t.Fatalf("source error: got %v", err)
+	}
+	// Truncation is io.ErrUnexpectedEOF.
+	if _, err := io.ReadAll(NewReader(bytes.NewReader(comp[:len(comp)-3]))); err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated: got %v", err)
+	}
+	// Corruption is a *CorruptError with an offset inside the stream.
+	bad := []byte{0x07, 0, 0} // final block of reserved type 3
+	_, err := io.ReadAll(NewReader(bytes.NewReader(bad)))
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset > int64(len(bad)) {
+		t.Fatalf("corrupt: got %v", err)
+	}
+	// Errors repeat.
+	r = NewReader(bytes.NewReader(bad))
+	io.ReadAll(r)
+	if _, err2 := r.Read(make([]byte, 10)); !errors.As(err2, &ce) {
+		t.Fatalf("second read after corruption: %v", err2)
+	}
+}
+
+func TestCacheLRU(t *testing.T) {
+	c := NewCache(300)
+	k := func(i int) cacheKey { return cacheKey{1, i} }
+	c.put(k(1), []byte("a"), 100)
+	c.put(k(2), []byte("b"), 100)
+	c.put(k(3), []byte("c"), 100)
+	if c.get(k(1)) == nil { // 1 is now most recent
+		t.Fatal("entry 1 missing")
+	}
+	c.put(k(4), []byte("d"), 100) // evicts 2, the least recently used
+	if c.get(k(2)) != nil {
+		t.Fatal("entry 2 should have been evicted")
+	}
+	for _, i := range []int{1, 3, 4} {
+		if c.get(k(i)) == nil {
+			t.Fatalf("entry %d missing", i)
+		}
+	}
+	if c.Used() != 300 {
+		t.Fatalf("used %d, want 300", c.Used())
+	}
+	c.put(k(5), []byte("too big"), 301) // larger than the budget: not kept
+	if c.get(k(5)) != nil || c.Used() != 300 {
+		t.Fatal("an entry over budget was kept")
+	}
+	if got := c.get(cacheKey{2, 1}); got != nil {
+		t.Fatal("keys of different readers collide")
+	}
+}
