@@ -463,7 +463,7 @@ func cStrtol(s string) (int64, int) {
 // ('i4,f8', '(2,3)i4') build records in numpy; npzfs refuses them.
 func parseTypeStr(s string) (*DType, error) {
 	orig := s
-	if len(s) > 0 && (s[0] >= '0' && s[0] <= '9' || len(s) > 1 && strings.IndexByte("<>|=", s[0]) >= 0 && s[1] >= '0' && s[1] <= '9') || hasTopComma(s) || strings.HasPrefix(s, "()") {
+	if len(s) > 0 && (s[0] >= '0' && s[0] <= '9' || len(s) > 1 && strings.IndexByte("<>|=", s[0]) >= 0 && s[1] >= '0' && s[1] <= '9') || hasTopComma(s) || strings.HasPrefix(s, "()") || len(s) > 3 && strings.IndexByte("<>|=", s[0]) >= 0 && s[1:3] == "()" {
 		return nil, descrErrorf("comma-separated or shape-prefixed type strings are not supported: %s", reprShort(orig))
 	}
 	endian := byte('=')

@@ -191,7 +191,10 @@ class Corpus:
         self.write("strict", name, data)
         self.manifest["strict"].append({"name": name, "why": why})
 
-    def finish(self, typestrs, syntax):
+    def finish(self, typestrs, syntax, rand):
+        with open(os.path.join(self.dir, "random_descr.json"), "w", encoding="utf-8") as f:
+            json.dump(rand, f, indent=None, ensure_ascii=False, separators=(",", ":"))
+            f.write("\n")
         with open(os.path.join(self.dir, "syntax.json"), "w", encoding="utf-8") as f:
             json.dump(syntax, f, indent=0, ensure_ascii=False)
             f.write("\n")
@@ -447,7 +450,8 @@ def typestrs():
               "S2147483647", "U536870911", "U536870912", "U1073741824", "i99999999999999999999",
               "f8x", "M8x", "M16", "M4", "datetime64x", "int16 ", "f\x008", "",
               "M08", "m+8", "M 8", "O08", "M8 ", "b01", "f+4", ">M08", "M8[ns] ", "m8[]", "c+16",
-              "V+3", "U 2", "a+0", "S\t3", "M8[2generic]", "M8[generic/2]", "M8[ns/0x2]", "M8[\u03bcs/2]"]:
+              "V+3", "U 2", "a+0", "S\t3", "M8[2generic]", "M8[generic/2]", "M8[ns/0x2]", "M8[\u03bcs/2]",
+              ">()U3", "<()i4", "()i4", "|()i4", "(2)i4", "<1i4", "0|V0", "1i4", ">2i4"]:
         cands.append(s)
     seen = set()
     out = []
@@ -557,10 +561,71 @@ def syntax_cases():
     return out
 
 
+def random_descr_cases(n, seed):
+    """Random descr/shape/order headers with numpy's full header.json (or
+    null when numpy refuses): a differential test of the dtype model."""
+    import random
+    rnd = random.Random(seed)
+    strs = ["<i4", "|u1", ">f8", "<M8[ns]", "m8[3h]", "S3", "U2", "|V4", "V0", "S0", "O", "?", "b1", "<c8",
+            "f2", ">u2", "i8", "|V2", "int16", "float32", "M8", "<U0", "c32", "g", "e", "a2", "x4", "<i5", "",
+            "M8[ns/4]", "bool", "O4", "V", ">m8[7D]", "datetime64[us]"]
+    names = ["a", "b", "c", "", "A", "t", "\u00e9", "a'b", 'q"', "x y", "\u03b1"]
+
+    def rshape():
+        r = rnd.random()
+        if r < 0.3:
+            return rnd.randint(-1, 4)
+        if r < 0.6:
+            return tuple(rnd.randint(0, 3) for _ in range(rnd.randint(0, 3)))
+        if r < 0.7:
+            return [rnd.randint(0, 3) for _ in range(rnd.randint(0, 2))]
+        if r < 0.75:
+            return True
+        return (rnd.randint(1, 3),)
+
+    def rdescr(d):
+        r = rnd.random()
+        if d > 3 or r < 0.45:
+            return rnd.choice(strs)
+        if r < 0.6:
+            return (rdescr(d + 1), rshape()) if rnd.random() < 0.9 else (rdescr(d + 1),)
+        fields = []
+        for _ in range(rnd.randint(0, 4)):
+            nm = rnd.choice(names)
+            if rnd.random() < 0.15:
+                nm = (rnd.choice(names + [1]), nm)
+            f = [nm, rdescr(d + 1)]
+            if rnd.random() < 0.25:
+                f.append(rshape())
+            fields.append(tuple(f) if rnd.random() < 0.85 else list(f))
+        return fields
+
+    out = []
+    for _ in range(n):
+        descr = rdescr(0)
+        shape = tuple(rnd.randint(0, 2) for _ in range(rnd.randint(0, 2)))
+        fortran = rnd.random() < 0.3
+        text = "{'descr': %r, 'fortran_order': %r, 'shape': %r, }" % (descr, fortran, shape)
+        version = (1, 0)
+        try:
+            raw = npy_bytes(text, version)
+        except UnicodeEncodeError:
+            version = (3, 0)
+            raw = npy_bytes(text, version)
+        try:
+            (_, _), _, shp, fo, dt, _, _ = read_with_numpy(raw)
+            raw += b"pickle" if dt.hasobject else bytes(math.prod(shp) * dt.itemsize)
+            verdict = expected_json(raw)
+        except Exception:
+            verdict = None
+        out.append(["%d.%d" % version, text, verdict])
+    return out
+
+
 def generate(root):
     c = Corpus(root)
     numpy_written(c)
     hand_written(c)
     rejected(c)
     stricter(c)
-    c.finish(typestrs(), syntax_cases())
+    c.finish(typestrs(), syntax_cases(), random_descr_cases(1500, 2026))
