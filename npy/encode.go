@@ -128,6 +128,40 @@ func writeRepr(b *strings.Builder, v Value, depth int) error {
 	return nil
 }
 
+// normalizeInts returns v with Go ints of other sizes (as callers may
+// write them in a descr, e.g. Tuple{"<i4", 2}) turned into int64.
+func normalizeInts(v Value) Value {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint8:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case int8:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case List:
+		out := make(List, len(x))
+		for i, e := range x {
+			out[i] = normalizeInts(e)
+		}
+		return out
+	case Tuple:
+		out := make(Tuple, len(x))
+		for i, e := range x {
+			out[i] = normalizeInts(e)
+		}
+		return out
+	}
+	return v
+}
+
 // latin1 converts s to latin-1 bytes; ok is false if it has a character
 // beyond U+00FF.
 func latin1(s string) ([]byte, bool) {
@@ -147,6 +181,7 @@ func latin1(s string) ([]byte, bool) {
 // must be one ReadHeader accepts; it is written with Python's repr, as
 // given.
 func EncodeHeader(descr Value, fortranOrder bool, shape []int64) ([]byte, error) {
+	descr = normalizeInts(descr)
 	if _, err := DTypeFromDescr(descr); err != nil {
 		return nil, fmt.Errorf("npy: %v", err)
 	}

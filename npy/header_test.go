@@ -344,3 +344,14 @@ func BenchmarkHeaderJSON(b *testing.B) {
 		}
 	}
 }
+
+func TestEncodeHeaderGoInts(t *testing.T) {
+	a, err := EncodeHeader(List{Tuple{"a", "<i4", 2}, Tuple{"b", Tuple{"<f8", Tuple{3, 1}}}}, false, []int64{4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := EncodeHeader(List{Tuple{"a", "<i4", int64(2)}, Tuple{"b", Tuple{"<f8", Tuple{int64(3), int64(1)}}}}, false, []int64{4})
+	if err != nil || !bytes.Equal(a, b) {
+		t.Fatalf("Go ints and int64s encode differently: %q %q %v", a, b, err)
+	}
+}
