@@ -20,6 +20,9 @@ const (
 	// match copies write in 8-byte chunks.
 	outSlack  = 258 + 16
 	inBufSize = 64 << 10
+	// smallFill is the first read of a stream: a caller after the first
+	// bytes of a member (its header) should not pay for more.
+	smallFill = 4 << 10
 )
 
 var codeOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
@@ -41,6 +44,7 @@ type decoder struct {
 	inBase int64
 	inEOF  bool
 	inErr  error
+	inStep int // bytes the next fill asks for; grows up to len(in)
 	bits   uint64
 	nb     uint
 
@@ -81,14 +85,16 @@ func (d *decoder) resetStream(r io.Reader) {
 	d.ra = nil
 	d.inPos, d.inEnd, d.inBase = 0, 0, 0
 	d.inEOF, d.inErr = false, nil
+	d.inStep = smallFill
 	d.bits, d.nb = 0, 0
 	d.pos, d.minPos = 0, 0
 	d.state, d.final, d.stored = stHeader, false, 0
 	d.trackEnd = 0
 }
 
-// seekBit positions the input at bit pos of a ReaderAt source.
-func (d *decoder) seekBit(pos int64) error {
+// seekBit positions the input at bit pos of a ReaderAt source. step is
+// the size of the first read if the buffer does not already hold pos.
+func (d *decoder) seekBit(pos int64, step int) error {
 	off := pos >> 3
 	if d.r != nil && off >= d.inBase && off <= d.inBase+int64(d.inEnd) {
 		d.inPos = int(off - d.inBase)
@@ -99,6 +105,7 @@ func (d *decoder) seekBit(pos int64) error {
 		d.r = io.NewSectionReader(d.ra, off, d.raSize-off)
 		d.inBase, d.inPos, d.inEnd = off, 0, 0
 		d.inEOF, d.inErr = false, nil
+		d.inStep = step
 	}
 	d.bits, d.nb = 0, 0
 	if k := uint(pos & 7); k != 0 {
@@ -127,8 +134,10 @@ func (d *decoder) fill() error {
 		d.inBase += int64(d.inPos)
 		d.inPos, d.inEnd = 0, n
 	}
-	for tries := 0; d.inEnd < len(d.in); tries++ {
-		n, err := d.r.Read(d.in[d.inEnd:])
+	end := min(len(d.in), d.inEnd+d.inStep)
+	d.inStep = min(2*d.inStep, len(d.in))
+	for tries := 0; d.inEnd < end; tries++ {
+		n, err := d.r.Read(d.in[d.inEnd:end])
 		d.inEnd += n
 		if err != nil {
 			d.inEOF = true

@@ -44,6 +44,9 @@ func (s *streamReader) Read(p []byte) (int, error) {
 			d.minPos = max(0, d.minPos-shift)
 			s.rpos = d.pos
 		}
+		// Inflate about as much as asked for (at least 4 KiB), so reading
+		// just the first bytes of a stream is cheap.
+		target = min(target, d.pos+max(len(p), 4<<10))
 		if err := d.decode(target); err != nil {
 			s.err = err
 		}

@@ -95,3 +95,32 @@ func TestCacheLRU(t *testing.T) {
 		t.Fatal("keys of different readers collide")
 	}
 }
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// TestNewReaderHeaderIsCheap: reading the first bytes of a long stream
+// reads only a little of it.
+func TestNewReaderHeaderIsCheap(t *testing.T) {
+	data := noisyFloat32(1<<20, 61)
+	comp := deflate(t, data, 6)
+	cr := &countingReader{r: bytes.NewReader(comp)}
+	head := make([]byte, 128)
+	if _, err := io.ReadFull(NewReader(cr), head); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(head, data[:128]) {
+		t.Fatal("wrong header bytes")
+	}
+	if cr.n > 16<<10 {
+		t.Fatalf("read %d compressed bytes for a 128-byte header", cr.n)
+	}
+}

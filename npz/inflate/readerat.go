@@ -180,12 +180,12 @@ func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
 	switch cp.state {
 	case stHeader:
 		d.state = stHeader
-		return d.seekBit(cp.bit)
+		return d.seekBit(cp.bit, inBufSize)
 	case stStored:
 		d.state, d.stored, d.final = stStored, int(cp.stored), cp.final
-		return d.seekBit(cp.bit)
+		return d.seekBit(cp.bit, inBufSize)
 	default:
-		if err := d.seekBit(cp.block); err != nil {
+		if err := d.seekBit(cp.block, smallFill); err != nil {
 			return err
 		}
 		if err := d.readHeader(); err != nil {
@@ -194,7 +194,7 @@ func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
 		if d.state != stHuff {
 			return &CorruptError{Offset: cp.block >> 3, Msg: "checkpoint block is not a Huffman block"}
 		}
-		return d.seekBit(cp.bit)
+		return d.seekBit(cp.bit, inBufSize)
 	}
 }
 
