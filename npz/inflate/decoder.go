@@ -467,7 +467,7 @@ func (d *decoder) huffSlow() error {
 		d.finishBlock()
 		return nil
 	}
-	ex := uint(e >> 8 & 0xff)
+	ex := uint(e >> exShift & 0x7f)
 	if err := d.need(ex); err != nil {
 		return err
 	}
@@ -477,7 +477,7 @@ func (d *decoder) huffSlow() error {
 	if err != nil {
 		return err
 	}
-	ex = uint(de >> 8 & 0xff)
+	ex = uint(de >> exShift & 0x7f)
 	if err := d.need(ex); err != nil {
 		return err
 	}
@@ -565,7 +565,7 @@ func (d *decoder) huffFast(target int) error {
 		if e&kindMask == kindLen {
 			bb >>= e & nMask
 			nb -= uint(e & nMask)
-			ex := (e >> 8) & 0xff
+			ex := (e >> exShift) & 0x7f
 			length := int(e>>16) + int(bb&(1<<ex-1))
 			bb >>= ex
 			nb -= uint(ex)
@@ -579,7 +579,7 @@ func (d *decoder) huffFast(target int) error {
 			}
 			bb >>= de & nMask
 			nb -= uint(de & nMask)
-			ex = (de >> 8) & 0xff
+			ex = (de >> exShift) & 0x7f
 			dist := int(de>>16) + int(bb&(1<<ex-1))
 			bb >>= ex
 			nb -= uint(ex)

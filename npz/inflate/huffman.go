@@ -7,10 +7,11 @@ import (
 
 // A decoding table entry is a uint32:
 //
-//	bits  0-4   n: bits the codeword takes (for a sub-table link: the
-//	            number of index bits of the sub-table)
-//	bits  5-7   kind
-//	bits  8-15  extra bits that follow the codeword (lengths, distances)
+//	bits  0-5   n: bits the codeword takes (for a sub-table link: the
+//	            number of index bits of the sub-table); masking with 63
+//	            lets the compiler shift by it with no extra instruction
+//	bits  6-8   kind
+//	bits  9-15  extra bits that follow the codeword (lengths, distances)
 //	bits 16-31  value: literal byte, base length or distance, symbol, or
 //	            sub-table offset
 //
@@ -19,13 +20,14 @@ import (
 // resolves every codeword up to pbits long; longer codewords go through a
 // link to a sub-table indexed by the bits after the first pbits.
 const (
-	kindLit  = 0 << 5 // literal byte (value)
-	kindLen  = 1 << 5 // length or distance: value is the base, extra bits follow
-	kindEOB  = 2 << 5 // end of block
-	kindSub  = 3 << 5 // link to a sub-table
-	kindBad  = 4 << 5 // no codeword, or a symbol that must not occur
-	kindMask = 7 << 5
-	nMask    = 31
+	kindLit  = 0 << 6 // literal byte (value)
+	kindLen  = 1 << 6 // length or distance: value is the base, extra bits follow
+	kindEOB  = 2 << 6 // end of block
+	kindSub  = 3 << 6 // link to a sub-table
+	kindBad  = 4 << 6 // no codeword, or a symbol that must not occur
+	kindMask = 7 << 6
+	nMask    = 63
+	exShift  = 9
 
 	litBits  = 10
 	litSize  = 1 << litBits
@@ -61,12 +63,12 @@ func init() {
 		case s == 256:
 			litSym[s] = kindEOB
 		case s < 286:
-			litSym[s] = kindLen | uint32(lengthExtra[s-257])<<8 | uint32(lengthBase[s-257])<<16
+			litSym[s] = kindLen | uint32(lengthExtra[s-257])<<exShift | uint32(lengthBase[s-257])<<16
 		default:
 			litSym[s] = kindBad
 		}
 		if s < 30 {
-			distSym[s] = kindLen | uint32(distExtra[s])<<8 | uint32(distBase[s])<<16
+			distSym[s] = kindLen | uint32(distExtra[s])<<exShift | uint32(distBase[s])<<16
 		} else {
 			distSym[s] = kindBad
 		}
