@@ -497,22 +497,18 @@ func (d *decoder) huffSlow() error {
 
 // huffFast decodes symbols while at least 8 input bytes are buffered.
 func (d *decoder) huffFast(target int) error {
-	in := d.in[:d.inEnd]
+	in := (*[inBufSize]byte)(d.in)
 	inPos := d.inPos
 	bb := d.bits
 	nb := d.nb
 	out := d.out
 	pos := d.pos
 	lit := (*[litSize]uint32)(d.lit.prim)
-	litSub := d.lit.sub
 	dtab := (*[distSize]uint32)(d.dist.prim)
-	distSub := d.dist.sub
-	minPos := d.minPos
-	trackEnd := d.trackEnd
-	inLimit := len(in) - 8
+	inLimit := d.inEnd - 8
 	var msg string
 	for pos < target && inPos <= inLimit {
-		bb |= binary.LittleEndian.Uint64(in[inPos:]) << nb
+		bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
 		inPos += int((63 - nb) >> 3)
 		nb |= 56
 		e := lit[bb&litMask]
@@ -548,12 +544,12 @@ func (d *decoder) huffFast(target int) error {
 			if inPos > inLimit {
 				break
 			}
-			bb |= binary.LittleEndian.Uint64(in[inPos:]) << nb
+			bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
 			inPos += int((63 - nb) >> 3)
 			nb |= 56
 		}
 		if e&kindMask == kindSub {
-			e = litSub[(e>>16)+uint32(bb>>litBits)&(1<<(e&nMask)-1)]
+			e = d.lit.sub[(e>>16)+uint32(bb>>litBits)&(1<<(e&nMask)-1)]
 			if e&kindMask == kindLit {
 				bb >>= e & nMask
 				nb -= uint(e & nMask)
@@ -571,7 +567,7 @@ func (d *decoder) huffFast(target int) error {
 			nb -= uint(ex)
 			de := dtab[bb&distMask]
 			if de&kindMask == kindSub {
-				de = distSub[(de>>16)+uint32(bb>>distBits)&(1<<(de&nMask)-1)]
+				de = d.dist.sub[(de>>16)+uint32(bb>>distBits)&(1<<(de&nMask)-1)]
 			}
 			if de&kindMask != kindLen {
 				msg = "invalid distance code"
@@ -584,12 +580,12 @@ func (d *decoder) huffFast(target int) error {
 			bb >>= ex
 			nb -= uint(ex)
 			src := pos - dist
-			if src < minPos {
+			if src < d.minPos {
 				msg = "distance too far back"
 				break
 			}
-			if src < trackEnd {
-				d.mark(src, min(src+length, trackEnd))
+			if src < d.trackEnd {
+				d.mark(src, min(src+length, d.trackEnd))
 			}
 			if dist >= 8 && length <= 16 {
 				binary.LittleEndian.PutUint64(out[pos:], binary.LittleEndian.Uint64(out[src:]))
