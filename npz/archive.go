@@ -45,7 +45,16 @@ type Archive struct {
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
+
+	// Members resolve their local and npy headers under one of these
+	// locks, picked by member index: exactly once per member, no lock
+	// per member, and no single lock on the read path (reads of resolved
+	// members take none).
+	locks [64]sync.Mutex
 }
+
+// lock is the mutex that guards m's lazy resolution.
+func (a *Archive) lock(m *Member) *sync.Mutex { return &a.locks[uint32(m.index)%uint32(len(a.locks))] }
 
 // Open opens the archive at path and reads its central directory. It reads
 // no local header and no member data: those are resolved lazily, once.

@@ -18,9 +18,8 @@ const (
 type File struct {
 	m    *Member
 	kind uint8
-	base int64  // where the file starts in the member's bytes
-	size int64  // the file's size
-	data []byte // header.json
+	base int64 // where the file starts in the member's bytes
+	size int64 // the file's size
 }
 
 var errNegativeOffset = errors.New("npz: negative offset")
@@ -49,7 +48,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	var n int
 	var err error
 	if f.kind == fileJSON {
-		n = copy(want, f.data[off:])
+		n = copy(want, f.m.nv.Load().json[off:])
 	} else {
 		n, err = f.m.readAt(want, f.base+off)
 	}
@@ -68,13 +67,13 @@ func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
 	if f.kind == fileJSON || f.m.method != methodStored || f.m.readable() != nil {
 		return 0, 0, false, nil
 	}
-	dataOff, err := f.m.locate()
-	if err != nil {
-		return 0, 0, false, err
+	l := f.m.locate()
+	if l.err != nil {
+		return 0, 0, false, l.err
 	}
 	a := f.m.a
 	if !a.hasFD {
 		return 0, 0, false, nil
 	}
-	return a.fd, dataOff + f.base, true, nil
+	return a.fd, l.dataOff + f.base, true, nil
 }

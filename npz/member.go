@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,15 +40,19 @@ type Member struct {
 	dir    bool
 	views  *Node // the KEY/ views folder, when the tree has one
 
-	locOnce sync.Once
-	dataOff int64
-	locErr  error
-	inf     *inflate.ReaderAt
-
-	npyOnce sync.Once
-	nv      atomic.Pointer[npyView]
+	// Resolved lazily, exactly once (see Archive.lock), then read
+	// without a lock.
+	loc atomic.Pointer[location]
+	nv  atomic.Pointer[npyView]
 
 	file File
+}
+
+// location is where a member's data lies, or why it cannot be read.
+type location struct {
+	dataOff int64
+	err     error
+	inf     *inflate.ReaderAt // deflated members
 }
 
 // npyView is what reading a member's npy header found.
@@ -196,29 +199,37 @@ func (m *Member) readable() error {
 
 // locate resolves (once) where the member's data starts in the archive and,
 // for a deflated member, sets up its random-access inflater.
-func (m *Member) locate() (int64, error) {
-	m.locOnce.Do(func() {
-		if err := m.readable(); err != nil {
-			m.locErr = err
-			return
-		}
-		m.dataOff, m.locErr = m.readLocal()
-		if m.locErr == nil && m.method == methodDeflated {
-			src := io.NewSectionReader(m.a.r, m.dataOff, m.csize)
-			m.inf = inflate.NewReaderAt(src, m.csize, m.size, m.crc,
-				&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: m.a.spanCache()})
-		}
-	})
-	return m.dataOff, m.locErr
+func (m *Member) locate() *location {
+	if l := m.loc.Load(); l != nil {
+		return l
+	}
+	mu := m.a.lock(m)
+	mu.Lock()
+	defer mu.Unlock()
+	if l := m.loc.Load(); l != nil {
+		return l
+	}
+	l := &location{}
+	if l.err = m.readable(); l.err == nil {
+		l.dataOff, l.err = m.readLocal()
+	}
+	if l.err == nil && m.method == methodDeflated {
+		src := io.NewSectionReader(m.a.r, l.dataOff, m.csize)
+		l.inf = inflate.NewReaderAt(src, m.csize, m.size, m.crc,
+			&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: m.a.spanCache()})
+	}
+	m.loc.Store(l)
+	return l
 }
 
 // readAt reads exactly len(p) bytes at off of the member's uncompressed
 // bytes; the caller keeps off+len(p) within Size.
 func (m *Member) readAt(p []byte, off int64) (int, error) {
-	dataOff, err := m.locate()
-	if err != nil {
-		return 0, err
+	l := m.locate()
+	if l.err != nil {
+		return 0, l.err
 	}
+	dataOff := l.dataOff
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -234,7 +245,7 @@ func (m *Member) readAt(p []byte, off int64) (int, error) {
 		}
 		return n, err
 	}
-	n, err := m.inf.ReadAt(p, off)
+	n, err := l.inf.ReadAt(p, off)
 	if n == len(p) {
 		return n, nil
 	}
@@ -247,10 +258,11 @@ func (m *Member) readAt(p []byte, off int64) (int, error) {
 // stream returns a reader of the member's uncompressed bytes from the start,
 // for reading its npy header: it reads only as far as it is read.
 func (m *Member) stream() (io.Reader, error) {
-	dataOff, err := m.locate()
-	if err != nil {
-		return nil, err
+	l := m.locate()
+	if l.err != nil {
+		return nil, l.err
 	}
+	dataOff := l.dataOff
 	if m.method == methodStored {
 		// One read fetches a typical header whole (numpy pads it to 64 or
 		// 128 bytes, wide records take more).
@@ -264,14 +276,19 @@ func (m *Member) npy() *npyView {
 	if nv := m.nv.Load(); nv != nil {
 		return nv
 	}
-	m.npyOnce.Do(func() {
-		nv := m.readNPY()
-		if nv.err != nil && m.views != nil && m.state == memberServed {
-			m.a.logf("npz: %q: no views: %v", m.name, nv.err)
-		}
-		m.nv.Store(nv)
-	})
-	return m.nv.Load()
+	m.locate() // before taking the lock, which locate takes too
+	mu := m.a.lock(m)
+	mu.Lock()
+	defer mu.Unlock()
+	if nv := m.nv.Load(); nv != nil {
+		return nv
+	}
+	nv := m.readNPY()
+	if nv.err != nil && m.views != nil && m.state == memberServed {
+		m.a.logf("npz: %q: no views: %v", m.name, nv.err)
+	}
+	m.nv.Store(nv)
+	return nv
 }
 
 func (m *Member) readNPY() *npyView {
@@ -309,7 +326,7 @@ func (m *Member) readNPY() *npyView {
 		return nv
 	}
 	nv.hdr, nv.json = h, js
-	nv.files[0] = File{m: m, kind: fileJSON, size: int64(len(js)), data: js}
+	nv.files[0] = File{m: m, kind: fileJSON, size: int64(len(js))}
 	nv.files[1] = File{m: m, kind: fileRaw, base: h.DataOffset, size: dl}
 	if m.views != nil {
 		v := m.views

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/npzfs/npzfs/npy"
 )
 
 func isMethodError(err error) bool {
@@ -97,6 +99,12 @@ func TestCollisions(t *testing.T) {
 			[]string{"a/", "a/b/", "a/b/c/", "a/b/c/d.txt", "a/b/e.txt"}, nil},
 		{"member file takes the views name", []string{"k.npy", "k"},
 			[]string{"k", "k.npy"}, map[int]string{0: "no views: a member file"}},
+		{"views name taken, names sorting between", []string{"k.npy", "k-x", "k", "k!"},
+			[]string{"k", "k!", "k-x", "k.npy"}, map[int]string{0: "no views: a member file"}},
+		{"views name free, names sorting between", []string{"k.npy", "k-x", "k!"},
+			[]string{"k/", "k/header.json", "k/raw.bin", "k!", "k-x", "k.npy"}, nil},
+		{"valid views beside a folder", []string{"k.npy", "k/", "j.npy"},
+			[]string{"j/", "j/header.json", "j/raw.bin", "j.npy", "k/", "k.npy"}, map[int]string{0: "no views: a folder"}},
 		{"member folder takes the views name", []string{"k.npy", "k/other.txt"},
 			[]string{"k/", "k/other.txt", "k.npy"}, map[int]string{0: "no views: a folder"}},
 		{"skipped names", []string{"../up.txt", "ok.txt", "a/../b.txt"},
@@ -104,9 +112,17 @@ func TestCollisions(t *testing.T) {
 		{"bare .npy", []string{".npy"}, []string{".npy"}, map[int]string{0: "only"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
+			// .npy members are valid arrays holding their name; others
+			// hold their name.
+			content := map[string][]byte{}
 			var ents []zent
 			for _, n := range tc.members {
-				ents = append(ents, zent{name: n, data: []byte(n)})
+				data := []byte(n)
+				if strings.HasSuffix(n, ".npy") {
+					data = npyOf(t, n)
+				}
+				content[n] = data
+				ents = append(ents, zent{name: n, data: data})
 			}
 			a := openBytes(t, makeZip(t, ents))
 			got := walk(t, a)
@@ -131,13 +147,22 @@ func TestCollisions(t *testing.T) {
 				if m.Served() && !m.IsDir() {
 					n := lookupPath(a, m.Path())
 					b := make([]byte, n.File().Size())
-					if _, err := n.File().ReadAt(b, 0); err != nil || string(b) != m.Name() {
+					if _, err := n.File().ReadAt(b, 0); err != nil || string(b) != string(content[m.Name()]) {
 						t.Errorf("%q serves %q, %v", m.Path(), b, err)
 					}
 				}
 			}
 		})
 	}
+}
+
+// npyOf is a .npy stream of a byte array holding s.
+func npyOf(t *testing.T, s string) []byte {
+	h, err := npy.EncodeHeader("|u1", false, []int64{int64(len(s))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(h, s...)
 }
 
 // TestNamesCorpus checks the served tree of names.npz, the archive of

@@ -182,6 +182,26 @@ func (al *nodeAlloc) node(a *Archive, kind uint8, name string, m *Member) *Node 
 	return n
 }
 
+// mergeNodes merges sorted kids with views (sorted here), whose names
+// are all different from the kids'.
+func mergeNodes(kids, views []*Node) []*Node {
+	byName := func(x, y *Node) int { return strings.Compare(x.name, y.name) }
+	slices.SortFunc(views, byName)
+	out := make([]*Node, 0, len(kids)+len(views))
+	i, j := 0, 0
+	for i < len(kids) && j < len(views) {
+		if kids[i].name < views[j].name {
+			out = append(out, kids[i])
+			i++
+		} else {
+			out = append(out, views[j])
+			j++
+		}
+	}
+	out = append(out, kids[i:]...)
+	return append(out, views[j:]...)
+}
+
 // cand is a name a folder may hold.
 type cand struct {
 	name string
@@ -206,7 +226,7 @@ type dirBuild struct {
 func (a *Archive) buildTree() {
 	var al nodeAlloc
 	a.root = al.node(a, kindDir, "", nil)
-	rootB := &dirBuild{node: a.root}
+	rootB := &dirBuild{node: a.root, cands: make([]cand, 0, len(a.members))}
 	dirs := map[string]*dirBuild{}
 	order := []*dirBuild{rootB}
 	var ensure func(path string) *dirBuild
@@ -282,8 +302,8 @@ func (a *Archive) buildTree() {
 			}
 		}
 		// Views folders, where the name is free.
-		nreal := len(kids)
-		for _, k := range kids[:nreal] {
+		var views []*Node
+		for i, k := range kids {
 			if k.kind != kindFile || !k.m.IsNPY() {
 				continue
 			}
@@ -293,11 +313,15 @@ func (a *Archive) buildTree() {
 				m.reason = "no views: the name is only \".npy\""
 				continue
 			}
-			if i, ok := slices.BinarySearchFunc(kids[:nreal], key, func(c *Node, name string) int {
-				return strings.Compare(c.name, name)
-			}); ok {
+			// Every name sorting between KEY and KEY.npy starts with KEY,
+			// so KEY, if taken, is found a few steps back.
+			j := i - 1
+			for j >= 0 && kids[j].name > key && strings.HasPrefix(kids[j].name, key) {
+				j--
+			}
+			if j >= 0 && kids[j].name == key {
 				what := "a member file"
-				if kids[i].kind == kindDir {
+				if kids[j].kind == kindDir {
 					what = "a folder of members"
 				}
 				m.reason = fmt.Sprintf("no views: %s takes the name %q", what, key)
@@ -305,11 +329,11 @@ func (a *Archive) buildTree() {
 				continue
 			}
 			m.views = al.node(a, kindViews, key, m)
-			kids = append(kids, m.views)
-			d.node.nviews++
+			views = append(views, m.views)
 		}
-		if len(kids) > nreal {
-			slices.SortFunc(kids, func(x, y *Node) int { return strings.Compare(x.name, y.name) })
+		if len(views) > 0 {
+			kids = mergeNodes(kids, views)
+			d.node.nviews = int32(min(len(views), 1<<30))
 		}
 		d.node.kids = kids
 		d.cands = nil

@@ -1,0 +1,68 @@
+package npz
+
+import (
+	"flag"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var bigMember = flag.Bool("npz.big", false, "benchmark ReadAt in a 256 MiB deflated member instead of 8 MiB")
+
+// BenchmarkOpen100k opens an archive of 100,000 stored tiny .npy members
+// (written by archive/zip with npy.EncodeHeader headers) and lists its root.
+func BenchmarkOpen100k(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "100k.npz")
+	if err := os.WriteFile(p, manyMembers(b, 100_000), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		a, err := Open(p, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(a.Root().Children()); n != 200_000 {
+			b.Fatalf("%d children", n)
+		}
+		a.Close()
+	}
+}
+
+// BenchmarkReadAtDeflated reads 4 KiB at random offsets of a deflated
+// member (8 MiB, or 256 MiB with -npz.big) through the span cache.
+func BenchmarkReadAtDeflated(b *testing.B) {
+	items := int64(2 << 20) // 8 MiB of float32
+	if *bigMember {
+		items = 64 << 20
+	}
+	member := bigNPY(b, items, 7)
+	p := filepath.Join(b.TempDir(), "deflated.npz")
+	if err := os.WriteFile(p, makeZip(b, []zent{{name: "big.npy", data: member, method: 8}}), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	member = nil
+	a, err := Open(p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	f := a.Member("big.npy").File()
+	buf := make([]byte, 4096)
+	// Build the checkpoint index once, outside the timing.
+	if _, err := f.ReadAt(buf[:1], f.Size()-1); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		off := rng.Int63n(f.Size() - int64(len(buf)))
+		if _, err := f.ReadAt(buf, off); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
