@@ -253,14 +253,17 @@ func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
 	return 0
 }
 
-// Getxattr: there are no extended attributes.
+// Getxattr: there are no extended attributes. ENOSYS, on purpose: the
+// kernel then answers EOPNOTSUPP itself and stops asking, instead of
+// sending a request or two (security.selinux, posix ACLs) for every file
+// ls -l lists. (Errno never produces ENOSYS; this is not an error.)
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENODATA
+	return 0, syscall.ENOSYS
 }
 
-// Listxattr: the list is empty.
+// Listxattr: as Getxattr.
 func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return 0, 0
+	return 0, syscall.ENOSYS
 }
 
 // Fsync has nothing to flush.

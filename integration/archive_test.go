@@ -3,9 +3,11 @@ package integration
 import (
 	"archive/zip"
 	"encoding/binary"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,8 +94,29 @@ func i64s(n int) []byte {
 //	images.npy  <f4 (6, 50, 40), stored
 //	labels.npy  <i8 (1000,), deflated
 //	big.npy     <f4 (1048576,), 4 MiB deflated (several inflate spans)
+//
+// It is built once per test binary (in sharedDir) and only ever read.
 func testArchive(t *testing.T) (string, []arrayMember) {
 	t.Helper()
+	shared.once.Do(func() {
+		// Stays set if building stops the test half-way (t.Fatal).
+		shared.err = errors.New("an earlier test failed to build it")
+		shared.path, shared.arrays, shared.err = buildTestArchive(t)
+	})
+	if shared.err != nil {
+		t.Fatalf("building the test archive: %v", shared.err)
+	}
+	return shared.path, shared.arrays
+}
+
+var shared struct {
+	once   sync.Once
+	path   string
+	arrays []arrayMember
+	err    error
+}
+
+func buildTestArchive(t *testing.T) (string, []arrayMember, error) {
 	arrays := []arrayMember{
 		newArray(t, "images.npy", "<f4", []int64{6, 50, 40}, f32s(6*50*40), false),
 		newArray(t, "labels.npy", "<i8", []int64{1000}, i64s(1000), true),
@@ -103,7 +126,10 @@ func testArchive(t *testing.T) (string, []arrayMember) {
 	for i, a := range arrays {
 		ms[i] = a.member
 	}
-	path := filepath.Join(t.TempDir(), "data.npz")
+	path := filepath.Join(sharedDir, "data.npz")
 	writeZip(t, path, ms)
-	return path, arrays
+	if t.Failed() {
+		return "", nil, errors.New("see the errors above")
+	}
+	return path, arrays, nil
 }

@@ -19,8 +19,9 @@ import (
 	"time"
 )
 
-// bin is the npzfs binary built by TestMain.
-var bin string
+// bin is the npzfs binary built by TestMain; sharedDir holds it and the
+// archives shared by all tests.
+var bin, sharedDir string
 
 // fuseProblem says why FUSE cannot be used here, "" when it can.
 var fuseProblem string
@@ -38,6 +39,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	sharedDir = dir
 	bin = filepath.Join(dir, "npzfs")
 	gobin, err := exec.LookPath("go")
 	if err != nil {
