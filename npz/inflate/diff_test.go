@@ -246,12 +246,16 @@ func flatLens(n, k int) []uint8 {
 	return l
 }
 
-func TestAdversarial(t *testing.T) {
-	type tc struct {
-		name string
-		s    []byte
-		ok   bool
-	}
+type advCase struct {
+	name string
+	s    []byte
+	ok   bool
+}
+
+// adversarialStreams are hand-made streams probing the validity rules, with
+// whether compress/flate accepts each.
+func adversarialStreams() []advCase {
+	type tc = advCase
 	var cases []tc
 	add := func(name string, ok bool, f func(w *bitWriter)) {
 		w := &bitWriter{}
@@ -440,7 +444,11 @@ func TestAdversarial(t *testing.T) {
 			lit(256)
 		}), true},
 	)
-	for _, c := range cases {
+	return cases
+}
+
+func TestAdversarial(t *testing.T) {
+	for _, c := range adversarialStreams() {
 		t.Run(c.name, func(t *testing.T) {
 			_, ok := agree(t, c.s)
 			if ok != c.ok {

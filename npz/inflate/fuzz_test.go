@@ -18,6 +18,9 @@ func FuzzInflate(f *testing.F) {
 	f.Add(deflate(f, mixed(3000, 6), flate.NoCompression))
 	f.Add(deflate(f, make([]byte, 5000), 1))
 	f.Add(deflate(f, intRamp(2000), 9))
+	for _, c := range adversarialStreams() {
+		f.Add(c.s)
+	}
 	f.Fuzz(func(t *testing.T, comp []byte) {
 		want, ok := agree(t, comp)
 		if !ok || len(want) > 4<<20 {
