@@ -133,3 +133,17 @@ func TestInspectArchive(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectArchiveCommand runs "npzfs inspect ARCHIVE KEY" through the
+// dispatcher.
+func TestInspectArchiveCommand(t *testing.T) {
+	code, out, errs := runCmd("inspect", corpusDir+"numpy_slash_keys.npz", "group/sub/y")
+	var h map[string]any
+	if code != exitOK || errs != "" || json.Unmarshal([]byte(out), &h) != nil {
+		t.Fatalf("exit %d, %q, %q", code, out, errs)
+	}
+	code, out, errs = runCmd("inspect", corpusDir+"numpy_slash_keys.npz", "group/none")
+	if code != exitFail || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "npzfs inspect: ") {
+		t.Errorf("missing key: exit %d, %q, %q", code, out, errs)
+	}
+}
