@@ -244,6 +244,16 @@ func TestMountServesTree(t *testing.T) {
 		t.Errorf("statfs: bsize %d blocks %d files %d bfree %d", sfs.Bsize, sfs.Blocks, sfs.Files, sfs.Bfree)
 	}
 
+	// No extended attributes, and the kernel answers that itself.
+	for i := 0; i < 2; i++ {
+		if _, err := syscall.Getxattr(filepath.Join(mnt, "small.txt"), "user.x", make([]byte, 64)); !errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Errorf("getxattr: %v, want EOPNOTSUPP", err)
+		}
+		if n, err := syscall.Listxattr(filepath.Join(mnt, "small.txt"), make([]byte, 64)); n > 0 || (err != nil && !errors.Is(err, syscall.EOPNOTSUPP)) {
+			t.Errorf("listxattr: %d, %v", n, err)
+		}
+	}
+
 	// mount(8) shows fuse.npzfs and the source.
 	mounts, _ := os.ReadFile("/proc/self/mounts")
 	wantLine := filepath.Join(data, "fake.npz") + " " + mnt + " fuse.npzfs ro,"

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -132,4 +133,37 @@ func buildTestArchive(t *testing.T) (string, []arrayMember, error) {
 		return "", nil, errors.New("see the errors above")
 	}
 	return path, arrays, nil
+}
+
+// manyArrays writes an archive of n stored arrays a000000.npy... of three
+// float32 values each (i, i+1, i+2).
+func manyArrays(t *testing.T, n int) string {
+	t.Helper()
+	h, err := npy.EncodeHeader("<f4", false, []int64{3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "many.npz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	data := make([]byte, len(h)+12)
+	copy(data, h)
+	for i := 0; i < n; i++ {
+		for j := 0; j < 3; j++ {
+			binary.LittleEndian.PutUint32(data[len(h)+4*j:], math.Float32bits(float32(i+j)))
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("a%06d.npy", i), Method: zip.Store, Modified: archiveTime})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(data)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
 }

@@ -3,11 +3,13 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestListAndExactSizes(t *testing.T) {
@@ -641,6 +644,50 @@ func TestHelp(t *testing.T) {
 		r := npzfs(t, c, "--help")
 		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "Exit codes") {
 			t.Errorf("npzfs %s --help: exit %d, output lacks exit codes:\n%s%s", c, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestManyArrays mounts an archive of 100,000 arrays. It checks what is
+// served, and logs how long mount and the listing took (no assertion on
+// time: the machine may be busy).
+func TestManyArrays(t *testing.T) {
+	needFuse(t)
+	if testing.Short() {
+		t.Skip("-short: skipping the 100,000-array archive")
+	}
+	const n = 100000
+	archive := manyArrays(t, n)
+	start := time.Now()
+	dir := mount(t, archive)
+	mounted := time.Since(start)
+	start = time.Now()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	listed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d arrays: mount %v, first listing %v", n, mounted, listed)
+	if len(names) != 2*n {
+		t.Fatalf("listed %d names, want %d", len(names), 2*n)
+	}
+	seen := map[string]bool{}
+	for _, nm := range names {
+		seen[nm] = true
+	}
+	for _, i := range []int{0, 1, n / 2, n - 1} {
+		base := fmt.Sprintf("a%06d", i)
+		if !seen[base] || !seen[base+".npy"] {
+			t.Errorf("%s missing from the listing", base)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, base, "raw.bin"))
+		if err != nil || len(raw) != 12 || binary.LittleEndian.Uint32(raw[8:]) != math.Float32bits(float32(i+2)) {
+			t.Errorf("%s/raw.bin: % x, %v", base, raw, err)
 		}
 	}
 }
