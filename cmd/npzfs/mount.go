@@ -209,6 +209,12 @@ func oneLine(s string) string {
 // serve checks everything, mounts, calls ready once the mount is live, and
 // serves until unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
 func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
+	// Catch the signals before mounting: one that arrives while the mount
+	// is being made is handled (unmount, exit 0) once it is live, rather
+	// than killing the process and leaving a dead mount.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	archive, err := filepath.Abs(ma.archive)
 	if err != nil {
 		return err
@@ -267,9 +273,6 @@ func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
 		}
 	}
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	go func() {
 		s, ok := <-sig
 		if !ok {
