@@ -691,3 +691,77 @@ func TestManyArrays(t *testing.T) {
 		}
 	}
 }
+
+// TestMountWithoutFuse checks the two refusals that need a changed system,
+// made in a private mount namespace (unshare -m, as root): /dev/fuse
+// missing, and fusermount3 missing for a non-root user.
+func TestMountWithoutFuse(t *testing.T) {
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a mount namespace")
+	}
+	unshare := needTool(t, "unshare")
+	setpriv := needTool(t, "setpriv")
+	fusermount := needTool(t, "fusermount3")
+	archive, _ := testArchive(t)
+
+	// A folder everyone can read, for the unprivileged run.
+	pub, err := os.MkdirTemp("", "npzfs-public-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(pub) })
+	os.Chmod(pub, 0o755)
+	data, _ := os.ReadFile(archive)
+	pubArchive := filepath.Join(pub, "data.npz")
+	os.WriteFile(pubArchive, data, 0o644)
+	pubBin := filepath.Join(pub, "npzfs")
+	b, _ := os.ReadFile(bin)
+	os.WriteFile(pubBin, b, 0o755)
+	null := filepath.Join(pub, "null")
+	os.WriteFile(null, nil, 0o644)
+
+	for _, c := range []struct{ name, script, mention string }{
+		{
+			"no /dev/fuse",
+			// Keep /dev/null (the daemon's stdin) while /dev is emptied.
+			`mount --bind /dev/null "$NULL" && mount -t tmpfs none /dev && touch /dev/null && mount --bind "$NULL" /dev/null && exec "$NPZFS" mount "$ARCHIVE" "$MNT"`,
+			"/dev/fuse does not exist",
+		},
+		{
+			"no fusermount3 as a non-root user",
+			`mount --bind /dev/null "$FUSERMOUNT" && exec "$SETPRIV" --reuid=65534 --regid=65534 --clear-groups "$NPZFS" mount "$ARCHIVE" "$MNT"`,
+			"fusermount3 not found",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mnt, err := os.MkdirTemp(pub, "mnt-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(mnt, 0o777)
+			t.Cleanup(func() { clear(t, mnt) })
+			cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", c.script)
+			cmd.Dir = pub
+			cmd.Env = append(os.Environ(), "NULL="+null, "NPZFS="+pubBin, "ARCHIVE="+pubArchive, "MNT="+mnt,
+				"FUSERMOUNT="+fusermount, "SETPRIV="+setpriv)
+			var so, se bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &so, &se
+			err = cmd.Run()
+			var ee *exec.ExitError
+			code := 0
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			oneLine(t, c.name, result{stdout: so.String(), stderr: se.String(), code: code}, 1)
+			if !strings.Contains(se.String(), c.mention) {
+				t.Errorf("%s: %q does not mention %q", c.name, se.String(), c.mention)
+			}
+			if isMounted(mnt) {
+				t.Errorf("%s: %s is mounted", c.name, mnt)
+			}
+		})
+	}
+}

@@ -354,19 +354,26 @@ func checkMountpoint(dir string) (string, error) {
 	return real, nil
 }
 
-// checkFuse checks that this user can mount: /dev/fuse opens, and a
-// non-root user has fusermount3.
+// checkFuse checks that this user can mount: root needs to open /dev/fuse;
+// any other user needs it to exist and fusermount3 (setuid root) to open it.
 func checkFuse() error {
+	const missing = "/dev/fuse does not exist: load the fuse kernel module (modprobe fuse), or pass --device /dev/fuse to the container"
+	if os.Geteuid() != 0 {
+		if _, err := os.Stat("/dev/fuse"); errors.Is(err, os.ErrNotExist) {
+			return errors.New(missing)
+		}
+		if !npzfs.HaveFusermount() {
+			return errors.New("fusermount3 not found: install the fuse3 package (a non-root user needs it to mount)")
+		}
+		return nil
+	}
 	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return errors.New("/dev/fuse does not exist: load the fuse kernel module (modprobe fuse), or pass --device /dev/fuse to the container")
+			return errors.New(missing)
 		}
-		return fmt.Errorf("cannot open /dev/fuse (%v): ask an administrator for access to it", errors.Unwrap(err))
+		return fmt.Errorf("cannot open /dev/fuse (%v): check that FUSE is allowed here", errors.Unwrap(err))
 	}
 	f.Close()
-	if os.Geteuid() != 0 && !npzfs.HaveFusermount() {
-		return errors.New("fusermount3 not found: install the fuse3 package (a non-root user needs it to mount)")
-	}
 	return nil
 }
