@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
 
@@ -38,11 +37,14 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// nameWidth caps the NAME column: a longer name gets a line of its own,
+// so that one long name does not push every other column aside.
+const nameWidth = 40
+
 // writeListing prints one aligned line per member of a, then the archive's
 // own problems.
 func writeListing(w io.Writer, a *npz.Archive) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDTYPE\tSHAPE\tORDER\tBYTES\tMETHOD\tRATIO\tNOTE")
+	rows := [][]string{{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}}
 	served := 0
 	members := a.Members()
 	for _, m := range members {
@@ -70,17 +72,56 @@ func writeListing(w io.Writer, a *npz.Archive) {
 		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
 			note = join("served as "+quoteName(m.Path()), note)
 		}
-		name := m.Name()
-		bytes := strconv.FormatInt(m.Size(), 10)
+		size := strconv.FormatInt(m.Size(), 10)
 		if m.IsDir() {
-			dtype, method, ratio, bytes = "(folder)", "-", "-", "-"
+			dtype, method, ratio, size = "(folder)", "-", "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", quoteName(name), dtype, shape, order, bytes, method, ratio, note)
+		rows = append(rows, []string{quoteName(m.Name()), dtype, shape, order, size, method, ratio, note})
 	}
-	tw.Flush()
+	writeTable(w, rows)
 	fmt.Fprintf(w, "%d members, %d served\n", len(members), served)
 	for _, p := range a.Problems() {
 		fmt.Fprintf(w, "archive: %s\n", p)
+	}
+}
+
+// writeTable aligns rows in columns two spaces apart; the first column is
+// at most nameWidth wide (a longer cell goes on a line of its own) and the
+// last is not padded. BYTES and RATIO are right-aligned.
+func writeTable(w io.Writer, rows [][]string) {
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			if n := utf8.RuneCountInString(c); n > width[i] && (i != 0 || n <= nameWidth) {
+				width[i] = n
+			}
+		}
+	}
+	right := map[int]bool{4: true, 6: true}
+	var b strings.Builder
+	for _, r := range rows {
+		b.Reset()
+		first := r[0]
+		if utf8.RuneCountInString(first) > width[0] {
+			b.WriteString(first)
+			b.WriteByte('\n')
+			first = ""
+		}
+		for i, c := range r {
+			if i == 0 {
+				c = first
+			}
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == len(r)-1:
+				b.WriteString(c)
+			case right[i]:
+				b.WriteString(pad + c + "  ")
+			default:
+				b.WriteString(c + pad + "  ")
+			}
+		}
+		io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
 	}
 }
 
