@@ -765,3 +765,53 @@ func TestMountWithoutFuse(t *testing.T) {
 		})
 	}
 }
+
+// TestDaemonSIGTERM: SIGTERM to the background daemon unmounts and it
+// exits; with a file open, the mount is detached at once and the daemon
+// keeps serving the open file until it is closed.
+func TestDaemonSIGTERM(t *testing.T) {
+	archive, arrays := testArchive(t)
+	t.Run("idle", func(t *testing.T) {
+		dir := mount(t, archive)
+		pids := daemons(dir)
+		if len(pids) != 1 {
+			t.Fatalf("daemons: %v", pids)
+		}
+		syscall.Kill(pids[0], syscall.SIGTERM)
+		if !waitGone(pids[0]) {
+			t.Fatalf("daemon %d still running after SIGTERM", pids[0])
+		}
+		if isMounted(dir) {
+			t.Errorf("%s still mounted after SIGTERM", dir)
+		}
+	})
+	t.Run("busy", func(t *testing.T) {
+		dir := mount(t, archive)
+		pids := daemons(dir)
+		if len(pids) != 1 {
+			t.Fatalf("daemons: %v", pids)
+		}
+		f, err := os.Open(filepath.Join(dir, "big", "raw.bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		syscall.Kill(pids[0], syscall.SIGTERM)
+		for i := 0; i < 1000 && isMounted(dir); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if isMounted(dir) {
+			t.Fatalf("%s still mounted after SIGTERM with a file open", dir)
+		}
+		// The open file still reads, from anywhere.
+		want := arrays[2].raw
+		buf := make([]byte, 4096)
+		if n, err := f.ReadAt(buf, int64(len(want))-4096); err != nil || !bytes.Equal(buf[:n], want[len(want)-4096:]) {
+			t.Errorf("read from the detached mount: %d bytes, %v", n, err)
+		}
+		f.Close()
+		if !waitGone(pids[0]) {
+			t.Errorf("daemon %d still running after the last file closed", pids[0])
+		}
+	})
+}
