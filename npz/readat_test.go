@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -226,5 +227,43 @@ func TestClosed(t *testing.T) {
 	}
 	if _, err := f.ReadAt(make([]byte, 4), 0); err == nil || err == io.EOF {
 		t.Errorf("read after Close: %v", err)
+	}
+}
+
+// TestConcurrentResolve walks fresh archives from many goroutines at once,
+// so local headers, npy headers and views are resolved under contention.
+func TestConcurrentResolve(t *testing.T) {
+	for _, name := range []string{"numpy_savez.npz", "numpy_savez_compressed.npz", "names.npz"} {
+		a, err := Open("testdata/"+name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := walk(t, a)
+		a.Close()
+		a, err = Open("testdata/"+name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		results := make([][]string, 8)
+		for g := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if g%2 == 0 {
+					for _, m := range a.Members() {
+						m.Reason()
+					}
+				}
+				results[g] = walk(t, a)
+			}()
+		}
+		wg.Wait()
+		for g, got := range results {
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s: goroutine %d saw a different tree", name, g)
+			}
+		}
+		a.Close()
 	}
 }
