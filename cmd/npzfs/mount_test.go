@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/mnt/plain`:          "/mnt/plain",
+		`/mnt/with\040space`:  "/mnt/with space",
+		`/mnt/tab\011nl\012x`: "/mnt/tab\tnl\nx",
+		`/mnt/back\134slash`:  `/mnt/back\slash`,
+		`/mnt/trailing\04`:    `/mnt/trailing\04`,
+		`/mnt/not\999octal`:   `/mnt/not\999octal`,
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestReadMountsFindsRoot(t *testing.T) {
+	m, ok := findMount("/")
+	if !ok || m.fstype == "" || m.dev == "" {
+		t.Fatalf("findMount(\"/\") = %+v, %v", m, ok)
+	}
+	if _, ok := findMount("/surely/not/a/mount/point"); ok {
+		t.Errorf("found a mount on a missing folder")
+	}
+}
+
+func TestMountCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args    []string
+		code    int
+		mention string
+	}{
+		{[]string{"mount"}, exitUsage, "needs ARCHIVE and MOUNTPOINT"},
+		{[]string{"mount", "a.npz"}, exitUsage, "needs ARCHIVE and MOUNTPOINT"},
+		{[]string{"mount", "a.npz", dir, "extra"}, exitUsage, "needs ARCHIVE and MOUNTPOINT"},
+		{[]string{"mount", "-o", "ro,rw", "a.npz", dir}, exitUsage, `"rw" is refused`},
+		{[]string{"mount", "-o", "allow_other", "-o", "suid,bogus", "a.npz", dir}, exitUsage, `unsupported mount option "bogus"`},
+		{[]string{"mount", "--cache-mb", "0", "a.npz", dir}, exitUsage, "--cache-mb"},
+		{[]string{"mount", "--readahead-kb", "-1", "a.npz", dir}, exitUsage, "--readahead-kb"},
+		{[]string{"mount", "--help"}, exitOK, "Exit codes"},
+		{[]string{"unmount"}, exitUsage, "needs MOUNTPOINT"},
+		{[]string{"umount", "--help"}, exitOK, "Exit codes"},
+		{[]string{"unmount", dir}, exitFail, "is not mounted"},
+		// Checks made before anything is mounted, in the foreground.
+		{[]string{"mount", "-f", dir + "/missing.npz", dir}, exitFail, "does not exist"},
+		{[]string{"mount", "-f", dir, dir}, exitFail, "is a folder, not an .npz archive"},
+		{[]string{"mount", "-f", dir, dir + "/nowhere"}, exitFail, "mkdir -p"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(c.args, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if code != c.code || !strings.Contains(out, c.mention) {
+			t.Errorf("npzfs %q: exit %d, want %d; output lacks %q:\n%s", c.args, code, c.code, c.mention, out)
+		}
+		if code == exitFail && strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("npzfs %q: failure is not one line: %q", c.args, stderr.String())
+		}
+	}
+}
