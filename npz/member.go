@@ -124,9 +124,15 @@ func (m *Member) File() *File {
 	return &m.file
 }
 
-// IsNPY reports a member whose name ends in ".npy" (it gets views when its
-// header is valid).
-func (m *Member) IsNPY() bool { return !m.dir && strings.HasSuffix(m.name, ".npy") }
+// IsNPY reports a member whose path (or, if it is not served, name) ends
+// in ".npy": it gets views when its header is valid.
+func (m *Member) IsNPY() bool {
+	p := m.path
+	if p == "" {
+		p = m.name
+	}
+	return !m.dir && strings.HasSuffix(p, ".npy")
+}
 
 // Header reads (once) and returns the member's npy header, or why it is
 // not a valid .npy member.

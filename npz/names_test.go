@@ -109,6 +109,8 @@ func TestCollisions(t *testing.T) {
 			[]string{"k/", "k/other.txt", "k.npy"}, map[int]string{0: "no views: a folder"}},
 		{"skipped names", []string{"../up.txt", "ok.txt", "a/../b.txt"},
 			[]string{"ok.txt"}, map[int]string{0: "'..'", 2: "'..'"}},
+		{"views follow the served path", []string{"k.npy/.", "/j.npy"},
+			[]string{"j/", "j/header.json", "j/raw.bin", "j.npy", "k/", "k/header.json", "k/raw.bin", "k.npy"}, nil},
 		{"bare .npy", []string{".npy"}, []string{".npy"}, map[int]string{0: "only"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -118,7 +120,7 @@ func TestCollisions(t *testing.T) {
 			var ents []zent
 			for _, n := range tc.members {
 				data := []byte(n)
-				if strings.HasSuffix(n, ".npy") {
+				if strings.HasSuffix(strings.TrimSuffix(n, "/."), ".npy") {
 					data = npyOf(t, n)
 				}
 				content[n] = data

@@ -2,7 +2,6 @@ package npz
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -324,5 +323,3 @@ func (m *Member) readLocal() (int64, error) {
 	}
 	return off, nil
 }
-
-var errClosed = errors.New("npz: archive is closed")
