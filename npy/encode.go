@@ -70,6 +70,8 @@ func writeRepr(b *strings.Builder, v Value, depth int) error {
 		return fmt.Errorf("npy: value nested deeper than %d", maxDepth)
 	}
 	switch v := v.(type) {
+	case nil:
+		b.WriteString("None")
 	case string:
 		b.WriteString(pyStr(v))
 	case int64:

@@ -25,7 +25,9 @@ type Options struct {
 	MaxHeaderLen int
 }
 
-// Value is a parsed Python literal: string, int64, bool, List, Tuple or *Dict.
+// Value is a parsed Python literal: string, int64, bool, List, Tuple or
+// *Dict, or nil for None (which numpy accepts only as a field title, where
+// it means no title).
 type Value any
 
 // List is a Python list literal.

@@ -300,6 +300,9 @@ func (p *literalParser) value() (Value, error) {
 		case "False":
 			p.pos = end
 			return false, nil
+		case "None":
+			p.pos = end
+			return nil, nil
 		}
 		return nil, p.errAt(start, "unsupported name %q in header", truncate(word))
 	}

@@ -325,6 +325,7 @@ def hand_written(c):
     c.hand("descr_empty_name_kept", hdr("[('', '<i4'), ('b', 'u1')]", "(1,)"))
     c.hand("descr_title_int", hdr("[((1, 'a'), '<i4'), ((('x', 2), 'b'), 'u1')]", "(1,)"))
     c.hand("descr_empty_title", hdr("[(('', 'a'), '<i4')]", "(1,)"))
+    c.hand("descr_none_title", hdr("[((None, 'a'), '<i4'), (('t', 'b'), 'u1')]", "(1,)"))
     c.hand("descr_two_char_field", hdr("['ab']", "(1,)"))
     c.hand("descr_type_tuple_extra", hdr("('<i4', 2, 'ignored')", "(1,)"))
     c.hand("descr_unit_tuple", hdr("('<i4', ())", "(1,)"))
@@ -412,7 +413,6 @@ def stricter(c):
     c.strict("descr_comma_string", npy_bytes(hdr("'i4,f8'")), "comma-separated type string")
     c.strict("descr_shape_prefix", npy_bytes(hdr("'(2,3)i4'")), "shape-prefixed type string")
     c.strict("descr_union", npy_bytes(hdr("('<i4', [('a', '<i2'), ('b', '<i2')])")), "(base, dtype) union form")
-    c.strict("descr_none_title", npy_bytes(hdr("[((None, 'a'), '<i4')]")), "None is not parsed")
     c.strict("descr_surrogate", npy_bytes(hdr("[('\\ud800', '<i4')]")), "lone surrogate in a name")
     c.strict("descr_nested_100", npy_bytes(hdr("[('a', " * 70 + "'<i4'" + ")]" * 70)), "nesting deeper than 64")
     c.strict("descr_named_escape", npy_bytes(hdr("[('\\N{BULLET}', '<i4')]")), "\\N{...} escape")
@@ -483,7 +483,7 @@ def syntax_cases():
                   "(0,)", "(00,)", "(0_0,)", "(1__0,)", "(1_,)", "(0x_1,)", "(0X1F,)", "(0B1,)", "(0O7,)",
                   "(0b2,)", "(0o8,)", "(0xg,)", "(1e3,)", "(1E3,)", "(1.,)", "(.5,)", "(1j,)", "(1L,)",
                   "(0L,)", "(0xFFL,)", "(1 L,)", "(1\tL,)", "(1L ,)", "(1LL,)", "(1Lx,)", "(-0,)", "(- 1,)",
-                  "(+-1,)", "(--1,)", "(~1,)", "(+ 1,)", "(1 if 1 else 2,)", "(True,)", "(1,)\n",
+                  "(+-1,)", "(--1,)", "(~1,)", "(+ 1,)", "(1 if 1 else 2,)", "(True,)", "(None,)", "(1,)\n",
                   "(9223372036854775807,)", "(0x7fffffffffffffff,)", "(0b" + "1" * 63 + ",)",
                   "(01,)", "(0_1,)", "(1_000_000,)", "(0o_7,)", "(0b_1,)", "(1\n,)", "(1\\\n,)"]:
         texts.append(base % ("'<i4'", "False", shape))
