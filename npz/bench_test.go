@@ -32,7 +32,9 @@ func BenchmarkOpen100k(b *testing.B) {
 }
 
 // BenchmarkReadAtDeflated reads 4 KiB at random offsets of a deflated
-// member (8 MiB, or 256 MiB with -npz.big) through the span cache.
+// member (8 MiB, or 256 MiB with -npz.big), with the default span cache
+// (16 MiB: the small member fits) and with a cache of two spans (most
+// reads inflate a span).
 func BenchmarkReadAtDeflated(b *testing.B) {
 	items := int64(2 << 20) // 8 MiB of float32
 	if *bigMember {
@@ -44,25 +46,32 @@ func BenchmarkReadAtDeflated(b *testing.B) {
 		b.Fatal(err)
 	}
 	member = nil
-	a, err := Open(p, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
-	f := a.Member("big.npy").File()
-	buf := make([]byte, 4096)
-	// Build the checkpoint index once, outside the timing.
-	if _, err := f.ReadAt(buf[:1], f.Size()-1); err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewSource(1))
-	b.SetBytes(int64(len(buf)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		off := rng.Int63n(f.Size() - int64(len(buf)))
-		if _, err := f.ReadAt(buf, off); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name  string
+		cache int64
+	}{{"cache=16MiB", 0}, {"cache=2MiB", 2 << 20}} {
+		b.Run(bc.name, func(b *testing.B) {
+			a, err := Open(p, &Options{CacheBytes: bc.cache})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			f := a.Member("big.npy").File()
+			buf := make([]byte, 4096)
+			// Build the checkpoint index once, outside the timing.
+			if _, err := f.ReadAt(buf[:1], f.Size()-1); err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewSource(1))
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				off := rng.Int63n(f.Size() - int64(len(buf)))
+				if _, err := f.ReadAt(buf, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
