@@ -157,9 +157,10 @@ func (r *ReaderAt) spanAt(off int64) ([]byte, int64, error) {
 	r.flight[k] = c
 	r.flightMu.Unlock()
 
-	c.data, c.err = r.inflateSpan(&cp, end)
+	var cost int64
+	c.data, cost, c.err = r.inflateSpan(&cp, end)
 	if c.err == nil {
-		r.cache.put(key, c.data, int64(cap(c.data)))
+		r.cache.put(key, c.data, cost)
 	}
 	r.flightMu.Lock()
 	delete(r.flight, k)
@@ -198,32 +199,33 @@ func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
 	}
 }
 
-// inflateSpan inflates the indexed span [cp.out, end).
-func (r *ReaderAt) inflateSpan(cp *checkpoint, end int64) ([]byte, error) {
+// inflateSpan inflates the indexed span [cp.out, end). cost is the size of
+// the buffer the span holds on to.
+func (r *ReaderAt) inflateSpan(cp *checkpoint, end int64) (span []byte, cost int64, err error) {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	w := int(cp.winLen)
 	n := int(end - cp.out)
 	buf := make([]byte, w+n+outSlack)
 	if err := unpackWindow(d, cp.win, buf[:w]); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := r.resume(d, cp, buf); err != nil {
-		return nil, r.wrapDecodeErr(err, cp.out)
+		return nil, 0, r.wrapDecodeErr(d, err, cp.out)
 	}
 	if err := d.decode(w + n); err != nil {
-		return nil, r.wrapDecodeErr(err, cp.out+int64(d.pos-w))
+		return nil, 0, r.wrapDecodeErr(d, err, cp.out+int64(d.pos-w))
 	}
 	if d.pos != w+n {
-		return nil, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
+		return nil, 0, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
 	}
 	d.out = nil
-	return buf[w : w+n : w+n], nil
+	return buf[w : w+n : w+n], int64(len(buf)), nil
 }
 
-func (r *ReaderAt) wrapDecodeErr(err error, outOff int64) error {
+func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
 	if err == io.ErrUnexpectedEOF {
-		return &OffsetError{Offset: outOff, Err: &truncatedError{}}
+		return &OffsetError{Offset: outOff, Err: &truncatedError{compOffset: d.bitPos() >> 3}}
 	}
 	return &OffsetError{Offset: outOff, Err: err}
 }
@@ -299,7 +301,7 @@ func (r *ReaderAt) extendOne(off int64) error {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	if err := r.resume(d, &cp, buf); err != nil {
-		return r.wrapDecodeErr(err, cp.out)
+		return r.wrapDecodeErr(d, err, cp.out)
 	}
 	if r.touched == nil {
 		r.touched = make([]bool, windowSize)
@@ -315,7 +317,7 @@ func (r *ReaderAt) extendOne(off int64) error {
 		return &OffsetError{Offset: r.size, Err: ErrTooLong}
 	}
 	if err != nil {
-		return r.wrapDecodeErr(err, endOut)
+		return r.wrapDecodeErr(d, err, endOut)
 	}
 	data := buf[w : w+produced : w+produced]
 	r.crcAcc = crc32.Update(r.crcAcc, crc32.IEEETable, data)

@@ -56,7 +56,7 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 				case stStored:
 					midStored++
 				}
-				got, err := ra.inflateSpan(&cp, end)
+				got, _, err := ra.inflateSpan(&cp, end)
 				if err != nil {
 					t.Fatalf("span %d: %v", k, err)
 				}
