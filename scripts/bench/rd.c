@@ -1,0 +1,196 @@
+/*
+ * rd: the reader scripts/bench.sh times. One program for the mount and for
+ * the reference, so both sides issue the same system calls with the same
+ * request size.
+ *
+ *   rd seq  PATH OFFSET LENGTH BS   read LENGTH bytes from OFFSET with read(2)
+ *                                   of BS bytes (LENGTH -1: to end of file)
+ *   rd rand PATH N BS SEED          N preads of BS bytes at BS-aligned
+ *                                   pseudo-random offsets, each timed
+ *   rd many LIST BS                 read every file named in LIST (one path
+ *                                   a line) to its end, BS bytes a read
+ *
+ * Output is one line of key=value pairs on stdout; times in seconds or ms.
+ * Exit status 1 on any I/O error or short read, with the reason on stderr.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *xalloc(size_t n) {
+	void *p = NULL;
+	if (posix_memalign(&p, 4096, n) != 0) {
+		fprintf(stderr, "rd: out of memory\n");
+		exit(1);
+	}
+	memset(p, 0, n); /* fault the buffer in before any timing */
+	return p;
+}
+
+static int cmp_double(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int do_seq(const char *path, long long off, long long len, size_t bs) {
+	char *buf = xalloc(bs);
+	double t0 = now();
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		fprintf(stderr, "rd: open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (len < 0) {
+		struct stat st;
+		if (fstat(fd, &st) != 0) {
+			fprintf(stderr, "rd: fstat %s: %s\n", path, strerror(errno));
+			return 1;
+		}
+		len = st.st_size - off;
+	}
+	if (off > 0 && lseek(fd, off, SEEK_SET) != off) {
+		fprintf(stderr, "rd: lseek %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	long long done = 0, calls = 0;
+	while (done < len) {
+		size_t want = bs;
+		if ((long long)want > len - done)
+			want = (size_t)(len - done);
+		ssize_t n = read(fd, buf, want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "rd: read %s at %lld: %s\n", path, off + done, strerror(errno));
+			return 1;
+		}
+		if (n == 0) {
+			fprintf(stderr, "rd: %s: end of file after %lld of %lld bytes\n", path, done, len);
+			return 1;
+		}
+		done += n;
+		calls++;
+	}
+	close(fd);
+	double secs = now() - t0;
+	printf("bytes=%lld secs=%.6f mbps=%.1f calls=%lld\n", done, secs, done / secs / 1048576.0, calls);
+	return 0;
+}
+
+static uint64_t rng_state;
+static uint64_t rng_next(void) { /* splitmix64 */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int do_rand(const char *path, long n, size_t bs, uint64_t seed) {
+	char *buf = xalloc(bs);
+	double *ms = calloc(n, sizeof *ms);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		fprintf(stderr, "rd: open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_size < (off_t)bs) {
+		fprintf(stderr, "rd: %s: cannot stat or smaller than %zu bytes\n", path, bs);
+		return 1;
+	}
+	long long slots = st.st_size / bs;
+	rng_state = seed;
+	double total0 = now();
+	for (long i = 0; i < n; i++) {
+		long long off = (long long)(rng_next() % slots) * bs;
+		double t0 = now();
+		ssize_t got = pread(fd, buf, bs, off);
+		ms[i] = (now() - t0) * 1e3;
+		if (got != (ssize_t)bs) {
+			fprintf(stderr, "rd: pread %s at %lld: %s\n", path, off,
+			        got < 0 ? strerror(errno) : "short read");
+			return 1;
+		}
+	}
+	double total = now() - total0;
+	close(fd);
+	double first = ms[0], sum = 0;
+	for (long i = 0; i < n; i++)
+		sum += ms[i];
+	qsort(ms, n, sizeof *ms, cmp_double);
+#define PCT(p) ms[(long)((p) * (n - 1) + 0.5)]
+	printf("n=%ld first_ms=%.3f median_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f mean_ms=%.3f secs=%.6f\n",
+	       n, first, PCT(0.5), PCT(0.9), PCT(0.99), ms[n - 1], sum / n, total);
+	return 0;
+}
+
+static int do_many(const char *list, size_t bs) {
+	FILE *f = fopen(list, "r");
+	if (!f) {
+		fprintf(stderr, "rd: open %s: %s\n", list, strerror(errno));
+		return 1;
+	}
+	/* Read the list before timing. */
+	size_t cap = 1024, count = 0;
+	char **paths = malloc(cap * sizeof *paths);
+	char line[4096];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!line[0])
+			continue;
+		if (count == cap)
+			paths = realloc(paths, (cap *= 2) * sizeof *paths);
+		paths[count++] = strdup(line);
+	}
+	fclose(f);
+	char *buf = xalloc(bs);
+	long long bytes = 0;
+	double t0 = now();
+	for (size_t i = 0; i < count; i++) {
+		int fd = open(paths[i], O_RDONLY);
+		if (fd < 0) {
+			fprintf(stderr, "rd: open %s: %s\n", paths[i], strerror(errno));
+			return 1;
+		}
+		for (;;) {
+			ssize_t n = read(fd, buf, bs);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				fprintf(stderr, "rd: read %s: %s\n", paths[i], strerror(errno));
+				return 1;
+			}
+			if (n == 0)
+				break;
+			bytes += n;
+		}
+		close(fd);
+	}
+	double secs = now() - t0;
+	printf("files=%zu bytes=%lld secs=%.6f us_per_file=%.1f\n", count, bytes, secs, secs * 1e6 / (count ? count : 1));
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	if (argc == 6 && strcmp(argv[1], "seq") == 0)
+		return do_seq(argv[2], atoll(argv[3]), atoll(argv[4]), (size_t)atoll(argv[5]));
+	if (argc == 6 && strcmp(argv[1], "rand") == 0)
+		return do_rand(argv[2], atol(argv[3]), (size_t)atoll(argv[4]), strtoull(argv[5], NULL, 10));
+	if (argc == 4 && strcmp(argv[1], "many") == 0)
+		return do_many(argv[2], (size_t)atoll(argv[3]));
+	fprintf(stderr, "usage: rd seq PATH OFFSET LENGTH BS | rd rand PATH N BS SEED | rd many LIST BS\n");
+	return 2;
+}

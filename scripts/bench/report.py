@@ -1,0 +1,446 @@
+#!/usr/bin/python3
+"""Turn the results scripts/bench.sh recorded into its table.
+
+    report.py RESULTS.tsv GOBENCH.txt [--write BENCHMARKS.md]
+
+RESULTS.tsv has one measurement a line: KEY<TAB>VALUE, where VALUE is
+"k=v k=v ..." for measurements and KEY ends in .err (or .timeout) when the
+step failed. Repeated keys are rounds; the table shows their median.
+With --write, the part of BENCHMARKS.md between the results markers is
+replaced by the tables (the prose around it is kept).
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+BEGIN = "<!-- results:begin (written by scripts/bench.sh; edits here are overwritten) -->"
+END = "<!-- results:end -->"
+MiB = 1048576.0
+
+
+def load(path):
+    res = defaultdict(list)
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if "\t" in line:
+                k, v = line.split("\t", 1)
+                res[k].append(v)
+    return res
+
+
+def parse_kv(s):
+    out = {}
+    for part in s.split():
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k] = v
+    return out
+
+
+class R:
+    def __init__(self, res):
+        self.res = res
+
+    def nums(self, key, field):
+        out = []
+        for v in self.res.get(key, []):
+            x = parse_kv(v).get(field)
+            if x is not None:
+                try:
+                    out.append(float(x))
+                except ValueError:
+                    pass
+        return out
+
+    def med(self, key, field):
+        xs = self.nums(key, field)
+        return statistics.median(xs) if xs else None
+
+    def max(self, key, field):
+        xs = self.nums(key, field)
+        return max(xs) if xs else None
+
+    def err(self, key):
+        for suffix in (".err", ".timeout"):
+            if self.res.get(key + suffix):
+                v = self.res[key + suffix][0]
+                return ("timed out after %s s" % v) if suffix == ".timeout" else v
+        return None
+
+    def one(self, key, default=""):
+        v = self.res.get(key)
+        return v[0] if v else default
+
+
+def fmt_num(x, unit, digits=None):
+    if x is None:
+        return None
+    if digits is None:
+        digits = 0 if abs(x) >= 100 else (1 if abs(x) >= 10 else (2 if abs(x) >= 1 else 3))
+    return ("%." + str(digits) + "f %s") % (x, unit)
+
+
+def cell(r, key, value, unit, digits=None):
+    """A measured figure, or the reason there is none."""
+    if value is not None:
+        return fmt_num(value, unit, digits)
+    e = r.err(key)
+    return ("FAILED: " + e) if e else "not measured"
+
+
+def ratio_str(x):
+    if x is None:
+        return "—"
+    if x >= 100:
+        return "%.0fx" % x
+    if x >= 10:
+        return "%.1fx" % x
+    return "%.2fx" % x
+
+
+def human(nbytes):
+    if not nbytes:
+        return "?"
+    for unit, div_ in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= div_:
+            v = nbytes / div_
+            return ("%d %s" if abs(v - round(v)) < 0.05 else "%.1f %s") % (round(v) if abs(v - round(v)) < 0.05 else v, unit)
+    return "%d B" % nbytes
+
+
+def build(r, gobench):
+    rows = []
+    stored_h = human(r.med("s1.direct.raw.1m", "bytes"))
+    defl_h = human((r.med("s3.first.npy", "bytes") or 0) - 128)  # (id, benchmark, npzfs, reference, ratio, target, met)
+
+    def row(id_, name, nval, nkey, nunit, rval, rkey, runit, rname, ratio, target, ok, digits=None):
+        n = cell(r, nkey, nval, nunit, digits)
+        ref = "—" if rname is None else "%s: %s" % (rname, cell(r, rkey, rval, runit, digits))
+        met = "—" if ok is None else ("met" if ok else "NOT met")
+        if ok is None and target != "—" and (nval is None):
+            met = "not measured"
+        rows.append((id_, name, n, ref, ratio_str(ratio), target, met))
+
+    def div(a, b):
+        return a / b if a is not None and b not in (None, 0) else None
+
+    # 1. stored array, sequential
+    for kind, label, tgt, t in (("first", "first read, fresh mount", ">= 0.5x", 0.5),
+                                ("second", "second read, same mount", ">= 0.9x", 0.9)):
+        for f, fname, dkey in (("raw", "x/raw.bin", "s1.direct.raw.1m"), ("npy", "x.npy", "s1.direct.npy.1m")):
+            nkey = "s1.%s.%s.1m" % (kind, f)
+            n, d = r.med(nkey, "mbps"), r.med(dkey, "mbps")
+            q = div(n, d)
+            row("1", "stored %s: %s %s, 1 MiB reads" % (stored_h, fname, label), n, nkey, "MB/s", d, dkey, "MB/s",
+                "same range of the archive file", q, tgt, None if q is None else q >= t)
+
+    # 2. numpy memory map
+    n, d = r.med("s2.mmap", "secs"), r.med("s2.npz", "secs")
+    q = div(d, n)
+    row("2", "np.load(x.npy, mmap_mode='r') + one element, fresh mount: time",
+        None if n is None else n * 1e3, "s2.mmap", "ms", None if d is None else d * 1e3, "s2.npz", "ms",
+        "np.load(npz)['x']", q, ">= 100x faster", None if q is None else q >= 100)
+    n, d = r.med("s2.mmap", "maxrss_kb"), r.med("s2.npz", "maxrss_kb")
+    q = div(d, n)
+    row("2", "  the same: peak RSS of the Python process (ru_maxrss)",
+        None if n is None else n / 1024, "s2.mmap", "MiB", None if d is None else d / 1024, "s2.npz", "MiB",
+        "np.load(npz)['x']", q, ">= 50x smaller", None if q is None else q >= 50)
+
+    # 3. deflated, sequential
+    nbytes = r.med("s3.first.npy", "bytes")
+    n = r.med("s3.first.npy", "mbps")
+    us = r.med("s3.unzip", "secs")
+    u = div(nbytes / MiB if nbytes else None, us)
+    q = div(n, u)
+    row("3", "deflated %s: y.npy read in full, fresh mount" % defl_h, n, "s3.first.npy", "MB/s", u, "s3.unzip", "MB/s",
+        "unzip -p", q, ">= 1.5x", None if q is None else q >= 1.5)
+    ns = r.med("s3.numpy", "secs")
+    m = div(nbytes / MiB if nbytes else None, ns)
+    row("3", "  the same vs numpy", n, "s3.first.npy", "MB/s", m, "s3.numpy", "MB/s",
+        "np.load(npz)['y']", div(n, m), "—", None)
+
+    # 4. deflated, random
+    first = r.med("s4.rand", "first_ms")
+    row("4", "deflated: first 4 KiB pread at a random offset, fresh mount", first, "s4.rand", "ms",
+        None if ns is None else ns * 1e3, "s3.numpy", "ms", "np.load(npz)['y'] (whole array)",
+        div(ns * 1e3 if ns else None, first), "—", None)
+    med = r.med("s4.rand", "median_ms")
+    row("4", "  1,000 random 4 KiB preads: median", med, "s4.rand", "ms", None, None, None, None, None,
+        "<= 2 ms", None if med is None else med <= 2)
+    p99 = r.med("s4.rand", "p99_ms")
+    row("4", "  1,000 random 4 KiB preads: p99", p99, "s4.rand", "ms", None, None, None, None, None,
+        "<= 10 ms", None if p99 is None else p99 <= 10)
+    rss = max(map(float, r.res["rss.npzfs.bigdefl"])) / 1024 if r.res.get("rss.npzfs.bigdefl") else None
+    big_h = human((r.med("s4.big.seq", "bytes") or 0) - 128)
+    row("4", "daemon peak RSS serving a %s deflated member (full + random reads)" % big_h, rss,
+        "s4.big.seq", "MiB", None, None, None, None, None, "<= 64 MiB", None if rss is None else rss <= 64)
+
+    # 5. many small arrays
+    count = r.one("s5.expect")
+    cnt = parse_kv(count).get("files", "?")
+    n, d = r.med("s5.mount", "secs"), r.med("s5.npopen", "secs")
+    row("5", "%s arrays: `npzfs mount` (background) returns" % cnt, n, "s5.mount", "s", d, "s5.npopen", "s",
+        "np.load(npz).files", div(d, n), "<= 0.3 s", None if n is None else n <= 0.3)
+    z = r.med("s5.zipinfo", "secs")
+    for how, name in (("-f", "ls -f"), ("plain", "ls")):
+        n = r.med("s5.ls" + how, "secs")
+        row("5", "  `%s` of the root, fresh mount" % name, n, "s5.ls" + how, "s", z, "s5.zipinfo", "s",
+            "unzip -Z1", div(z, n), "<= 0.5 s", None if n is None else n <= 0.5)
+    npall = r.med("s5.npzall", "secs")
+    npall_to = r.res.get("s5.npzall.timeout")
+    for key, name in (("s5.readall", "read every KEY.npy (C reader)"),
+                      ("s5.npdirall", "np.load every KEY.npy")):
+        n = r.med(key, "secs")
+        if npall is not None:
+            q = div(npall, n)
+            ref = npall
+            ok = None if q is None else q >= 10
+            rq = q
+        elif npall_to and n:
+            ref, rq = None, float(npall_to[0]) / n
+            ok = rq >= 10
+        else:
+            ref, rq, ok = None, None, None
+        row("5", "  %s, fresh mount" % name, n, key, "s", ref, "s5.npzall", "s",
+            "NpzFile key by key", rq, ">= 10x", ok)
+        if npall is None and npall_to and n:
+            rows[-1] = rows[-1][:4] + (">= " + ratio_str(rq),) + rows[-1][5:]
+    rss_many = [float(v) for k in ("rss.npzfs.many-ls", "rss.npzfs.many-read") for v in r.res.get(k, [])]
+    rss = max(rss_many) / 1024 if rss_many else None
+    row("5", "  daemon peak RSS (ls, read every member)", rss, "s5.readall", "MiB", None, None, None, None, None,
+        "<= 100 MiB", None if rss is None else rss <= 100)
+    return rows
+
+
+def ceiling(r):
+    out = []
+    for b, name in (("128k", "128 KiB"), ("1m", "1 MiB"), ("4m", "4 MiB")):
+        d = r.med("s1.direct.raw." + b, "mbps")
+        f = r.med("s1.first.raw." + b, "mbps")
+        s = r.med("s1.second.raw." + b, "mbps")
+
+        def c(key, v):
+            return cell(r, key, v, "MB/s")
+
+        out.append((name, c("s1.direct.raw." + b, d), c("s1.first.raw." + b, f),
+                    ratio_str(f / d if f and d else None), c("s1.second.raw." + b, s),
+                    ratio_str(s / d if s and d else None)))
+    return out
+
+
+def rss_table(r):
+    labels = ["stored-seq", "mmap", "deflated-seq", "deflated-rand", "bigdefl", "many-ls", "many-read"]
+    out = []
+    for lab in labels:
+        cells = []
+        for kind in ("npzfs", "fuse-zip", "archivemount"):
+            v = r.res.get("rss.%s.%s" % (kind, lab))
+            cells.append("%.1f MiB" % (max(map(float, v)) / 1024) if v else "—")
+        out.append((lab,) + tuple(cells))
+    return out
+
+
+def others(r):
+    def seq(kind, key):
+        k = "o.%s.%s" % (kind, key) if kind != "npzfs" else key
+        return cell(r, k, r.med(k, "mbps"), "MB/s")
+
+    def secs(kind, key, nkey=None, scale=1.0, unit="s"):
+        k = "o.%s.%s" % (kind, key) if kind != "npzfs" else nkey
+        v = r.med(k, "secs")
+        return cell(r, k, None if v is None else v * scale, unit)
+
+    def rand(kind):
+        k = "o.%s.rand" % kind if kind != "npzfs" else "s4.rand"
+        m, p = r.med(k, "median_ms"), r.med(k, "p99_ms")
+        if m is None:
+            return cell(r, k, None, "")
+        return "%s / %s" % (fmt_num(m, "ms"), fmt_num(p, "ms"))
+
+    kinds = ("npzfs", "fuse-zip", "archivemount")
+    rows = [
+        ("stored 1 GiB: x.npy first read, 1 MiB reads", [seq(k, "stored.first" if k != "npzfs" else "s1.first.npy.1m") for k in kinds]),
+        ("stored 1 GiB: x.npy second read", [seq(k, "stored.second" if k != "npzfs" else "s1.second.npy.1m") for k in kinds]),
+        ("np.load mmap + one element", [secs(k, "mmap", "s2.mmap", 1e3, "ms") for k in kinds]),
+        ("deflated 256 MiB: y.npy read in full", [seq(k, "deflated.first" if k != "npzfs" else "s3.first.npy") for k in kinds]),
+        ("1,000 random 4 KiB preads: median / p99", [rand(k) for k in kinds]),
+        ("100k arrays: mount command returns", [secs(k, "mount", "s5.mount") for k in kinds]),
+        ("100k arrays: ls -f", [secs(k, "ls-f", "s5.ls-f") for k in kinds]),
+        ("100k arrays: read every KEY.npy", [secs(k, "readall", "s5.readall") for k in kinds]),
+    ]
+    return rows
+
+
+def go_lines(text):
+    pk = {}
+    lines = []
+    for line in text.splitlines():
+        m = re.match(r"^(ok|FAIL|\?)\s+(\S+)", line)
+        if m:
+            pk[m.group(2)] = line.strip()
+        if line.startswith("Benchmark"):
+            lines.append(re.sub(r"\s+", " ", line.strip()))
+        if re.match(r"^(# |.*\.go:\d+:\d+: )", line):
+            lines.append("build: " + line.strip())
+    status = []
+    for p in ("npy", "npz", "npz/inflate"):
+        full = "github.com/npzfs/npzfs/" + p
+        s = pk.get(full)
+        if s is None:
+            status.append("%s: no result (did not build or timed out)" % p)
+        elif s.startswith("?"):
+            status.append("%s: no test files" % p)
+        elif s.startswith("FAIL"):
+            status.append("%s: FAILED" % p)
+        else:
+            status.append("%s: ok" % p)
+    return lines, status
+
+
+def text_table(header, rows):
+    w = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    out = ["  ".join(str(x).ljust(w[i]) for i, x in enumerate(header)),
+           "  ".join("-" * w[i] for i in range(len(w)))]
+    for row in rows:
+        out.append("  ".join(str(x).ljust(w[i]) for i, x in enumerate(row)))
+    return "\n".join(out)
+
+
+def md_table(header, rows):
+    esc = lambda s: str(s).replace("|", "\\|")
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    for row in rows:
+        out.append("| " + " | ".join(esc(x) for x in row) + " |")
+    return "\n".join(out)
+
+
+def main(argv):
+    r = R(load(argv[0]))
+    with open(argv[1]) as f:
+        gobench = f.read()
+    write = argv[3] if len(argv) >= 4 and argv[2] == "--write" else None
+
+    main_rows = build(r, gobench)
+    hdr = ("#", "benchmark", "npzfs", "reference (same run)", "ratio", "target", "result")
+    ceil_hdr = ("request size", "direct (archive file)", "first read", "ratio", "second read", "ratio")
+    ceil = ceiling(r)
+    rss_hdr = ("daemon, workload", "npzfs", "fuse-zip", "archivemount")
+    rss = rss_table(r)
+    oth_hdr = ("workload", "npzfs", "fuse-zip -r", "archivemount -o readonly")
+    oth = [(name,) + tuple(c) for name, c in others(r)]
+    golines, gostatus = go_lines(gobench)
+
+    one = r.one
+    machine = "%s cores (%s), %s, Linux %s; load average at start %s" % (
+        one("meta.cores"), one("meta.cpu"), one("meta.mem"), one("meta.kernel"), one("meta.load"))
+    run = "%s, commit %s, size %s, %s rounds (medians), whole run %.0f s; %s, numpy %s, fuse-zip %s, archivemount %s" % (
+        one("meta.date"), one("meta.commit"), one("meta.size"), len(r.res.get("s2.npz", [])) or "?",
+        float(one("meta.wall", "0") or 0), one("meta.go"), one("meta.numpy"), one("meta.fusezip"), one("meta.archivemount"))
+    data = [one("meta.stored"), one("meta.deflated"), one("meta.bigdefl"), one("meta.many")]
+    probes = []
+    probes.append("fuse bdi %s as npzfs mounts it: read_ahead_kb %s, max_read %s" % (
+        one("s1.bdi", "?"), one("s1.read_ahead_kb", "?"), one("s1.max_read", "?")))
+    for ra in ("128", "4096"):
+        v = r.med("s1.first.raw.ra" + ra, "mbps")
+        if v is not None or r.err("s1.first.raw.ra" + ra):
+            probes.append("first read, 1 MiB reads, read_ahead_kb set to %s (kernel kept %s): %s (default: %s)" % (
+                ra, one("s1.ra%s.effective_kb" % ra, "?"), cell(r, "s1.first.raw.ra" + ra, v, "MB/s"),
+                cell(r, "s1.first.raw.1m", r.med("s1.first.raw.1m", "mbps"), "MB/s")))
+    rc, sc = one("s1.daemon_rchar"), one("s1.daemon_syscr")
+    if rc:
+        probes.append("daemon during one first read of raw.bin: %.1f MiB read by read-family syscalls (rchar, %s calls), "
+                      "%s splice fallbacks logged (\"trySplice: ... max pipe size\"); rchar near 0 would mean the bytes were spliced"
+                      % (float(rc) / MiB, sc, one("s1.splice_fallbacks", "?")))
+    v = r.med("s1.first.raw.pipe2m", "mbps")
+    if v is not None or r.err("s1.first.raw.pipe2m"):
+        probes.append("first read, 1 MiB reads, daemon started with /proc/sys/fs/pipe-max-size at 2 MiB: %s; daemon rchar %.1f MiB, %s splice fallbacks"
+                      % (cell(r, "s1.first.raw.pipe2m", v, "MB/s"), float(one("s1.pipe2m.daemon_rchar", "0") or 0) / MiB,
+                         one("s1.pipe2m.splice_fallbacks", "?")))
+    checks = ["stored raw.bin = archive bytes: %s" % one("check.stored", "not run"),
+              "deflated y.npy = unzip -p: %s" % one("check.deflated", "not run")]
+    exp = parse_kv(one("s5.expect"))
+    got = r.res.get("s5.readall", [])
+    if got:
+        g = parse_kv(got[0])
+        checks.append("every member read through the mount: %s files, %s bytes (archive holds %s files, %s bytes)" % (
+            g.get("files"), g.get("bytes"), exp.get("files"), exp.get("bytes")))
+    info = []
+    big = r.res.get("s4.big.seq")
+    if big:
+        info.append("1 GiB deflated member read in full: %s MB/s" % parse_kv(big[0]).get("mbps"))
+    for k, name in (("s4.big.rand", "then 1,000 random 4 KiB preads on the same mount"),
+                    ("s4.big.randfirst", "1,000 random 4 KiB preads on a fresh mount")):
+        v = r.res.get(k)
+        if v:
+            kv = parse_kv(v[0])
+            info.append("%s: first %s ms, median %s ms, p99 %s ms" % (name, kv["first_ms"], kv["median_ms"], kv["p99_ms"]))
+        elif r.err(k):
+            info.append("%s: FAILED: %s" % (name, r.err(k)))
+    sec = r.med("s3.second.npy", "mbps")
+    if sec is not None:
+        info.append("deflated y.npy second read (FUSE page cache): %.0f MB/s" % sec)
+    m = r.med("s2.mmap", "base_kb"), r.med("s2.npz", "base_kb")
+    if m[0] is not None:
+        info.append("Python after `import numpy`, before the measured call: %.1f MiB (mmap runs), %.1f MiB (npz runs)"
+                    % (m[0] / 1024, (m[1] or 0) / 1024))
+        g0 = r.med("s2.mmap", "maxrss_kb") - m[0]
+        g1 = (r.med("s2.npz", "maxrss_kb") or 0) - (m[1] or 0)
+        info.append("growth of peak RSS over that baseline: mmap %.2f MiB, np.load(npz) %.1f MiB (%s)"
+                    % (g0 / 1024, g1 / 1024, ratio_str(g1 / g0) if g0 > 0 else "mmap grew by 0"))
+    for k in sorted(r.res):
+        if k.startswith("note."):
+            info.append("%s: %s" % (k[5:], r.res[k][0]))
+
+    # stdout
+    print()
+    print("npzfs benchmarks: " + run)
+    print("machine: " + machine)
+    print()
+    print(text_table(hdr, main_rows))
+    print()
+    print("Ceiling, stored array x/raw.bin (first read: fresh mount; second: same mount):")
+    print(text_table(ceil_hdr, ceil))
+    for p in probes:
+        print("  " + p)
+    print()
+    print("Other mounters, same archives, same run (each step bounded by timeout):")
+    print(text_table(oth_hdr, oth))
+    print()
+    print("Peak RSS (VmHWM) of the file system daemon, max over rounds:")
+    print(text_table(rss_hdr, rss))
+    print()
+    for line in info + checks:
+        print("  " + line)
+    print()
+    print("Go benchmarks: " + "; ".join(gostatus))
+    for line in golines:
+        print("  " + line)
+
+    if write:
+        md = [BEGIN, "", "## Results", "", "- Run: " + run, "- Machine: " + machine,
+              "- Data: " + "; ".join(d for d in data if d), "", md_table(hdr, main_rows), "",
+              "### Ceiling of stored reads", "", md_table(ceil_hdr, ceil), ""]
+        md += ["- " + p for p in probes] + ["", "### Other mounters", "", md_table(oth_hdr, oth), "",
+                                           "### Daemon peak RSS", "", md_table(rss_hdr, rss), "",
+                                           "### Other figures and checks", ""]
+        md += ["- " + x for x in info + checks]
+        md += ["", "### Go benchmarks", "", "- " + "; ".join(gostatus), "", "```"] + golines + ["```", "", END]
+        block = "\n".join(md)
+        try:
+            with open(write) as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        if BEGIN in text and END in text:
+            text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+        else:
+            text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
+        with open(write, "w") as f:
+            f.write(text)
+        print("\nwrote the results into " + write)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
