@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -47,6 +49,7 @@ func writeListing(w io.Writer, a *npz.Archive) {
 	rows := [][]string{{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}}
 	served := 0
 	members := a.Members()
+	resolveHeaders(members)
 	for _, m := range members {
 		if m.Served() {
 			served++
@@ -123,6 +126,31 @@ func writeTable(w io.Writer, rows [][]string) {
 		}
 		io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
 	}
+}
+
+// resolveHeaders reads the npy headers of the members with a few
+// goroutines (each member's header is read once, and the reads are
+// independent), so that listing a large archive does not wait on them one
+// by one.
+func resolveHeaders(members []*npz.Member) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(8, len(members)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(members)) {
+					return
+				}
+				if m := members[i]; m.IsNPY() && m.Served() {
+					m.Header()
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func join(a, b string) string {
