@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // maxItemSize is the largest dtype itemsize numpy 1.24 can represent (a C
@@ -454,17 +456,17 @@ func cStrtol(s string) (int64, int) {
 	return int64(v), i
 }
 
-// parseTypeStr mirrors numpy 1.24's numpy.dtype(str) for the forms .npy
-// writers use: an optional byte order (< > = |), then a one-character code
-// ('f', '?'), a kind and size ('f8', 'S5', 'U3', 'V0'), a datetime type
-// ('M8[ns]', 'm8[3h]', 'datetime64[us]', with numpy's '[N unit/den]'
-// divisor), or a numpy type name ('int16', 'float64', only without a byte
-// order, as numpy requires). Comma-separated and shape-prefixed strings
-// ('i4,f8', '(2,3)i4') build records in numpy; npzfs refuses them.
+// parseTypeStr mirrors numpy 1.24's numpy.dtype(str): an optional byte
+// order (< > = |), then a one-character code ('f', '?'), a kind and size
+// ('f8', 'S5', 'U3', 'V0'), a datetime type ('M8[ns]', 'm8[3h]',
+// 'datetime64[us]', with numpy's '[N unit/den]' divisor), or a numpy type
+// name ('int16', 'float64', only without a byte order, as numpy requires);
+// or a comma string ('i4,f8', '(2,3)i4', '>2f4'), which numpy turns into a
+// record with fields f0, f1, ... or a subarray type.
 func parseTypeStr(s string) (*DType, error) {
 	orig := s
-	if len(s) > 0 && (s[0] >= '0' && s[0] <= '9' || len(s) > 1 && strings.IndexByte("<>|=", s[0]) >= 0 && s[1] >= '0' && s[1] <= '9') || hasTopComma(s) || strings.HasPrefix(s, "()") || len(s) > 3 && strings.IndexByte("<>|=", s[0]) >= 0 && s[1:3] == "()" {
-		return nil, descrErrorf("comma-separated or shape-prefixed type strings are not supported: %s", reprShort(orig))
+	if isCommaString(s) {
+		return parseCommaString(s)
 	}
 	endian := byte('=')
 	if len(s) > 1 {
@@ -547,6 +549,135 @@ func parseTypeStr(s string) (*DType, error) {
 		d.ByteOrder = endian
 	}
 	return d, nil
+}
+
+// isCommaString is numpy's _check_for_commastring: a leading digit (after
+// an optional byte order), a leading "()", or a comma outside brackets.
+func isCommaString(s string) bool {
+	isOrder := func(c byte) bool { return c == '<' || c == '>' || c == '|' || c == '=' }
+	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
+	switch {
+	case len(s) > 0 && isDigit(s[0]):
+		return true
+	case len(s) > 1 && isOrder(s[0]) && isDigit(s[1]):
+		return true
+	case strings.HasPrefix(s, "()"):
+		return true
+	case len(s) > 3 && isOrder(s[0]) && s[1:3] == "()":
+		return true
+	}
+	return hasTopComma(s)
+}
+
+// commaItem is numpy's format_re (numpy/core/_internal.py): byte order,
+// repeat count or shape, byte order, type.
+var commaItem = regexp.MustCompile(`^([<>|=]?)( *[(]?[ ,0-9]*[)]? *)([<>|=]?)([A-Za-z0-9.?]*(?:\[[a-zA-Z0-9,.]+\])?)`)
+
+// isPySpace is Python's str.isspace for one character (what \s matches).
+func isPySpace(r rune) bool {
+	return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f
+}
+
+// parseCommaString mirrors numpy's _commastring and
+// _convert_from_commastring: one item gives that type (with a shape, a
+// subarray type), several give a packed record with fields f0, f1, ...
+func parseCommaString(s string) (*DType, error) {
+	bad := func(n int) error {
+		return descrErrorf("format number %d of %s is not recognized", n, reprShort(s))
+	}
+	var items []Value
+	for start := 0; start < len(s); {
+		m := commaItem.FindStringSubmatch(s[start:])
+		if m == nil {
+			return nil, bad(len(items) + 1)
+		}
+		order1, repeats, order2, typ := m[1], m[2], m[3], m[4]
+		start += len(m[0])
+		if start < len(s) {
+			rest := s[start:]
+			if strings.TrimFunc(rest, isPySpace) == "" {
+				start = len(s)
+			} else {
+				r := strings.TrimLeftFunc(rest, isPySpace)
+				if !strings.HasPrefix(r, ",") {
+					return nil, bad(len(items) + 1)
+				}
+				r = strings.TrimLeftFunc(r[1:], isPySpace)
+				start = len(s) - len(r)
+			}
+		}
+		order := order1
+		if order1 == "" {
+			order = order2
+		} else if order2 != "" {
+			conv := func(o string) string {
+				if o == "=" {
+					return string(nativeOrder)
+				}
+				return o
+			}
+			if conv(order1) != conv(order2) {
+				return nil, descrErrorf("inconsistent byte-order specification %s and %s in %s", order1, order2, reprShort(s))
+			}
+		}
+		if order == "|" || order == "=" || order == string(nativeOrder) {
+			order = ""
+		}
+		typ = order + typ
+		if repeats == "" {
+			items = append(items, typ)
+			continue
+		}
+		// Python's literal_eval of the repeat: an int, or a tuple (with or
+		// without parentheses).
+		src := strings.TrimLeft(repeats, " ")
+		if hasTopParenComma(src) {
+			src = "(" + src + ")"
+		}
+		rv, err := parseLiteral([]byte(src), 0, true, false)
+		if err != nil {
+			return nil, descrErrorf("invalid repeat %q in %s", repeats, reprShort(s))
+		}
+		items = append(items, Tuple{typ, rv})
+	}
+	if len(items) == 0 {
+		return nil, bad(1)
+	}
+	if len(items) == 1 {
+		return descrToDType(items[0], 1)
+	}
+	d := &DType{Kind: 'V', ByteOrder: '|', Record: true, Fields: []Field{}}
+	for i, it := range items {
+		dt, err := descrToDType(it, 1)
+		if err != nil {
+			return nil, err
+		}
+		d.Fields = append(d.Fields, Field{Name: "f" + strconv.Itoa(i), Offset: d.ItemSize, DType: dt})
+		d.ItemSize += dt.ItemSize
+		if d.ItemSize > maxItemSize {
+			return nil, descrErrorf("record itemsize does not fit into a C int")
+		}
+		d.HasObject = d.HasObject || dt.HasObject
+	}
+	return d, nil
+}
+
+// hasTopParenComma reports a comma outside parentheses.
+func hasTopParenComma(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hasTopComma reports a comma outside square brackets, which makes numpy

@@ -325,6 +325,9 @@ def hand_written(c):
     c.hand("descr_empty_name_kept", hdr("[('', '<i4'), ('b', 'u1')]", "(1,)"))
     c.hand("descr_title_int", hdr("[((1, 'a'), '<i4'), ((('x', 2), 'b'), 'u1')]", "(1,)"))
     c.hand("descr_empty_title", hdr("[(('', 'a'), '<i4')]", "(1,)"))
+    c.hand("descr_comma_string", hdr("'i4, >f8,(2,3)u1,S3'", "(2,)"))
+    c.hand("descr_shape_prefix", hdr("'(2,3)<i4'", "(1,)"))
+    c.hand("descr_repeat_prefix", hdr("'>2f4'", "(1,)"))
     c.hand("descr_none_title", hdr("[((None, 'a'), '<i4'), (('t', 'b'), 'u1')]", "(1,)"))
     c.hand("descr_two_char_field", hdr("['ab']", "(1,)"))
     c.hand("descr_type_tuple_extra", hdr("('<i4', 2, 'ignored')", "(1,)"))
@@ -410,8 +413,6 @@ def stricter(c):
     c.strict("shape_overflow", npy_bytes(hdr("'<f8'", "(%d, %d)" % (2**40, 2**40))), "count*itemsize overflows int64")
     c.strict("shape_zero_extent_overflow", npy_bytes(hdr("'<f8'", "(0, %d)" % (2**63 - 1))), "numpy refuses to make the array: too big")
     c.strict("shape_33_dims", npy_bytes(hdr("'u1'", "(" + "1, " * 33 + ")")), "numpy arrays have at most 32 dimensions")
-    c.strict("descr_comma_string", npy_bytes(hdr("'i4,f8'")), "comma-separated type string")
-    c.strict("descr_shape_prefix", npy_bytes(hdr("'(2,3)i4'")), "shape-prefixed type string")
     c.strict("descr_union", npy_bytes(hdr("('<i4', [('a', '<i2'), ('b', '<i2')])")), "(base, dtype) union form")
     c.strict("descr_surrogate", npy_bytes(hdr("[('\\ud800', '<i4')]")), "lone surrogate in a name")
     c.strict("descr_nested_100", npy_bytes(hdr("[('a', " * 70 + "'<i4'" + ")]" * 70)), "nesting deeper than 64")
@@ -451,7 +452,16 @@ def typestrs():
               "f8x", "M8x", "M16", "M4", "datetime64x", "int16 ", "f\x008", "",
               "M08", "m+8", "M 8", "O08", "M8 ", "b01", "f+4", ">M08", "M8[ns] ", "m8[]", "c+16",
               "V+3", "U 2", "a+0", "S\t3", "M8[2generic]", "M8[generic/2]", "M8[ns/0x2]", "M8[\u03bcs/2]",
-              ">()U3", "<()i4", "()i4", "|()i4", "(2)i4", "<1i4", "0|V0", "1i4", ">2i4"]:
+              ">()U3", "<()i4", "()i4", "|()i4", "(2)i4", "<1i4", "0|V0", "1i4", ">2i4",
+              "i4,f8", "i4, f8", "i4 ,f8", "i4,", ",i4", "i4,,f8", "i4,f8 ", "i4 , f8 ,", " i4,f8",
+              "2i4,3f8", "(2,3)i4,S5", "(2,3)i4", "2,3i4", "(2),i4", "<i4,>f8", "<>i4,f8", "|<i4,f8",
+              "=<i4,f8", "<=i4,f8", ">=i4,f8", "<2>i4,f8", "<2<i4,f8", "2 i4,f8", " 2i4,f8", "02i4,f8",
+              "0i4,f8", "1i4,f8", "(1,)i4,f8", "()i4,f8", "(,)i4,f8", "i4,M8[ns]", "i4,M8[ns/2]",
+              "i4,O", "i4,U3,V2", "i4,int16", "i4,<int16", "i4,f8\n", "i4,\tf8", "i4,\x0bf8",
+              "i4\u2003,f8", "a,b,c", "?,b1", "i4,(2)f8", "i4,2(3)f8", "i4,(2,(3))f8", "S0,U0,V0",
+              "(2,3,)i4,f8", "( 2 , 3 )i4,f8", "i4,f8.", "i4,[ns]", "M8[ns],m8[3h]", "i4,M8[1,2]",
+              "<0i4", "0", "1", "2", "(2)", "(2,)", ",", ",,", "i4,i4,i4,i4,i4,i4,i4,i4,i4,i4,i4",
+              "2>3i4", "<=2i4", "O,O", "(2147483647,)i4,f8", "(536870912,)i4,f8", "S2147483647,S1"]:
         cands.append(s)
     seen = set()
     out = []
@@ -466,9 +476,6 @@ def typestrs():
             continue
         if dt.itemsize < 0:
             out.append([s, "negative"])
-            continue
-        if dt.names is not None or dt.subdtype is not None:
-            out.append([s, "record"])
             continue
         out.append([s, dtype_json(dt)])
     return out
