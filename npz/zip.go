@@ -182,11 +182,9 @@ func (a *Archive) parseDirectory(d directory) error {
 	if len(buf) > 0 {
 		all = unsafe.String(&buf[0], len(buf))
 	}
-	n := d.entries
-	if max := uint64(d.size / centralLen); n > max {
-		a.problemf("end record claims %d entries, the %d-byte central directory holds at most %d", d.entries, d.size, max)
-		n = max
-	}
+	// A lying count allocates no more than the directory can hold; the
+	// mismatch is reported below.
+	n := min(d.entries, uint64(d.size/centralLen))
 	a.members = make([]Member, 0, n)
 	pos := 0
 	for pos < len(buf) {

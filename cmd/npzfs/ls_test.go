@@ -1,8 +1,12 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -145,5 +149,31 @@ func TestInspectArchiveCommand(t *testing.T) {
 	code, out, errs = runCmd("inspect", corpusDir+"numpy_slash_keys.npz", "group/none")
 	if code != exitFail || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "npzfs inspect: ") {
 		t.Errorf("missing key: exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// TestLsProblems: problems of the archive as a whole follow the summary.
+func TestLsProblems(t *testing.T) {
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, name := range []string{"a.txt", "b.txt"} {
+		fw, err := w.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write([]byte(name))
+	}
+	w.Close()
+	z := buf.Bytes()
+	// The end record (the last 22 bytes) claims 3 entries.
+	binary.LittleEndian.PutUint16(z[len(z)-12:], 3)
+	binary.LittleEndian.PutUint16(z[len(z)-14:], 3)
+	p := filepath.Join(t.TempDir(), "p.npz")
+	if err := os.WriteFile(p, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCmd("ls", p)
+	if code != exitOK || !strings.HasSuffix(out, "2 members, 2 served\narchive: end record claims 3 entries, the central directory has 2\n") {
+		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
