@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,7 +31,10 @@ type Config struct {
 	// UID and GID own every file; normally the mounting user's.
 	UID, GID uint32
 	// Options are extra mount options (allow_other, default_permissions,
-	// ...); "ro" is always added. "rw" is refused.
+	// ...); "ro" is always added. "rw" is refused. allow_root, which
+	// fusermount3 does not know, becomes allow_other plus a check on
+	// every request that the caller is root or UID, modes 0400/0500 and
+	// default_permissions.
 	Options []string
 	// Timeout is how long the kernel may cache entries and attributes;
 	// 0 means one hour. The archive does not change while mounted.
@@ -75,11 +79,30 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 		ra = MaxRead
 	}
 	st := &mountState{uid: cfg.UID, gid: cfg.GID, archiveSize: cfg.ArchiveSize, root: root}
+	var mopts []string
+	allowOther := false
+	for _, o := range cfg.Options {
+		switch o {
+		case "allow_root":
+			st.rootToo = true
+		case "allow_other":
+			allowOther = true
+		default:
+			mopts = append(mopts, o)
+		}
+	}
+	if allowOther {
+		st.rootToo = false
+	}
+	if st.rootToo && !slices.Contains(mopts, "default_permissions") {
+		mopts = append(mopts, "default_permissions")
+	}
 	opts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:       cfg.Source,
 			Name:         FSType,
-			Options:      append([]string{"ro"}, cfg.Options...),
+			Options:      append([]string{"ro"}, mopts...),
+			AllowOther:   allowOther || st.rootToo,
 			MaxWrite:     MaxRead, // also sets max_read and max_pages
 			MaxReadAhead: ra,
 			Debug:        cfg.Debug,
@@ -95,11 +118,6 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 		GID:             cfg.GID,
 		Logger:          logger,
 		RootStableAttr:  &gofs.StableAttr{Ino: root.Ino(), Mode: syscall.S_IFDIR},
-	}
-	for _, o := range cfg.Options {
-		if o == "allow_other" {
-			opts.AllowOther = true
-		}
 	}
 	srv, err := gofs.Mount(dir, &node{e: root, st: st}, opts)
 	if err != nil {

@@ -22,6 +22,11 @@ type mountState struct {
 	uid, gid    uint32
 	archiveSize int64 // bytes, for statfs
 
+	// rootToo: the mount has allow_other only to let root in (allow_root,
+	// which fusermount3 does not know): every request from a user other
+	// than root and the owner is refused with EACCES.
+	rootToo bool
+
 	countOnce sync.Once
 	count     uint64 // nodes in the tree, for statfs; computed on first use
 	root      Entry
@@ -68,6 +73,18 @@ var (
 	_ = (gofs.NodeCopyFileRanger)((*node)(nil))
 )
 
+// denied reports whether the caller of a request may not use the mount.
+func (st *mountState) denied(ctx context.Context) bool {
+	if !st.rootToo {
+		return false
+	}
+	c, ok := ctx.(*fuse.Context)
+	if !ok {
+		return false
+	}
+	return c.Uid != 0 && c.Uid != st.uid
+}
+
 func stableAttr(e Entry) gofs.StableAttr {
 	mode := uint32(syscall.S_IFREG)
 	if e.IsDir() {
@@ -80,11 +97,17 @@ func stableAttr(e Entry) gofs.StableAttr {
 // user as owner.
 func (st *mountState) fillAttr(e Entry, a *fuse.Attr) {
 	a.Ino = e.Ino()
+	fm, dm := uint32(fileMode), uint32(dirMode)
+	if st.rootToo {
+		// Owner only; root passes anyway. With default_permissions the
+		// kernel enforces this even on what it has cached.
+		fm, dm = fm&0o700, dm&0o700
+	}
 	if e.IsDir() {
-		a.Mode = syscall.S_IFDIR | dirMode
+		a.Mode = syscall.S_IFDIR | dm
 		a.Size = 0
 	} else {
-		a.Mode = syscall.S_IFREG | fileMode
+		a.Mode = syscall.S_IFREG | fm
 		if f := e.File(); f != nil {
 			a.Size = uint64(max(f.Size(), 0))
 		}
@@ -108,6 +131,9 @@ func (n *node) child(ctx context.Context, e Entry, out *fuse.EntryOut) *gofs.Ino
 
 // Lookup finds a child by name.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if n.st.denied(ctx) {
+		return nil, syscall.EACCES
+	}
 	if !n.e.IsDir() {
 		return nil, syscall.ENOTDIR
 	}
@@ -120,6 +146,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 
 // Getattr answers stat.
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if n.st.denied(ctx) {
+		return syscall.EACCES
+	}
 	n.st.fillAttr(n.e, &out.Attr)
 	return 0
 }
@@ -127,6 +156,9 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 // OpendirHandle lists the folder once per open; the handle serves readdir
 // from that snapshot and can seek in it.
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if n.st.denied(ctx) {
+		return nil, 0, syscall.EACCES
+	}
 	if !n.e.IsDir() {
 		return nil, 0, syscall.ENOTDIR
 	}
@@ -145,6 +177,9 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 
 // Open opens a file for reading; anything else is EROFS.
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if n.st.denied(ctx) {
+		return nil, 0, syscall.EACCES
+	}
 	if n.e.IsDir() {
 		return nil, 0, syscall.EISDIR
 	}
@@ -213,6 +248,9 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 
 // Statfs: blocks from the archive's size, files from the node count.
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	if n.st.denied(ctx) {
+		return syscall.EACCES
+	}
 	const bsize = 4096
 	out.Bsize = bsize
 	out.Frsize = bsize
@@ -244,6 +282,9 @@ func (st *mountState) nodeCount() uint64 {
 
 // Access: nothing is writable, files are not executable.
 func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
+	if n.st.denied(ctx) {
+		return syscall.EACCES
+	}
 	if mask&2 != 0 { // W_OK
 		return syscall.EROFS
 	}

@@ -141,7 +141,7 @@ func TestAttrs(t *testing.T) {
 }
 
 func TestWritingOperationsAnswerEROFS(t *testing.T) {
-	n := &node{e: &memEntry{name: "x", ino: 2, c: &memContent{}}}
+	n := &node{e: &memEntry{name: "x", ino: 2, c: &memContent{}}, st: &mountState{}}
 	ctx := context.Background()
 	checks := map[string]syscall.Errno{
 		"setattr":     n.Setattr(ctx, nil, nil, nil),
@@ -179,3 +179,30 @@ func TestWritingOperationsAnswerEROFS(t *testing.T) {
 var _ gofs.InodeEmbedder = (*node)(nil)
 
 type attrOut = fuseAttrOut
+
+func TestAllowRootDeniesOthers(t *testing.T) {
+	st := &mountState{uid: 1000, rootToo: true}
+	n := &node{e: &memEntry{name: "x", ino: 2, c: &memContent{}}, st: st}
+	caller := func(uid uint32) context.Context {
+		c := &fuseContext{}
+		c.Uid = uid
+		return c
+	}
+	for uid, want := range map[uint32]syscall.Errno{0: 0, 1000: 0, 1001: syscall.EACCES} {
+		if _, _, errno := n.Open(caller(uid), syscall.O_RDONLY); errno != want {
+			t.Errorf("open by uid %d: %v, want %v", uid, errno, want)
+		}
+		if errno := n.Getattr(caller(uid), nil, &attrOut{}); errno != want {
+			t.Errorf("getattr by uid %d: %v, want %v", uid, errno, want)
+		}
+	}
+	var a attrOut
+	st.fillAttr(n.e, &a.Attr)
+	if a.Mode&0o777 != 0o400 {
+		t.Errorf("allow_root file mode %o, want 0400", a.Mode&0o777)
+	}
+	st.rootToo = false
+	if _, _, errno := n.Open(caller(1001), syscall.O_RDONLY); errno != 0 {
+		t.Errorf("open by another uid without allow_root: %v", errno)
+	}
+}

@@ -705,19 +705,7 @@ func TestMountWithoutFuse(t *testing.T) {
 	fusermount := needTool(t, "fusermount3")
 	archive, _ := testArchive(t)
 
-	// A folder everyone can read, for the unprivileged run.
-	pub, err := os.MkdirTemp("", "npzfs-public-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(pub) })
-	os.Chmod(pub, 0o755)
-	data, _ := os.ReadFile(archive)
-	pubArchive := filepath.Join(pub, "data.npz")
-	os.WriteFile(pubArchive, data, 0o644)
-	pubBin := filepath.Join(pub, "npzfs")
-	b, _ := os.ReadFile(bin)
-	os.WriteFile(pubBin, b, 0o755)
+	pub, pubArchive, pubBin := publicCopies(t, archive)
 	null := filepath.Join(pub, "null")
 	os.WriteFile(null, nil, 0o644)
 
@@ -814,4 +802,73 @@ func TestDaemonSIGTERM(t *testing.T) {
 			t.Errorf("daemon %d still running after the last file closed", pids[0])
 		}
 	})
+}
+
+// publicCopies copies the archive and the binary into a new folder that
+// every user can read (t.TempDir's are root's alone), removed at cleanup.
+func publicCopies(t *testing.T, archive string) (dir, pubArchive, pubBin string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "npzfs-public-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	data, _ := os.ReadFile(archive)
+	pubArchive = filepath.Join(dir, "data.npz")
+	os.WriteFile(pubArchive, data, 0o644)
+	pubBin = filepath.Join(dir, "npzfs")
+	b, _ := os.ReadFile(bin)
+	os.WriteFile(pubBin, b, 0o755)
+	return dir, pubArchive, pubBin
+}
+
+// TestAllowOtherAndAllowRoot: root mounts; user nobody reads the mount
+// with -o allow_other only.
+func TestAllowOtherAndAllowRoot(t *testing.T) {
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	setpriv := needTool(t, "setpriv")
+	archive, arrays := testArchive(t)
+	pub, pubArchive, _ := publicCopies(t, archive)
+	for _, c := range []struct {
+		opts      []string
+		nobodyOK  bool
+		wantPerms string
+	}{
+		{nil, false, "-r--r--r--"},
+		{[]string{"-o", "allow_other"}, true, "-r--r--r--"},
+		{[]string{"-o", "allow_root"}, false, "-r--------"},
+	} {
+		t.Run(strings.Join(append([]string{"opts"}, c.opts...), " "), func(t *testing.T) {
+			mnt, err := os.MkdirTemp(pub, "mnt-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(mnt, 0o755)
+			t.Cleanup(func() { clear(t, mnt) })
+			if r := npzfs(t, append(append([]string{"mount"}, c.opts...), pubArchive, mnt)...); r.code != 0 {
+				t.Fatalf("mount: %s", r.stderr)
+			}
+			raw := filepath.Join(mnt, "images", "raw.bin")
+			// Root reads first, so the kernel has the entries cached.
+			b, err := os.ReadFile(raw)
+			if err != nil || !bytes.Equal(b, arrays[0].raw) {
+				t.Fatalf("root reads: %d bytes, %v", len(b), err)
+			}
+			fi, _ := os.Stat(raw)
+			if fi.Mode().String() != c.wantPerms {
+				t.Errorf("mode %v, want %s", fi.Mode(), c.wantPerms)
+			}
+			out, err := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "cat", raw).Output()
+			if c.nobodyOK && (err != nil || !bytes.Equal(out, arrays[0].raw)) {
+				t.Errorf("nobody reads: %d bytes, %v", len(out), err)
+			}
+			if !c.nobodyOK && err == nil {
+				t.Errorf("nobody read %d bytes; want permission denied", len(out))
+			}
+		})
+	}
 }
