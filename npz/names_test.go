@@ -3,6 +3,7 @@ package npz
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -201,5 +202,42 @@ func TestNamesCorpus(t *testing.T) {
 	// The member dup.npy that is served is the second (deflated) one.
 	if m := a.Member("dup.npy"); m == nil || m.Index() != 4 || !m.Served() {
 		t.Errorf("dup.npy: %+v", m)
+	}
+}
+
+// TestLargeFolderViews: a folder of more than 1,024 .npy members lists
+// their views folders without reading their headers; a broken member's
+// views folder is then not found by Lookup, and no longer listed.
+func TestLargeFolderViews(t *testing.T) {
+	const n = eagerViews + 6
+	ents := make([]zent, 0, n)
+	for i := range n {
+		name := "m" + strconv.Itoa(i) + ".npy"
+		data := npyOf(t, name)
+		if i == 7 {
+			data = []byte("broken")
+		}
+		ents = append(ents, zent{name: name, data: data})
+	}
+	a := openBytes(t, makeZip(t, ents))
+	if got := len(a.Root().Children()); got != 2*n {
+		t.Fatalf("%d children, want %d", got, 2*n)
+	}
+	for _, m := range a.Members() {
+		if m.nv.Load() != nil {
+			t.Fatalf("listing read the header of %q", m.Name())
+		}
+	}
+	if a.Root().Lookup("m7") != nil {
+		t.Error("broken member's views folder found")
+	}
+	if v := a.Root().Lookup("m8"); v == nil || v.Lookup("raw.bin") == nil {
+		t.Error("m8/raw.bin not found")
+	}
+	if got := len(a.Root().Children()); got != 2*n-1 {
+		t.Errorf("%d children after the lookup, want %d", got, 2*n-1)
+	}
+	if r := a.Member("m7.npy").Reason(); !strings.Contains(r, "no views") {
+		t.Errorf("reason %q", r)
 	}
 }
