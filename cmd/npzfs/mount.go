@@ -31,11 +31,13 @@ it prints one line saying why and leaves no mount and no daemon behind.
 Daemon messages: with --log FILE they are appended to FILE (which also
 receives the daemon's stdout and stderr). Without --log they go to syslog
 (facility daemon, tag "npzfs") when a syslog socket answers, and are
-discarded otherwise. With -f they go to stderr.
+discarded otherwise. With -f they go to stderr, or to FILE with --log.
 
 Mount options (-o, comma-separated, repeatable): allow_other, allow_root,
 default_permissions, nosuid, nodev, noexec, exec, suid, dev, noatime, atime,
-ro. "rw" is refused: npzfs is read-only. allow_other and allow_root need
+ro. "rw" is refused: npzfs is read-only. allow_other lets every user
+read the mount; allow_root lets root in besides you (files then show as
+0400 and folders 0500, and the kernel checks them). Both need
 user_allow_other in /etc/fuse.conf for a non-root user.
 
 Exit codes: 0 mounted (with -f: unmounted cleanly after a signal or
@@ -114,7 +116,16 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return runDaemon(&ma)
 	}
 	if ma.foreground {
-		logger := log.New(stderr, "npzfs: ", log.LstdFlags)
+		var logw io.Writer = stderr
+		if ma.logFile != "" {
+			f, err := os.OpenFile(ma.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err != nil {
+				return fail(stderr, "mount", fmt.Errorf("cannot open the log file: %v", err))
+			}
+			defer f.Close()
+			logw = f
+		}
+		logger := log.New(logw, "npzfs: ", log.LstdFlags)
 		err := serve(&ma, logger, func() {
 			logger.Printf("serving %s on %s (Ctrl-C to unmount)", ma.archive, ma.mountpoint)
 		})
