@@ -10,7 +10,7 @@
 // meaning, except for a few forms refused on purpose (negative or boolean
 // dimensions, sizes beyond int64, numpy's (base, dtype) union types, bytes
 // literals, \N{...} escapes, nesting deeper than 64); docs/header-json.md
-// lists them with the header.json
-// schema. The committed corpus under testdata/ (made by
-// scripts/testdata/npy_corpus.py with numpy itself) pins all of this down.
+// lists them with the header.json schema. The committed corpus under
+// testdata/ (made by scripts/testdata/npy_corpus.py with numpy itself) pins
+// all of this down.
 package npy

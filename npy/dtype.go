@@ -242,9 +242,6 @@ func typeTuple(base *DType, val Value) (*DType, error) {
 	}
 	unsized := base.ItemSize == 0 && !base.Record
 	if unsized {
-		if base.Subarray != nil {
-			return nil, descrErrorf("a zero-size subarray type cannot take an itemsize")
-		}
 		n, ok := val.(int64)
 		if !ok {
 			return nil, descrErrorf("invalid itemsize in generic type tuple")
@@ -255,6 +252,8 @@ func typeTuple(base *DType, val Value) (*DType, error) {
 		if n > maxItemSize || base.Kind == 'U' && n > maxItemSize/4 {
 			return nil, descrErrorf("itemsize %d does not fit into a C int", n)
 		}
+		// numpy sets the size of a copy; for a zero-size subarray type
+		// (kind V) that gives an itemsize its shape does not explain.
 		nd := *base
 		nd.ItemSize = n
 		if base.Kind == 'U' {
@@ -645,6 +644,10 @@ func parseCommaString(s string) (*DType, error) {
 	}
 	if len(items) == 1 {
 		return descrToDType(items[0], 1)
+	}
+	// numpy's _convert_from_list ignores a trailing empty item ('f8,<').
+	if last, ok := items[len(items)-1].(string); ok && last == "" {
+		items = items[:len(items)-1]
 	}
 	d := &DType{Kind: 'V', ByteOrder: '|', Record: true, Fields: []Field{}}
 	for i, it := range items {

@@ -328,6 +328,7 @@ def hand_written(c):
     c.hand("descr_comma_string", hdr("'i4, >f8,(2,3)u1,S3'", "(2,)"))
     c.hand("descr_shape_prefix", hdr("'(2,3)<i4'", "(1,)"))
     c.hand("descr_repeat_prefix", hdr("'>2f4'", "(1,)"))
+    c.hand("descr_sized_empty_subarray", hdr("[('a', ('<f8', (0, 2)), 2), ('b', 'u1')]", "(2,)"))
     c.hand("descr_none_title", hdr("[((None, 'a'), '<i4'), (('t', 'b'), 'u1')]", "(1,)"))
     c.hand("descr_two_char_field", hdr("['ab']", "(1,)"))
     c.hand("descr_type_tuple_extra", hdr("('<i4', 2, 'ignored')", "(1,)"))
@@ -461,7 +462,8 @@ def typestrs():
               "i4\u2003,f8", "a,b,c", "?,b1", "i4,(2)f8", "i4,2(3)f8", "i4,(2,(3))f8", "S0,U0,V0",
               "(2,3,)i4,f8", "( 2 , 3 )i4,f8", "i4,f8.", "i4,[ns]", "M8[ns],m8[3h]", "i4,M8[1,2]",
               "<0i4", "0", "1", "2", "(2)", "(2,)", ",", ",,", "i4,i4,i4,i4,i4,i4,i4,i4,i4,i4,i4",
-              "2>3i4", "<=2i4", "O,O", "(2147483647,)i4,f8", "(536870912,)i4,f8", "S2147483647,S1"]:
+              "2>3i4", "<=2i4", "O,O", "(2147483647,)i4,f8", "(536870912,)i4,f8", "S2147483647,S1",
+              "f8,<", "f8,>", "f8,=", "f8,|", "i4,f8,<", "4 |0S4", "3|0?", "0i4,", "i4,,"]:
         cands.append(s)
     seen = set()
     out = []
