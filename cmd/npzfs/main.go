@@ -120,6 +120,7 @@ func printHelp(w io.Writer) {
 
 func printCommandHelp(w io.Writer, name string, c *command) {
 	fmt.Fprintf(w, "Usage: npzfs %s %s\n\n%s\n", name, c.usage, c.summary)
+	fmt.Fprintf(w, "\nFor details, flags and exit codes: npzfs %s --help\n", name)
 }
 
 // newFlags returns a flag set for a subcommand whose help and errors go to

@@ -75,7 +75,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	var opts []string
 	fl.BoolVarP(&ma.foreground, "foreground", "f", false, "stay attached: serve until SIGINT/SIGTERM or unmount, log to stderr")
 	fl.BoolVar(&ma.debug, "debug", false, "log every FUSE request and reply")
-	fl.StringArrayVarP(&opts, "options", "o", nil, "mount options `OPT[,OPT]` (see above)")
+	fl.StringArrayVarP(&opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
 	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
 	fl.IntVar(&ma.cacheMB, "cache-mb", int(npz.DefaultCacheBytes>>20), "memory for inflated spans of deflated members, in `MiB`")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
