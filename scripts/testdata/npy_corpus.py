@@ -577,7 +577,8 @@ def random_descr_cases(n, seed):
     rnd = random.Random(seed)
     strs = ["<i4", "|u1", ">f8", "<M8[ns]", "m8[3h]", "S3", "U2", "|V4", "V0", "S0", "O", "?", "b1", "<c8",
             "f2", ">u2", "i8", "|V2", "int16", "float32", "M8", "<U0", "c32", "g", "e", "a2", "x4", "<i5", "",
-            "M8[ns/4]", "bool", "O4", "V", ">m8[7D]", "datetime64[us]"]
+            "M8[ns/4]", "bool", "O4", "V", ">m8[7D]", "datetime64[us]", "i4,f8", "2i4", "(2,0)f8",
+            "<i4,>u2,", "(0,)S2"]
     names = ["a", "b", "c", "", "A", "t", "\u00e9", "a'b", 'q"', "x y", "\u03b1"]
 
     def rshape():
