@@ -339,8 +339,8 @@ func TestSyntaxCases(t *testing.T) {
 
 // refusedForms are the errors for descr forms numpy accepts and npzfs
 // refuses on purpose (docs/header-json.md): numpy's (base, dtype) union
-// form.
-var refusedForms = []string{"invalid shape in fixed-type tuple: []"}
+// form, and negative itemsizes.
+var refusedForms = []string{"invalid shape in fixed-type tuple: []", "negative itemsize"}
 
 func TestRandomDescrs(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "random_descr.json"))
