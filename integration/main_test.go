@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,7 +53,47 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	fuseProblem = checkFuse()
-	return m.Run()
+	code := m.Run()
+	// Belt and braces: every folder any test mounted on must be clear now.
+	for _, dir := range usedDirs() {
+		if isMounted(dir) {
+			fmt.Fprintf(os.Stderr, "integration: %s still mounted after the tests; detaching it\n", dir)
+			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+				exec.Command("fusermount3", "-u", "-z", dir).Run()
+			}
+			code = 1
+		}
+		for _, pid := range daemons(dir) {
+			fmt.Fprintf(os.Stderr, "integration: daemon %d for %s still running; killing it\n", pid, dir)
+			syscall.Kill(pid, syscall.SIGKILL)
+			code = 1
+		}
+	}
+	return code
+}
+
+var used struct {
+	sync.Mutex
+	dirs []string
+}
+
+// clearLater clears dir when the test ends, and in TestMain's final sweep.
+func clearLater(t *testing.T, dir string) {
+	useDir(dir)
+	t.Cleanup(func() { clear(t, dir) })
+}
+
+// useDir records a folder a test mounts on, for the final sweep.
+func useDir(dir string) {
+	used.Lock()
+	used.dirs = append(used.dirs, dir)
+	used.Unlock()
+}
+
+func usedDirs() []string {
+	used.Lock()
+	defer used.Unlock()
+	return append([]string(nil), used.dirs...)
 }
 
 func checkFuse() string {
@@ -268,7 +309,7 @@ func mount(t *testing.T, archive string, flags ...string) string {
 	t.Helper()
 	needFuse(t)
 	dir := t.TempDir()
-	t.Cleanup(func() { clear(t, dir) })
+	clearLater(t, dir)
 	r := npzfs(t, append(append([]string{"mount"}, flags...), archive, dir)...)
 	if r.code != 0 {
 		t.Fatalf("npzfs mount %s %s: exit %d\nstderr: %s", archive, dir, r.code, r.stderr)

@@ -542,7 +542,7 @@ func TestForegroundSignalsUnmountCleanly(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			t.Cleanup(func() { clear(t, dir) })
+			clearLater(t, dir)
 			cmd := exec.Command(bin, "mount", "-f", archive, dir)
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
@@ -728,7 +728,7 @@ func TestMountWithoutFuse(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Chmod(mnt, 0o777)
-			t.Cleanup(func() { clear(t, mnt) })
+			clearLater(t, mnt)
 			cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", c.script)
 			cmd.Dir = pub
 			cmd.Env = append(os.Environ(), "NULL="+null, "NPZFS="+pubBin, "ARCHIVE="+pubArchive, "MNT="+mnt,
@@ -848,7 +848,7 @@ func TestAllowOtherAndAllowRoot(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Chmod(mnt, 0o755)
-			t.Cleanup(func() { clear(t, mnt) })
+			clearLater(t, mnt)
 			if r := npzfs(t, append(append([]string{"mount"}, c.opts...), pubArchive, mnt)...); r.code != 0 {
 				t.Fatalf("mount: %s", r.stderr)
 			}
