@@ -28,6 +28,10 @@ type Config struct {
 	Source string
 	// ArchiveSize is the archive's size in bytes, for statfs.
 	ArchiveSize int64
+	// Files is what statfs reports as the number of files (df -i). 0
+	// means count the tree on the first statfs, which resolves every
+	// folder's children (reads every .npy header of an archive).
+	Files uint64
 	// UID and GID own every file; normally the mounting user's.
 	UID, GID uint32
 	// Options are extra mount options (allow_other, default_permissions,
@@ -79,6 +83,9 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 		ra = MaxRead
 	}
 	st := &mountState{uid: cfg.UID, gid: cfg.GID, archiveSize: cfg.ArchiveSize, root: root}
+	if cfg.Files > 0 {
+		st.countOnce.Do(func() { st.count = cfg.Files })
+	}
 	var mopts []string
 	allowOther := false
 	for _, o := range cfg.Options {
