@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"encoding/binary"
@@ -870,5 +871,45 @@ func TestAllowOtherAndAllowRoot(t *testing.T) {
 				t.Errorf("nobody read %d bytes; want permission denied", len(out))
 			}
 		})
+	}
+}
+
+// TestCorruptDeflatedMemberReadsEIO: damage inside a deflated member's
+// compressed bytes reaches the reader as EIO (never ENOSYS, never silently
+// wrong bytes), and the rest of the archive still serves.
+func TestCorruptDeflatedMemberReadsEIO(t *testing.T) {
+	needFuse(t)
+	bad := newArray(t, "bad.npy", "<f4", []int64{1 << 18}, f32s(1<<18), true)
+	good := newArray(t, "good.npy", "<i8", []int64{100}, i64s(100), false)
+	path := filepath.Join(t.TempDir(), "corrupt.npz")
+	writeZip(t, path, []member{bad.member, good.member})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bad.npy's data starts after its 30-byte local header and name;
+	// overwrite a run in the middle of its compressed stream.
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csize := int(zr.File[0].CompressedSize64)
+	zr.Close()
+	start := 30 + len("bad.npy") + csize/2
+	for i := start; i < start+64; i++ {
+		b[i] ^= 0x5A
+	}
+	os.WriteFile(path, b, 0o644)
+
+	dir := mount(t, path)
+	for _, p := range []string{"bad.npy", "bad/raw.bin"} {
+		_, err := os.ReadFile(filepath.Join(dir, p))
+		if !errors.Is(err, syscall.EIO) {
+			t.Errorf("read %s: %v, want EIO", p, err)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "good", "raw.bin"))
+	if err != nil || !bytes.Equal(got, good.raw) {
+		t.Errorf("good/raw.bin next to a corrupt member: %d bytes, %v", len(got), err)
 	}
 }
