@@ -97,11 +97,11 @@ func (t *huffTable) build(lengths []uint8, symMap *[288]uint32, pbits uint) bool
 			}
 		}
 	}
-	for i := range t.prim {
-		t.prim[i] = badEntry
-	}
 	t.sub = t.sub[:0]
 	if maxLen == 0 {
+		for i := range t.prim {
+			t.prim[i] = badEntry
+		}
 		return true
 	}
 	// Kraft sum scaled to 2^maxLen.
@@ -111,6 +111,12 @@ func (t *huffTable) build(lengths []uint8, symMap *[288]uint32, pbits uint) bool
 	}
 	if sum != 1<<uint(maxLen) && !(sum == 1 && maxLen == 1) {
 		return false
+	}
+	if sum != 1<<uint(maxLen) {
+		// Incomplete (a single one-bit code): some entries stay unused.
+		for i := range t.prim {
+			t.prim[i] = badEntry
+		}
 	}
 	var next [16]int
 	code := 0
@@ -123,27 +129,25 @@ func (t *huffTable) build(lengths []uint8, symMap *[288]uint32, pbits uint) bool
 	if maxLen > int(pbits) {
 		// Size each sub-table by the longest codeword sharing its prefix.
 		var subLen [1 << litBits]uint8
+		var prefixes [288]uint16
+		np := 0
 		nc := next
-		for s, n := range lengths {
+		for _, n := range lengths {
 			if int(n) <= int(pbits) {
-				if n != 0 {
-					nc[n]++
-				}
 				continue
 			}
 			c := nc[n]
 			nc[n]++
-			rev := int(bits.Reverse16(uint16(c)) >> (16 - n))
-			p := rev & pmask
+			p := int(bits.Reverse16(uint16(c))>>(16-n)) & pmask
+			if subLen[p] == 0 {
+				prefixes[np] = uint16(p)
+				np++
+			}
 			if n > subLen[p] {
 				subLen[p] = n
 			}
-			_ = s
 		}
-		for p := 0; p < psize; p++ {
-			if subLen[p] == 0 {
-				continue
-			}
+		for _, p := range prefixes[:np] {
 			sb := uint(subLen[p]) - pbits
 			off := len(t.sub)
 			for j := 0; j < 1<<sb; j++ {
