@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
@@ -911,5 +912,48 @@ func TestCorruptDeflatedMemberReadsEIO(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(dir, "good", "raw.bin"))
 	if err != nil || !bytes.Equal(got, good.raw) {
 		t.Errorf("good/raw.bin next to a corrupt member: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestUnreadableMethodsAnswerEOPNOTSUPP: members compressed with a method
+// npzfs cannot read, or encrypted, are listed but open with EOPNOTSUPP.
+func TestUnreadableMethodsAnswerEOPNOTSUPP(t *testing.T) {
+	needFuse(t)
+	ok := newArray(t, "ok.npy", "<i8", []int64{10}, i64s(10), false)
+	path := filepath.Join(t.TempDir(), "methods.npz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	for _, h := range []*zip.FileHeader{
+		{Name: "bzip2.npy", Method: 12},
+		{Name: "encrypted.npy", Method: zip.Store, Flags: 1},
+	} {
+		h.Modified = archiveTime
+		h.CRC32 = crc32.ChecksumIEEE(ok.data)
+		h.CompressedSize64 = uint64(len(ok.data))
+		h.UncompressedSize64 = uint64(len(ok.data))
+		w, err := zw.CreateRaw(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(ok.data) // not really bzip2 or encrypted: never decoded
+	}
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: ok.name, Method: zip.Store, Modified: archiveTime})
+	w.Write(ok.data)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	dir := mount(t, path)
+	for _, name := range []string{"bzip2.npy", "encrypted.npy"} {
+		if _, err := os.ReadFile(filepath.Join(dir, name)); !errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Errorf("read %s: %v, want EOPNOTSUPP", name, err)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "ok.npy")); err != nil || !bytes.Equal(got, ok.data) {
+		t.Errorf("ok.npy: %d bytes, %v", len(got), err)
 	}
 }
