@@ -333,6 +333,7 @@ func TestModesAndNoSymlinks(t *testing.T) {
 	archive, _ := testArchive(t)
 	dir := mount(t, archive)
 	n := 0
+	inos := map[uint64]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -343,6 +344,13 @@ func TestModesAndNoSymlinks(t *testing.T) {
 		}
 		n++
 		st := fi.Sys().(*syscall.Stat_t)
+		if other, dup := inos[st.Ino]; dup || st.Ino == 0 {
+			t.Errorf("%s: inode %d (also %q)", path, st.Ino, other)
+		}
+		inos[st.Ino] = path
+		if d.Type() != fi.Mode().Type() {
+			t.Errorf("%s: readdir says type %v, stat %v", path, d.Type(), fi.Mode().Type())
+		}
 		switch {
 		case fi.Mode().Type() == fs.ModeSymlink:
 			t.Errorf("%s is a symlink", path)
