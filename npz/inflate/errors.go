@@ -49,7 +49,8 @@ func (e *OffsetError) Unwrap() error { return e.Err }
 type truncatedError struct{ compOffset int64 }
 
 func (e *truncatedError) Error() string {
-	return "inflate: compressed data truncated at byte " + strconv.FormatInt(e.compOffset, 10) + ": " + ErrTooShort.Error()
+	return "inflate: compressed data truncated at byte " + strconv.FormatInt(e.compOffset, 10) +
+		" (" + io.ErrUnexpectedEOF.Error() + "): " + ErrTooShort.Error()
 }
 
 func (e *truncatedError) Is(target error) bool {

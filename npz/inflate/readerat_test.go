@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,6 +179,12 @@ func TestReaderAtErrors(t *testing.T) {
 			if !errors.As(err, &oe) {
 				t.Fatalf("err %v carries no offset", err)
 			}
+			if msg := err.Error(); !strings.Contains(msg, strconv.FormatInt(oe.Offset, 10)) || !strings.Contains(msg, c.want.Error()) {
+				t.Fatalf("message %q lacks the offset %d or the cause", msg, oe.Offset)
+			}
+			if c.ra.Size() != c.size {
+				t.Fatalf("Size() = %d, want %d", c.ra.Size(), c.size)
+			}
 			// Later reads fail the same way, even at the start.
 			_, err2 := c.ra.ReadAt(make([]byte, 10), 0)
 			if !errors.Is(err2, c.want) {
@@ -191,6 +199,9 @@ func TestReaderAtErrors(t *testing.T) {
 	}
 	err := readAllAt(open(bad, size, crc), size)
 	var ce *CorruptError
+	if errors.As(err, &ce) && !strings.Contains(err.Error(), "corrupt input at compressed byte "+strconv.FormatInt(ce.Offset, 10)) {
+		t.Fatalf("corrupt error message %q lacks its offset", err)
+	}
 	if err == nil || (!errors.As(err, &ce) && !errors.Is(err, ErrChecksum) && !errors.Is(err, ErrTooShort) && !errors.Is(err, ErrTooLong)) {
 		t.Fatalf("corrupt stream: err = %v", err)
 	}
