@@ -275,6 +275,10 @@ func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
 		Logger:      logger,
 	})
 	if err != nil {
+		// A mount made before a later step failed must not stay.
+		if m, ok := findMount(mnt); ok && m.fstype == "fuse."+npzfs.FSType && m.source == archive {
+			npzfs.LazyUnmount(mnt)
+		}
 		return err
 	}
 	// Hold no folder busy.
