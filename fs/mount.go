@@ -94,6 +94,8 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 			st.rootToo = true
 		case "allow_other":
 			allowOther = true
+		case "ro":
+			// always there
 		default:
 			mopts = append(mopts, o)
 		}
