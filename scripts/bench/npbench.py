@@ -4,6 +4,7 @@
     npbench.py mmap   NPY              np.load(NPY, mmap_mode='r'), read the middle element
     npbench.py npz    NPZ KEY          np.load(NPZ)[KEY], read the middle element
     npbench.py npzall NPZ              z = np.load(NPZ); z[k] for every k in z.files
+                                       (open_secs: the np.load part alone)
     npbench.py dirall LIST             np.load(path) for every path listed in LIST
 
 Prints one line: secs=... maxrss_kb=... base_kb=... (base_kb is ru_maxrss
@@ -43,10 +44,11 @@ def main(argv):
     elif mode == "npzall":
         n = 0
         with np.load(argv[1]) as z:
+            extra = " open_secs=%.6f" % (time.perf_counter() - t0)
             for k in z.files:
                 z[k]
                 n += 1
-        extra = " arrays=%d" % n
+        extra += " arrays=%d" % n
     elif mode == "dirall":
         for p in paths:
             np.load(p)
