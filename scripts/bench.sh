@@ -40,7 +40,7 @@ py=/usr/bin/python3
 data="$root/bench-data/$size"
 started=$EPOCHREALTIME
 
-ensure_deps fuse numpy gcc zip unzip fuse-zip archivemount time
+ensure_deps fuse numpy gcc unzip fuse-zip archivemount
 
 work=$(mktemp -d /tmp/npzfs-bench.XXXXXX)
 res="$work/results.tsv"

@@ -329,6 +329,33 @@ def go_inflate_table(lines):
     return hdr, rows
 
 
+def fmt_ns(ns):
+    for unit, d in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= d:
+            return "%.3g %s" % (ns / d, unit)
+    return "%.3g ns" % ns
+
+
+def go_other_table(lines):
+    """Every benchmark but the inflate matrix: time/op, MB/s, allocs and custom metrics."""
+    rows = []
+    for line in lines:
+        if not line.startswith("Benchmark") or line.startswith("BenchmarkInflate/"):
+            continue
+        f = line.split()
+        name = re.sub(r"-\d+$", "", f[0])
+        metrics = {}
+        for i in range(2, len(f) - 1, 2):
+            metrics[f[i + 1]] = f[i]
+        if "ns/op" not in metrics:
+            continue
+        extra = ", ".join("%s %s" % (v, k) for k, v in metrics.items()
+                          if k not in ("ns/op", "MB/s", "B/op", "allocs/op"))
+        rows.append((name, fmt_ns(float(metrics["ns/op"])), metrics.get("MB/s", "—"),
+                     metrics.get("B/op", "—"), metrics.get("allocs/op", "—"), extra or "—"))
+    return ("benchmark", "time/op", "MB/s", "B/op", "allocs/op", "other"), rows
+
+
 def text_table(header, rows):
     w = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     out = ["  ".join(str(x).ljust(w[i]) for i, x in enumerate(header)),
@@ -449,8 +476,9 @@ def main(argv):
     print("Go benchmarks: " + "; ".join(gostatus))
     if grows:
         print(text_table(ghdr, grows))
-    for line in golines:
-        print("  " + line)
+    ohdr, orows = go_other_table(golines)
+    if orows:
+        print(text_table(ohdr, orows))
 
     if write:
         md = [BEGIN, "", "## Results", "", "- Run: " + run, "- Machine: " + machine,
@@ -464,7 +492,10 @@ def main(argv):
                + "; ".join(gostatus) + ".", ""]
         if grows:
             md += ["Inflating whole streams (BenchmarkInflate, MB/s of output):", "", md_table(ghdr, grows), ""]
-        md += ["```"] + golines + ["```", "", END]
+        ohdr, orows = go_other_table(golines)
+        if orows:
+            md += ["The others (npy header parsing, opening a 100,000-member archive, ReadAt):", "", md_table(ohdr, orows), ""]
+        md += ["Raw lines:", "", "```"] + golines + ["```", "", END]
         block = "\n".join(md)
         try:
             with open(write) as f:
