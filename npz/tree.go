@@ -204,10 +204,24 @@ func mergeNodes(kids, views []*Node) []*Node {
 
 // cand is a name a folder may hold.
 type cand struct {
-	name string
-	kind uint8
-	m    *Member // kindFile
-	dir  *Node   // kindDir
+	prefix uint64 // the name's first 8 bytes, big-endian: a cheap first comparison
+	name   string
+	kind   uint8
+	m      *Member // kindFile
+	dir    *Node   // kindDir
+}
+
+// namePrefix packs the first 8 bytes of s, zero-padded, so that comparing
+// prefixes orders names as comparing the names does, unless they tie.
+func namePrefix(s string) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < len(s) {
+			p |= uint64(s[i])
+		}
+	}
+	return p
 }
 
 // dirBuild is a folder being built.
@@ -245,7 +259,7 @@ func (a *Archive) buildTree() {
 		d := &dirBuild{node: al.node(a, kindDir, base, nil)}
 		dirs[path] = d
 		order = append(order, d)
-		pd.cands = append(pd.cands, cand{name: base, kind: kindDir, dir: d.node})
+		pd.cands = append(pd.cands, cand{prefix: namePrefix(base), name: base, kind: kindDir, dir: d.node})
 		return d
 	}
 	for i := range a.members {
@@ -262,13 +276,16 @@ func (a *Archive) buildTree() {
 			parent, base = m.path[:i], m.path[i+1:]
 		}
 		d := ensure(parent)
-		d.cands = append(d.cands, cand{name: base, kind: kindFile, m: m})
+		d.cands = append(d.cands, cand{prefix: namePrefix(base), name: base, kind: kindFile, m: m})
 	}
 
 	for _, d := range order {
 		// Folders first, then files from the last entry back: the first
 		// of each name wins.
 		slices.SortFunc(d.cands, func(x, y cand) int {
+			if x.prefix != y.prefix {
+				return cmp.Compare(x.prefix, y.prefix)
+			}
 			if c := strings.Compare(x.name, y.name); c != 0 {
 				return c
 			}
