@@ -48,7 +48,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	var n int
 	var err error
 	if f.kind == fileJSON {
-		n = copy(want, f.m.nv.Load().json[off:])
+		n = copy(want, f.m.vs.Load().json[off:])
 	} else {
 		n, err = f.m.readAt(want, f.base+off)
 	}

@@ -44,6 +44,7 @@ type Member struct {
 	// without a lock.
 	loc atomic.Pointer[location]
 	nv  atomic.Pointer[npyView]
+	vs  atomic.Pointer[viewSet]
 
 	file File
 }
@@ -57,7 +58,13 @@ type location struct {
 
 // npyView is what reading a member's npy header found.
 type npyView struct {
-	hdr   *npy.Header
+	hdr *npy.Header
+	err error // why the member is not a valid .npy member
+}
+
+// viewSet is a .npy member's views, built (once) when first needed: on a
+// valid header, header.json rendered and the views' files and nodes.
+type viewSet struct {
 	err   error // why the member has no views
 	json  []byte
 	files [2]File // header.json, raw.bin
@@ -143,14 +150,14 @@ func (m *Member) Header() (*npy.Header, error) {
 
 // HeaderJSON is the header.json view of the member.
 func (m *Member) HeaderJSON() ([]byte, error) {
-	nv := m.npy()
-	return nv.json, nv.err
+	vs := m.viewSet()
+	return vs.json, vs.err
 }
 
 // HasViews reports whether the member's KEY/ folder is served with views
 // in it; it reads the npy header if needed.
 func (m *Member) HasViews() bool {
-	return m.state == memberServed && m.views != nil && m.npy().err == nil
+	return m.state == memberServed && m.views != nil && m.viewSet().err == nil
 }
 
 // Reason says why the member is not served, or, for a .npy member, why it
@@ -165,6 +172,9 @@ func (m *Member) Reason() string {
 		}
 		if err := m.npy().err; err != nil {
 			return "no views: " + reasonText(err)
+		}
+		if vs := m.vs.Load(); vs != nil && vs.err != nil {
+			return "no views: " + reasonText(vs.err)
 		}
 		return ""
 	}
@@ -277,7 +287,7 @@ func (m *Member) stream() (io.Reader, error) {
 	return io.LimitReader(inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.csize)), m.size), nil
 }
 
-// npy reads (once) the member's npy header and builds its views.
+// npy reads (once) the member's npy header.
 func (m *Member) npy() *npyView {
 	if nv := m.nv.Load(); nv != nil {
 		return nv
@@ -297,6 +307,52 @@ func (m *Member) npy() *npyView {
 	return nv
 }
 
+// viewSet builds (once) the member's views from its npy header.
+func (m *Member) viewSet() *viewSet {
+	if vs := m.vs.Load(); vs != nil {
+		return vs
+	}
+	nv := m.npy() // before taking the lock, which npy takes too
+	mu := m.a.lock(m)
+	mu.Lock()
+	defer mu.Unlock()
+	if vs := m.vs.Load(); vs != nil {
+		return vs
+	}
+	vs := &viewSet{err: nv.err}
+	if vs.err == nil {
+		h := nv.hdr
+		vs.json, vs.err = h.JSON(m.size)
+		if vs.err != nil && m.views != nil && m.state == memberServed {
+			m.a.logf("npz: %q: no views: %v", m.name, vs.err)
+		}
+		vs.files[0] = File{m: m, kind: fileJSON, size: int64(len(vs.json))}
+		vs.files[1] = File{m: m, kind: fileRaw, base: h.DataOffset, size: h.DataLength(m.size)}
+		if v := m.views; v != nil && vs.err == nil {
+			vs.nodes[0] = Node{a: m.a, name: "header.json", ino: v.ino + 1, kind: kindJSON, m: m}
+			vs.nodes[1] = Node{a: m.a, name: "raw.bin", ino: v.ino + 2, kind: kindRaw, m: m}
+			vs.kids = []*Node{&vs.nodes[0]}
+			if !h.DType.HasObject {
+				vs.kids = append(vs.kids, &vs.nodes[1])
+			}
+		}
+	}
+	m.vs.Store(vs)
+	return vs
+}
+
+// brokenKnown reports a member already found to have no views, without
+// reading anything.
+func (m *Member) brokenKnown() bool {
+	if nv := m.nv.Load(); nv != nil && nv.err != nil {
+		return true
+	}
+	vs := m.vs.Load()
+	return vs != nil && vs.err != nil
+}
+
+// readNPY reads and checks the member's npy header: it must parse and its
+// array data must fit in the member.
 func (m *Member) readNPY() *npyView {
 	nv := &npyView{}
 	if !m.IsNPY() {
@@ -326,22 +382,6 @@ func (m *Member) readNPY() *npyView {
 		nv.err = fmt.Errorf("npz: array data (%d bytes from byte %d) is longer than the member's %d bytes", dl, h.DataOffset, m.size)
 		return nv
 	}
-	js, err := h.JSON(m.size)
-	if err != nil {
-		nv.err = err
-		return nv
-	}
-	nv.hdr, nv.json = h, js
-	nv.files[0] = File{m: m, kind: fileJSON, size: int64(len(js))}
-	nv.files[1] = File{m: m, kind: fileRaw, base: h.DataOffset, size: dl}
-	if m.views != nil {
-		v := m.views
-		nv.nodes[0] = Node{a: m.a, name: "header.json", ino: v.ino + 1, kind: kindJSON, m: m}
-		nv.nodes[1] = Node{a: m.a, name: "raw.bin", ino: v.ino + 2, kind: kindRaw, m: m}
-		nv.kids = []*Node{&nv.nodes[0]}
-		if !h.DType.HasObject {
-			nv.kids = append(nv.kids, &nv.nodes[1])
-		}
-	}
+	nv.hdr = h
 	return nv
 }

@@ -65,9 +65,9 @@ func (n *Node) File() *File {
 	case kindFile:
 		return &n.m.file
 	case kindJSON:
-		return &n.m.npy().files[0]
+		return &n.m.viewSet().files[0]
 	case kindRaw:
-		return &n.m.npy().files[1]
+		return &n.m.viewSet().files[1]
 	}
 	return nil
 }
@@ -86,12 +86,12 @@ func (n *Node) Lookup(name string) *Node {
 			return nil
 		}
 		c := n.kids[i]
-		if c.kind == kindViews && c.m.npy().err != nil {
+		if c.kind == kindViews && c.m.viewSet().err != nil {
 			return nil
 		}
 		return c
 	case kindViews:
-		for _, c := range n.m.npy().kids {
+		for _, c := range n.m.viewSet().kids {
 			if c.name == name {
 				return c
 			}
@@ -114,7 +114,7 @@ func (n *Node) Children() []*Node {
 		out := make([]*Node, 0, len(n.kids))
 		for _, c := range n.kids {
 			if c.kind == kindViews {
-				if nv := c.m.nv.Load(); nv != nil && nv.err != nil {
+				if c.m.brokenKnown() {
 					continue
 				}
 			}
@@ -122,7 +122,7 @@ func (n *Node) Children() []*Node {
 		}
 		return out
 	case kindViews:
-		return slices.Clone(n.m.npy().kids)
+		return slices.Clone(n.m.viewSet().kids)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func (n *Node) Children() []*Node {
 func (n *Node) resolveViews() {
 	var todo []*Member
 	for _, c := range n.kids {
-		if c.kind == kindViews && c.m.nv.Load() == nil {
+		if c.kind == kindViews && c.m.vs.Load() == nil {
 			todo = append(todo, c.m)
 		}
 	}
@@ -140,7 +140,7 @@ func (n *Node) resolveViews() {
 		return
 	}
 	if len(todo) == 1 {
-		todo[0].npy()
+		todo[0].viewSet()
 		return
 	}
 	var next atomic.Int64
@@ -154,7 +154,7 @@ func (n *Node) resolveViews() {
 				if i >= int64(len(todo)) {
 					return
 				}
-				todo[i].npy()
+				todo[i].viewSet()
 			}
 		}()
 	}
