@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	npzfs "github.com/npzfs/npzfs/fs"
@@ -163,19 +164,33 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Ctrl-C while waiting reaches only us (the daemon has its own
+	// session): pass it on, so the daemon gives up or unmounts at once.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigc)
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return fail(stderr, "mount", fmt.Errorf("cannot start the daemon: %v", err))
 	}
 	w.Close()
+	var interrupted atomic.Bool
+	go func() {
+		if _, ok := <-sigc; ok {
+			interrupted.Store(true)
+			cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}()
 	line, _ := bufio.NewReader(r).ReadString('\n')
 	line = strings.TrimSpace(line)
-	if line == "ok" {
+	if line == "ok" && !interrupted.Load() {
 		cmd.Process.Release()
 		return exitOK
 	}
 	werr := cmd.Wait()
-	if line == "" {
+	if interrupted.Load() {
+		line = "interrupted; nothing was left mounted"
+	} else if line == "" {
 		line = fmt.Sprintf("the daemon exited before mounting (%v); run with -f to see why", werr)
 	}
 	fmt.Fprintf(stderr, "npzfs mount: %s\n", line)
