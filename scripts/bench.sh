@@ -29,6 +29,8 @@ rounds5=${BENCH_ROUNDS_MANY:-3}
 tmo=${BENCH_TIMEOUT:-60}
 npall_tmo=${BENCH_NUMPY_ALL_TIMEOUT:-240}
 gotime=${BENCH_GOTIME:-200ms}
+# Every npzfs step is bounded too, so a hung mount cannot hang the run.
+guard=(timeout "${BENCH_GUARD:-300}")
 case "$size" in
   full) params='{"stored_bytes":1073741824,"deflated_bytes":268435456,"bigdefl_bytes":1073741824,"many_count":100000}'
         write_md=${BENCH_WRITE:-1} ;;
@@ -102,11 +104,18 @@ start_fs() {
   pids+=("$DPID")
   for i in $(seq 600); do
     if is_mounted "$mnt"; then
-      stat "$mnt" >/dev/null 2>&1 && return 0
+      timeout 10 stat "$mnt" >/dev/null 2>&1 && return 0
     fi
-    kill -0 "$DPID" 2>/dev/null || { wait "$DPID" 2>/dev/null; DPID=; return 1; }
+    if ! kill -0 "$DPID" 2>/dev/null; then
+      wait "$DPID" 2>/dev/null || true
+      rec "note.$kind.mount-failed" "$(basename "$arch"): $(tail -n 1 "$work/$kind.log" | cut -c1-200)"
+      DPID=
+      return 1
+    fi
     sleep 0.05
   done
+  rec "note.$kind.mount-failed" "$(basename "$arch"): not live after 30 s"
+  stop_fs "$mnt"
   return 1
 }
 
@@ -122,7 +131,7 @@ stop_fs() {
     [ -n "$label" ] && [ -n "$hwm" ] && rec "rss.$DKIND.$label" "$hwm"
   fi
   if [ "$DKIND" = npzfs ] && is_mounted "$mnt"; then
-    "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || true
+    timeout 30 "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || true
   fi
   unmount_any "$mnt"
   if [ -n "$DPID" ]; then
@@ -147,7 +156,7 @@ run_rd() {
     printf '%s' "$out"
   else
     err=$(head -n 1 "$work/err" | cut -c1-300)
-    [ $rc = 124 ] && err="timed out after ${tmo} s"
+    [ $rc = 124 ] && [ "$1" = timeout ] && err="timed out after $2 s"
     rec "$key.err" "${err:-exit status $rc}"
     return 1
   fi
@@ -227,7 +236,7 @@ for r in $(seq "$rounds"); do
     b=${bsname[$bs]}
     # The reference is read just before and just after the mount's two
     # reads, so drift in the machine's load hits both sides alike.
-    run_rd "s1.direct.raw.$b" "$rd" seq "$stored" "$raw_off" "$raw_size" "$bs" >/dev/null || true
+    run_rd "s1.direct.raw.$b" "${guard[@]}" "$rd" seq "$stored" "$raw_off" "$raw_size" "$bs" >/dev/null || true
     if start_fs npzfs "$stored" "$mnt"; then
       if [ "$r" = 1 ] && [ "$bs" = 1048576 ]; then
         bdi=$(mountpoint -d "$mnt")
@@ -236,27 +245,27 @@ for r in $(seq "$rounds"); do
         rec s1.max_read "$(awk -v m="$mnt" '$2==m{print $4}' /proc/mounts | tr ',' '\n' | sed -n 's/^max_read=//p')"
         rc0=$(daemon_io rchar); sc0=$(daemon_io syscr); sf0=$(splice_fails)
       fi
-      run_rd "s1.first.raw.$b" "$rd" seq "$mnt/x/raw.bin" 0 -1 "$bs" >/dev/null || true
+      run_rd "s1.first.raw.$b" "${guard[@]}" "$rd" seq "$mnt/x/raw.bin" 0 -1 "$bs" >/dev/null || true
       if [ "$r" = 1 ] && [ "$bs" = 1048576 ]; then
         rec s1.daemon_rchar "$(( $(daemon_io rchar) - rc0 ))"
         rec s1.daemon_syscr "$(( $(daemon_io syscr) - sc0 ))"
         rec s1.splice_fallbacks "$(( $(splice_fails) - sf0 ))"
       fi
-      run_rd "s1.second.raw.$b" "$rd" seq "$mnt/x/raw.bin" 0 -1 "$bs" >/dev/null || true
+      run_rd "s1.second.raw.$b" "${guard[@]}" "$rd" seq "$mnt/x/raw.bin" 0 -1 "$bs" >/dev/null || true
       stop_fs "$mnt" stored-seq
     else
       rec "s1.first.raw.$b.err" "mount failed: $(tail -n 1 "$work/npzfs.log")"
     fi
-    run_rd "s1.direct.raw.$b" "$rd" seq "$stored" "$raw_off" "$raw_size" "$bs" >/dev/null || true
+    run_rd "s1.direct.raw.$b" "${guard[@]}" "$rd" seq "$stored" "$raw_off" "$raw_size" "$bs" >/dev/null || true
   done
   # KEY.npy, the member itself, at 1 MiB.
-  run_rd s1.direct.npy.1m "$rd" seq "$stored" "$npy_off" "$npy_size" 1048576 >/dev/null || true
+  run_rd s1.direct.npy.1m "${guard[@]}" "$rd" seq "$stored" "$npy_off" "$npy_size" 1048576 >/dev/null || true
   if start_fs npzfs "$stored" "$mnt"; then
-    run_rd s1.first.npy.1m "$rd" seq "$mnt/x.npy" 0 -1 1048576 >/dev/null || true
-    run_rd s1.second.npy.1m "$rd" seq "$mnt/x.npy" 0 -1 1048576 >/dev/null || true
+    run_rd s1.first.npy.1m "${guard[@]}" "$rd" seq "$mnt/x.npy" 0 -1 1048576 >/dev/null || true
+    run_rd s1.second.npy.1m "${guard[@]}" "$rd" seq "$mnt/x.npy" 0 -1 1048576 >/dev/null || true
     stop_fs "$mnt" stored-seq
   fi
-  run_rd s1.direct.npy.1m "$rd" seq "$stored" "$npy_off" "$npy_size" 1048576 >/dev/null || true
+  run_rd s1.direct.npy.1m "${guard[@]}" "$rd" seq "$stored" "$npy_off" "$npy_size" 1048576 >/dev/null || true
 done
 # Ceiling probes, one fresh mount each, 1 MiB reads of x/raw.bin:
 # the fuse bdi's readahead set before the first read ...
@@ -265,7 +274,7 @@ for ra in 128 4096; do
     bdi=$(mountpoint -d "$mnt")
     if echo "$ra" >"/sys/class/bdi/$bdi/read_ahead_kb" 2>/dev/null; then
       rec "s1.ra$ra.effective_kb" "$(cat "/sys/class/bdi/$bdi/read_ahead_kb")"
-      run_rd "s1.first.raw.ra$ra" "$rd" seq "$mnt/x/raw.bin" 0 -1 1048576 >/dev/null || true
+      run_rd "s1.first.raw.ra$ra" "${guard[@]}" "$rd" seq "$mnt/x/raw.bin" 0 -1 1048576 >/dev/null || true
     fi
     stop_fs "$mnt" stored-seq
   fi
@@ -278,7 +287,7 @@ pipe_max_orig=$(cat /proc/sys/fs/pipe-max-size)
 if [ "$pipe_max_orig" -lt 2097152 ] && echo 2097152 >/proc/sys/fs/pipe-max-size 2>/dev/null; then
   if start_fs npzfs "$stored" "$mnt"; then
     rc0=$(daemon_io rchar); sf0=$(splice_fails)
-    run_rd s1.first.raw.pipe2m "$rd" seq "$mnt/x/raw.bin" 0 -1 1048576 >/dev/null || true
+    run_rd s1.first.raw.pipe2m "${guard[@]}" "$rd" seq "$mnt/x/raw.bin" 0 -1 1048576 >/dev/null || true
     rec s1.pipe2m.daemon_rchar "$(( $(daemon_io rchar) - rc0 ))"
     rec s1.pipe2m.splice_fallbacks "$(( $(splice_fails) - sf0 ))"
     stop_fs "$mnt" stored-seq
@@ -288,7 +297,7 @@ fi
 pipe_max_orig=
 # Correctness: raw.bin is exactly the array bytes of the archive.
 if start_fs npzfs "$stored" "$mnt"; then
-  if cmp -s <(dd if="$stored" bs=1M iflag=skip_bytes,count_bytes skip="$raw_off" count="$raw_size" status=none) "$mnt/x/raw.bin"; then
+  if "${guard[@]}" cmp -s <(dd if="$stored" bs=1M iflag=skip_bytes,count_bytes skip="$raw_off" count="$raw_size" status=none) "$mnt/x/raw.bin"; then
     rec check.stored ok
   else
     rec check.stored "MISMATCH: x/raw.bin differs from bytes $raw_off..$((raw_off + raw_size)) of the archive"
@@ -308,7 +317,7 @@ for r in $(seq "$rounds"); do
   out=$("$py" scripts/bench/npbench.py mmap "$local_npy" 2>"$work/err") && rec s2.local "$out" \
     || rec s2.local.err "$(head -n 1 "$work/err")"
   if start_fs npzfs "$stored" "$mnt"; then
-    out=$("$py" scripts/bench/npbench.py mmap "$mnt/x.npy" 2>"$work/err") && rec s2.mmap "$out" \
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py mmap "$mnt/x.npy" 2>"$work/err") && rec s2.mmap "$out" \
       || rec s2.mmap.err "$(head -n 1 "$work/err")"
     stop_fs "$mnt" mmap
   fi
@@ -322,8 +331,8 @@ say "3. deflated array read in full: mount vs unzip -p vs numpy"
 warm "$deflated"
 for r in $(seq "$rounds"); do
   if start_fs npzfs "$deflated" "$mnt"; then
-    run_rd s3.first.npy "$rd" seq "$mnt/y.npy" 0 -1 1048576 >/dev/null || true
-    run_rd s3.second.npy "$rd" seq "$mnt/y.npy" 0 -1 1048576 >/dev/null || true
+    run_rd s3.first.npy "${guard[@]}" "$rd" seq "$mnt/y.npy" 0 -1 1048576 >/dev/null || true
+    run_rd s3.second.npy "${guard[@]}" "$rd" seq "$mnt/y.npy" 0 -1 1048576 >/dev/null || true
     stop_fs "$mnt" deflated-seq
   fi
   t0=$EPOCHREALTIME
@@ -336,7 +345,7 @@ for r in $(seq "$rounds"); do
     || rec s3.numpy.err "$(head -n 1 "$work/err")"
 done
 if start_fs npzfs "$deflated" "$mnt"; then
-  if cmp -s <(unzip -p "$deflated" y.npy) "$mnt/y.npy"; then rec check.deflated ok
+  if "${guard[@]}" cmp -s <(unzip -p "$deflated" y.npy) "$mnt/y.npy"; then rec check.deflated ok
   else rec check.deflated "MISMATCH: y.npy differs from unzip -p"; fi
   stop_fs "$mnt" deflated-seq
 fi
@@ -346,18 +355,18 @@ fi
 say "4. 4 KiB random reads of the deflated array; RSS serving a 1 GiB deflated member"
 for r in $(seq "$rounds"); do
   if start_fs npzfs "$deflated" "$mnt"; then
-    run_rd s4.rand "$rd" rand "$mnt/y/raw.bin" 1000 4096 "$((12345 + r))" >/dev/null || true
+    run_rd s4.rand "${guard[@]}" "$rd" rand "$mnt/y/raw.bin" 1000 4096 "$((12345 + r))" >/dev/null || true
     stop_fs "$mnt" deflated-rand
   fi
 done
 warm "$bigdefl"
 if start_fs npzfs "$bigdefl" "$mnt"; then
-  run_rd s4.big.seq "$rd" seq "$mnt/z.npy" 0 -1 1048576 >/dev/null || true
-  run_rd s4.big.rand "$rd" rand "$mnt/z/raw.bin" 1000 4096 777 >/dev/null || true
+  run_rd s4.big.seq "${guard[@]}" "$rd" seq "$mnt/z.npy" 0 -1 1048576 >/dev/null || true
+  run_rd s4.big.rand "${guard[@]}" "$rd" rand "$mnt/z/raw.bin" 1000 4096 777 >/dev/null || true
   stop_fs "$mnt" bigdefl
 fi
 if start_fs npzfs "$bigdefl" "$mnt"; then
-  run_rd s4.big.randfirst "$rd" rand "$mnt/z/raw.bin" 1000 4096 778 >/dev/null || true
+  run_rd s4.big.randfirst "${guard[@]}" "$rd" rand "$mnt/z/raw.bin" 1000 4096 778 >/dev/null || true
   stop_fs "$mnt" bigdefl
 fi
 
@@ -368,9 +377,9 @@ warm "$many"
 for r in $(seq "$rounds5"); do
   # Background mode, as users run it: the command returns once mounted.
   t0=$EPOCHREALTIME
-  if "$npzfs" mount "$many" "$mnt" >>"$work/npzfs.log" 2>&1; then
+  if "${guard[@]}" "$npzfs" mount "$many" "$mnt" >>"$work/npzfs.log" 2>&1; then
     rec s5.mount "secs=$(elapsed "$t0" "$EPOCHREALTIME")"
-    "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || unmount_any "$mnt"
+    timeout 30 "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || unmount_any "$mnt"
   else
     rec s5.mount.err "npzfs mount failed: $(tail -n 1 "$work/npzfs.log")"
     unmount_any "$mnt"
@@ -382,7 +391,7 @@ print("secs=%.6f arrays=%d" % (time.perf_counter() - t, n))' "$many" 2>"$work/er
   for how in -f plain; do
     if start_fs npzfs "$many" "$mnt"; then
       t0=$EPOCHREALTIME rc=0
-      if [ "$how" = -f ]; then n=$(ls -f "$mnt" | wc -l) || rc=$?; else n=$(ls "$mnt" | wc -l) || rc=$?; fi
+      if [ "$how" = -f ]; then n=$("${guard[@]}" ls -f "$mnt" | wc -l) || rc=$?; else n=$("${guard[@]}" ls "$mnt" | wc -l) || rc=$?; fi
       if [ $rc = 0 ]; then rec "s5.ls$how" "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$n"
       else rec "s5.ls$how.err" "ls failed (exit status $rc)"; fi
       stop_fs "$mnt" many-ls
@@ -393,13 +402,13 @@ print("secs=%.6f arrays=%d" % (time.perf_counter() - t, n))' "$many" 2>"$work/er
   rec s5.zipinfo "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$n"
   if start_fs npzfs "$many" "$mnt"; then
     list_in "$mnt" npzfs
-    run_rd s5.readall "$rd" many "$work/many.list.npzfs" 1048576 >/dev/null || true
+    run_rd s5.readall "${guard[@]}" "$rd" many "$work/many.list.npzfs" 1048576 >/dev/null || true
     stop_fs "$mnt" many-read
   fi
 done
 if start_fs npzfs "$many" "$mnt"; then
   list_in "$mnt" npzfs
-  out=$("$py" scripts/bench/npbench.py dirall "$work/many.list.npzfs" 2>"$work/err") && rec s5.npdirall "$out" \
+  out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirall "$work/many.list.npzfs" 2>"$work/err") && rec s5.npdirall "$out" \
     || rec s5.npdirall.err "$(head -n 1 "$work/err")"
   stop_fs "$mnt" many-read
 fi
