@@ -2,4 +2,23 @@
 // go-fuse's v2 node API: folders and files from the archive's tree, stored
 // reads spliced from the archive file, deflated reads through the
 // checkpointed inflater, every writing operation refused with EROFS.
+//
+// The tree is reached through the Entry interface (FromNPZ adapts an
+// npz.Node), so the package can be tested on a small tree of its own.
+// Inodes are made on lookup and readdir, never up front, with the entry's
+// Ino as inode number.
+//
+// Choices that matter for users:
+//
+//   - the mount is "ro"; files are 0444, folders 0555, owned by the
+//     mounting user (allow_root narrows this to 0400/0500 with
+//     default_permissions);
+//   - files open with FOPEN_KEEP_CACHE and never direct_io, and entries,
+//     attributes and failed lookups are cached for an hour: the archive
+//     does not change while mounted, and mmap needs the page cache;
+//   - reads are asked for in requests of up to 1 MiB (MaxRead); stored
+//     members answer with fuse.ReadResultFd clamped to the member's end;
+//   - errors become errnos in Errno alone (default EIO, never ENOSYS);
+//     getxattr and listxattr answer ENOSYS on purpose, so the kernel stops
+//     asking for attributes that do not exist.
 package fs
