@@ -965,3 +965,33 @@ func TestUnreadableMethodsAnswerEOPNOTSUPP(t *testing.T) {
 		t.Errorf("ok.npy: %d bytes, %v", len(got), err)
 	}
 }
+
+// TestUnmountLazy: --lazy detaches a busy mount at once; the open file
+// keeps reading and the daemon exits when it is closed.
+func TestUnmountLazy(t *testing.T) {
+	archive, arrays := testArchive(t)
+	dir := mount(t, archive)
+	pids := daemons(dir)
+	if len(pids) != 1 {
+		t.Fatalf("daemons: %v", pids)
+	}
+	f, err := os.Open(filepath.Join(dir, "labels.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if r := npzfs(t, "unmount", "--lazy", dir); r.code != 0 || r.stderr != "" {
+		t.Fatalf("unmount --lazy: exit %d: %s", r.code, r.stderr)
+	}
+	if isMounted(dir) {
+		t.Fatalf("%s still in the mount table after unmount --lazy", dir)
+	}
+	got, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(got, arrays[1].data) {
+		t.Errorf("reading the detached file: %d bytes, %v", len(got), err)
+	}
+	f.Close()
+	if !waitGone(pids[0]) {
+		t.Errorf("daemon %d still running after the last file closed", pids[0])
+	}
+}
