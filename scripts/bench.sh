@@ -121,6 +121,9 @@ start_fs() {
 
 # daemon_io FIELD: a field of /proc/DPID/io (rchar, syscr, ...).
 daemon_io() { awk -v f="$1:" '$1==f{print $2}' "/proc/$DPID/io" 2>/dev/null || echo 0; }
+# daemon_cpu: the daemon's user+system CPU time so far, in clock ticks.
+daemon_cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat" 2>/dev/null || echo 0; }
+clk_tck=$(getconf CLK_TCK)
 
 # stop_fs MNT [LABEL]: record the daemon's peak RSS as rss.KIND.LABEL (kB),
 # unmount, and reap the daemon.
@@ -243,13 +246,14 @@ for r in $(seq "$rounds"); do
         rec s1.bdi "$bdi"
         rec s1.read_ahead_kb "$(cat "/sys/class/bdi/$bdi/read_ahead_kb" 2>/dev/null || echo '?')"
         rec s1.max_read "$(awk -v m="$mnt" '$2==m{print $4}' /proc/mounts | tr ',' '\n' | sed -n 's/^max_read=//p')"
-        rc0=$(daemon_io rchar); sc0=$(daemon_io syscr); sf0=$(splice_fails)
+        rc0=$(daemon_io rchar); sc0=$(daemon_io syscr); sf0=$(splice_fails); cpu0=$(daemon_cpu)
       fi
       run_rd "s1.first.raw.$b" "${guard[@]}" "$rd" seq "$mnt/x/raw.bin" 0 -1 "$bs" >/dev/null || true
       if [ "$r" = 1 ] && [ "$bs" = 1048576 ]; then
         rec s1.daemon_rchar "$(( $(daemon_io rchar) - rc0 ))"
         rec s1.daemon_syscr "$(( $(daemon_io syscr) - sc0 ))"
         rec s1.splice_fallbacks "$(( $(splice_fails) - sf0 ))"
+        rec s1.daemon_cpu "$(awk -v a="$cpu0" -v b="$(daemon_cpu)" -v t="$clk_tck" 'BEGIN{printf "%.3f", (b-a)/t}')"
       fi
       run_rd "s1.second.raw.$b" "${guard[@]}" "$rd" seq "$mnt/x/raw.bin" 0 -1 "$bs" >/dev/null || true
       stop_fs "$mnt" stored-seq

@@ -418,6 +418,14 @@ def main(argv):
         probes.append("daemon during one first read of raw.bin: %.1f MiB read by read-family syscalls (rchar, %s calls), "
                       "%s splice fallbacks logged (\"trySplice: ... max pipe size\"); rchar near 0 would mean the bytes were spliced"
                       % (float(rc) / MiB, sc, one("s1.splice_fallbacks", "?")))
+    f1, d1 = r.res.get("s1.first.raw.1m"), r.res.get("s1.direct.raw.1m")
+    if f1 and d1 and one("s1.daemon_cpu"):
+        a, b = parse_kv(f1[0]), parse_kv(d1[0])
+        if "usr" in a and "usr" in b:
+            probes.append("CPU for one first read of raw.bin (round 1): %.2f s wall, reader %.2f s, daemon %.2f s; "
+                          "the direct read: %.2f s wall, %.2f s CPU" % (
+                              float(a["secs"]), float(a["usr"]) + float(a["sys"]), float(one("s1.daemon_cpu")),
+                              float(b["secs"]), float(b["usr"]) + float(b["sys"])))
     v = r.med("s1.first.raw.pipe2m", "mbps")
     if v is not None or r.err("s1.first.raw.pipe2m"):
         probes.append("first read, 1 MiB reads, daemon started with /proc/sys/fs/pipe-max-size at 2 MiB: %s; daemon rchar %.1f MiB, %s splice fallbacks"
