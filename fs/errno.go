@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"syscall"
-
-	"github.com/npzfs/npzfs/npz"
 )
 
 // Errno maps an error to the errno a FUSE request answers with. It is the
@@ -18,10 +16,10 @@ import (
 //     operation is not implemented and make it stop asking);
 //   - context cancellation or deadline is EINTR: the caller gave up;
 //   - fs.ErrNotExist is ENOENT, fs.ErrPermission EACCES;
-//   - *npz.MethodError (a member compressed with a method npzfs cannot
-//     read, or encrypted) is EOPNOTSUPP: "Operation not supported" says
-//     more than "Input/output error";
-//   - anything else, malformed archive data included, is EIO.
+//   - anything else is EIO: malformed archive data, and members npzfs
+//     cannot read (*npz.MethodError: another compression method, or
+//     encryption), whose reason npzfs ls and the daemon log give. A bad
+//     member always reads EIO, whatever is wrong with it.
 func Errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
@@ -33,10 +31,7 @@ func Errno(err error) syscall.Errno {
 		}
 		return en
 	}
-	var me *npz.MethodError
 	switch {
-	case errors.As(err, &me):
-		return syscall.EOPNOTSUPP
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return syscall.EINTR
 	case errors.Is(err, fs.ErrNotExist):
