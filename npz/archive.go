@@ -1,10 +1,12 @@
 package npz
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/npzfs/npzfs/npz/inflate"
@@ -97,6 +99,11 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 	}
 	if f, ok := r.(*os.File); ok {
 		a.fd, a.hasFD = f.Fd(), true
+		g, err := newFileGuard(f, a)
+		if err != nil {
+			return nil, err
+		}
+		a.r = g
 	}
 	if size < 0 {
 		return nil, &FormatError{Offset: 0, Msg: "negative archive size"}
@@ -133,7 +140,61 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 	}
 	a.modTime = modTime
 	a.buildTree()
+	for i := range a.members {
+		m := &a.members[i]
+		if m.state == memberServed && !m.dir {
+			if err := m.readable(); err != nil {
+				a.logf("npz: %q: every read fails: %s", m.name, reasonText(err))
+			}
+		}
+	}
 	return a, nil
+}
+
+// ErrChanged is the cause of every read of an archive file that changed
+// (its size or modification time) after it was opened: nothing more is
+// read from it, so a truncated or rewritten archive is never served as a
+// mix of old and new bytes. Bytes already read stay valid.
+var ErrChanged = errors.New("the archive file changed after it was opened (truncated or rewritten)")
+
+// fileGuard reads the archive file after checking that its size and
+// modification time are still those it had when opened.
+type fileGuard struct {
+	f       *os.File
+	a       *Archive
+	size    int64
+	modTime time.Time
+	logged  atomic.Bool
+}
+
+func newFileGuard(f *os.File, a *Archive) (*fileGuard, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return &fileGuard{f: f, a: a, size: fi.Size(), modTime: fi.ModTime()}, nil
+}
+
+// check reports ErrChanged (as a *FormatError) once the file has changed.
+func (g *fileGuard) check() error {
+	fi, err := g.f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() == g.size && fi.ModTime().Equal(g.modTime) {
+		return nil
+	}
+	if !g.logged.Swap(true) {
+		g.a.logf("npz: %v: was %d bytes, now %d; every read that needs the file fails from now on", ErrChanged, g.size, fi.Size())
+	}
+	return &FormatError{Offset: min(fi.Size(), g.size), Msg: "cannot read the archive", Err: ErrChanged}
+}
+
+func (g *fileGuard) ReadAt(p []byte, off int64) (int, error) {
+	if err := g.check(); err != nil {
+		return 0, err
+	}
+	return g.f.ReadAt(p, off)
 }
 
 // Close closes the archive file (when Open opened it). Reads after Close

@@ -62,7 +62,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // the mount can splice them: bytes [0, Size()) of the file are bytes
 // [off, off+Size()) of fd. ok is false for deflated members, header.json,
 // unreadable members, and archives not opened from an *os.File; err
-// reports a stored member whose local header cannot be resolved.
+// reports a stored member whose local header cannot be resolved, or an
+// archive file that changed since it was opened (ErrChanged).
 func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
 	if f.kind == fileJSON || f.m.method != methodStored || f.m.readable() != nil {
 		return 0, 0, false, nil
@@ -74,6 +75,13 @@ func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
 	a := f.m.a
 	if !a.hasFD {
 		return 0, 0, false, nil
+	}
+	// The bytes are read from fd after this returns: check now that the
+	// file has not changed, as every other read of it does.
+	if g, ok := a.r.(*fileGuard); ok {
+		if err := g.check(); err != nil {
+			return 0, 0, false, err
+		}
 	}
 	return a.fd, l.dataOff + f.base, true, nil
 }

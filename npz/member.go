@@ -46,6 +46,8 @@ type Member struct {
 	nv  atomic.Pointer[npyView]
 	vs  atomic.Pointer[viewSet]
 
+	readFailed atomic.Bool // a read failure has been logged
+
 	file File
 }
 
@@ -228,6 +230,9 @@ func (m *Member) locate() *location {
 	l := &location{}
 	if l.err = m.readable(); l.err == nil {
 		l.dataOff, l.err = m.readLocal()
+		if l.err != nil {
+			m.a.logf("npz: %q: every read fails: %v", m.name, l.err)
+		}
 	}
 	if l.err == nil && m.method == methodDeflated {
 		src := io.NewSectionReader(m.a.r, l.dataOff, m.csize)
@@ -239,12 +244,21 @@ func (m *Member) locate() *location {
 }
 
 // readAt reads exactly len(p) bytes at off of the member's uncompressed
-// bytes; the caller keeps off+len(p) within Size.
+// bytes; the caller keeps off+len(p) within Size. The first failure of a
+// member that could be located is logged (locate logs its own).
 func (m *Member) readAt(p []byte, off int64) (int, error) {
 	l := m.locate()
 	if l.err != nil {
 		return 0, l.err
 	}
+	n, err := m.readData(l, p, off)
+	if err != nil && !m.readFailed.Swap(true) {
+		m.a.logf("npz: %q: read failed: %v", m.name, err)
+	}
+	return n, err
+}
+
+func (m *Member) readData(l *location, p []byte, off int64) (int, error) {
 	dataOff := l.dataOff
 	if len(p) == 0 {
 		return 0, nil

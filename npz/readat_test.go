@@ -145,8 +145,9 @@ func TestReadAtDeflated(t *testing.T) {
 	}
 }
 
-// TestTruncatedAfterOpen cuts the archive file after Open: reads past the
-// new end fail with an error that is not io.EOF, never a short read.
+// TestTruncatedAfterOpen cuts the archive file after Open: every read
+// that needs the file fails with ErrChanged, before the cut too, never a
+// short read; stored extents are no longer handed out.
 func TestTruncatedAfterOpen(t *testing.T) {
 	member := bigNPY(t, 50_000, 2)
 	z := makeZip(t, []zent{
@@ -171,11 +172,14 @@ func TestTruncatedAfterOpen(t *testing.T) {
 	buf := make([]byte, 8192)
 	n, err := stored.File().ReadAt(buf, int64(len(member))-100)
 	var fe *FormatError
-	if !errors.As(err, &fe) || !errors.Is(err, io.ErrUnexpectedEOF) || n >= 100 {
+	if !errors.As(err, &fe) || !errors.Is(err, ErrChanged) || n != 0 {
 		t.Errorf("stored read past the cut: %d, %v", n, err)
 	}
-	if n, err := stored.File().ReadAt(buf[:10], 0); n != 10 || err != nil {
+	if n, err := stored.File().ReadAt(buf[:10], 0); n != 0 || !errors.Is(err, ErrChanged) {
 		t.Errorf("stored read before the cut: %d, %v", n, err)
+	}
+	if _, _, ok, err := stored.File().Extent(); ok || !errors.Is(err, ErrChanged) {
+		t.Errorf("stored extent after the cut: ok %v, %v", ok, err)
 	}
 	for _, name := range []string{"deflated.npy", "late.txt"} {
 		m := a.Member(name)
