@@ -62,10 +62,11 @@ func readManifest(t *testing.T, path string) *manifest {
 	return &m
 }
 
-// readAll reads a whole file through ReadAt in odd-sized pieces.
-func readAll(t *testing.T, f *File) ([]byte, error) {
+// readAll reads a whole file through ReadAt in odd-sized pieces. It
+// allocates as bytes arrive, not the Size a hostile archive may claim.
+func readAll(t testing.TB, f *File) ([]byte, error) {
 	t.Helper()
-	out := make([]byte, 0, f.Size())
+	out := make([]byte, 0, min(f.Size(), 1<<20))
 	buf := make([]byte, 4093)
 	for off := int64(0); ; {
 		n, err := f.ReadAt(buf, off)

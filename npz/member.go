@@ -230,7 +230,7 @@ func (m *Member) locate() *location {
 	l := &location{}
 	if l.err = m.readable(); l.err == nil {
 		l.dataOff, l.err = m.readLocal()
-		if l.err != nil {
+		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
 			m.a.logf("npz: %q: every read fails: %v", m.name, l.err)
 		}
 	}
@@ -252,7 +252,7 @@ func (m *Member) readAt(p []byte, off int64) (int, error) {
 		return 0, l.err
 	}
 	n, err := m.readData(l, p, off)
-	if err != nil && !m.readFailed.Swap(true) {
+	if err != nil && !errors.Is(err, ErrChanged) && !m.readFailed.Swap(true) {
 		m.a.logf("npz: %q: read failed: %v", m.name, err)
 	}
 	return n, err

@@ -304,18 +304,30 @@ func dosToUnix(date, tm uint16) int64 {
 }
 
 // readLocal reads m's local header and returns the offset of its data.
-// Only the signature and the name and extra lengths are used: sizes and
-// CRC come from the central directory (local ones may be zero, with a data
-// descriptor, or saturated, with a zip64 extra).
+// Only the signature, the name and the name and extra lengths are used:
+// sizes and CRC come from the central directory (local ones may be zero,
+// with a data descriptor, or saturated, with a zip64 extra). The name must
+// be the central directory's, as Python's zipfile (and so np.load)
+// requires: a local header that names another member, or whose name
+// length is off (which would shift the data), is not this member's.
 func (m *Member) readLocal() (int64, error) {
-	var b [localLen]byte
-	if err := readAtFull(m.a.r, b[:], m.lhOff); err != nil {
+	// The header and, in the same read, the name it should hold (a name
+	// decoded from CP437 is longer than its bytes, never shorter).
+	b := make([]byte, min(int64(localLen+len(m.name)), max(m.a.size-m.lhOff, localLen)))
+	if err := readAtFull(m.a.r, b, m.lhOff); err != nil {
 		return 0, &FormatError{Offset: m.lhOff, Msg: fmt.Sprintf("cannot read the local header of %q", m.name), Err: err}
 	}
-	if le.Uint32(b[:]) != sigLocal {
+	if le.Uint32(b) != sigLocal {
 		return 0, &FormatError{Offset: m.lhOff, Msg: fmt.Sprintf("bad local header signature for %q", m.name)}
 	}
-	off := m.lhOff + localLen + int64(le.Uint16(b[26:])) + int64(le.Uint16(b[28:]))
+	nameLen := int(le.Uint16(b[26:]))
+	if localLen+nameLen > len(b) {
+		return 0, &FormatError{Offset: m.lhOff, Msg: fmt.Sprintf("local header of %q has a name of %d bytes, not the central directory's", m.name, nameLen)}
+	}
+	if name, _ := decodeName(string(b[localLen:localLen+nameLen]), m.flags); name != m.name {
+		return 0, &FormatError{Offset: m.lhOff, Msg: fmt.Sprintf("local header of %q names %q instead", m.name, name)}
+	}
+	off := m.lhOff + localLen + int64(nameLen) + int64(le.Uint16(b[28:]))
 	if off > m.a.size || m.csize > m.a.size-off {
 		return 0, &FormatError{Offset: m.lhOff, Msg: fmt.Sprintf("data of %q (%d bytes from byte %d) runs past the end of the %d-byte archive", m.name, m.csize, off, m.a.size)}
 	}

@@ -1,0 +1,236 @@
+package npz
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/npzfs/npzfs/internal/hostile"
+)
+
+// logLines collects what an Archive logs, safely under concurrency.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+func (l *logLines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// checkCase checks an opened hostile archive against what its case says:
+// good files byte for byte, bad files failing (never io.EOF, never a short
+// read passed off as the end), absent paths not found, reasons and
+// problems given, and every bad member named in the log.
+func checkCase(t testing.TB, a *Archive, c hostile.Case, log *logLines) {
+	t.Helper()
+	for p, want := range c.Good {
+		n := lookupPath(a, p)
+		if n == nil || n.IsDir() {
+			t.Errorf("%s: %q not served as a file", c.Name, p)
+			continue
+		}
+		got, err := readAll(t, n.File())
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %q: %d bytes (want %d), %v; equal %v", c.Name, p, len(got), len(want), err, bytes.Equal(got, want))
+		}
+	}
+	for _, p := range c.Bad {
+		n := lookupPath(a, p)
+		if n == nil || n.IsDir() {
+			t.Errorf("%s: bad %q not served as a file", c.Name, p)
+			continue
+		}
+		got, err := readAll(t, n.File())
+		if err == nil || errors.Is(err, io.EOF) {
+			t.Errorf("%s: bad %q read %d bytes, %v; want an error", c.Name, p, len(got), err)
+		}
+		if log != nil && !strings.Contains(log.text(), fmt.Sprintf("%q", n.Member().Name())) {
+			t.Errorf("%s: the log does not name bad member %q:\n%s", c.Name, n.Member().Name(), log.text())
+		}
+	}
+	for _, p := range c.Absent {
+		if n := lookupPath(a, p); n != nil {
+			t.Errorf("%s: %q is served", c.Name, p)
+		}
+	}
+	for name, why := range c.Reasons {
+		var reasons []string
+		for _, m := range a.Members() {
+			if m.Name() == name {
+				reasons = append(reasons, m.Reason())
+			}
+		}
+		if !strings.Contains(strings.Join(reasons, "; "), why) {
+			t.Errorf("%s: reasons for %q are %q, want one with %q", c.Name, name, reasons, why)
+		}
+	}
+	problems := strings.Join(a.Problems(), "; ")
+	for _, p := range c.Problems {
+		if !strings.Contains(problems, p) {
+			t.Errorf("%s: problems %q lack %q", c.Name, problems, p)
+		}
+	}
+}
+
+// TestHostileArchives opens every hostile archive from a file: the
+// unreadable ones are refused with a *FormatError, the others open and
+// serve exactly what their case says, walk whole without a panic, and
+// allocate a bounded amount whatever sizes they claim.
+func TestHostileArchives(t *testing.T) {
+	for _, c := range hostile.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			p := writeTemp(t, c.Archive)
+			var log logLines
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			a, err := Open(p, &Options{Logf: log.logf})
+			if c.Refused {
+				var fe *FormatError
+				if err == nil || !errors.As(err, &fe) {
+					t.Fatalf("opened (err %v), want a *FormatError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			checkCase(t, a, c, &log)
+			walkTree(t, a, true)
+			for _, m := range a.Members() {
+				m.Reason()
+				m.HeaderJSON()
+			}
+			runtime.ReadMemStats(&after)
+			// The archives are at most a few MiB; what they claim (1 TiB
+			// members, a 1 GiB zip bomb, a 4 GiB header) must not be
+			// allocated.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+				t.Errorf("allocated %d MiB", alloc>>20)
+			}
+		})
+	}
+}
+
+// TestHostileConcurrent reads the hostile archives from 16 goroutines at
+// once, each its own order and random ranges, on one fresh Archive per
+// case: first resolutions race, error paths too (run with -race).
+func TestHostileConcurrent(t *testing.T) {
+	for _, c := range hostile.Cases() {
+		if c.Refused {
+			continue
+		}
+		a, err := Open(writeTemp(t, c.Archive), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		var paths []string
+		for p := range c.Good {
+			paths = append(paths, p)
+		}
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewSource(int64(g)))
+				if g%4 == 0 {
+					walkTree(t, a, true)
+				}
+				for range 40 {
+					if len(paths) > 0 {
+						p := paths[rng.Intn(len(paths))]
+						want := c.Good[p]
+						n := lookupPath(a, p)
+						if n == nil {
+							t.Errorf("%s: %q not found", c.Name, p)
+							return
+						}
+						off := rng.Int63n(int64(len(want)) + 1)
+						buf := make([]byte, 1+rng.Intn(len(want)+1))
+						k, err := n.File().ReadAt(buf, off)
+						end := min(off+int64(len(buf)), int64(len(want)))
+						if (err != nil && err != io.EOF) || !bytes.Equal(buf[:k], want[off:end]) {
+							t.Errorf("%s: %q: ReadAt(%d, %d): %d, %v", c.Name, p, len(buf), off, k, err)
+						}
+					}
+					if len(c.Bad) > 0 {
+						p := c.Bad[rng.Intn(len(c.Bad))]
+						if n := lookupPath(a, p); n != nil {
+							if _, err := readAll(t, n.File()); err == nil {
+								t.Errorf("%s: bad %q read whole", c.Name, p)
+							}
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		a.Close()
+	}
+}
+
+// TestChangedArchiveStopsServing: once the archive file is rewritten in
+// place (same size) or truncated after Open, reads that need it fail with
+// ErrChanged, stored extents (what the mount splices) are refused, and
+// the change is logged once.
+func TestChangedArchiveStopsServing(t *testing.T) {
+	z := hostile.Zip([]hostile.Member{{Name: "s.npy", Data: hostile.StoredNPY}, {Name: "d.npy", Data: hostile.DeflatedNPY, Deflate: true}})
+	for _, change := range []string{"rewrite", "truncate", "grow"} {
+		t.Run(change, func(t *testing.T) {
+			p := writeTemp(t, z)
+			var log logLines
+			a, err := Open(p, &Options{Logf: log.logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			s := a.Member("s.npy").File()
+			if _, _, ok, err := s.Extent(); !ok || err != nil {
+				t.Fatalf("extent before the change: %v, %v", ok, err)
+			}
+			switch change {
+			case "rewrite":
+				junk := bytes.Clone(z)
+				for i := range junk[:len(junk)/2] {
+					junk[i] ^= 0x5a
+				}
+				err = os.WriteFile(p, junk, 0o644)
+			case "truncate":
+				err = os.Truncate(p, int64(len(z)/3))
+			case "grow":
+				err = os.WriteFile(p, append(bytes.Clone(z), "more"...), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok, err := s.Extent(); ok || !errors.Is(err, ErrChanged) {
+				t.Errorf("extent after the change: ok %v, %v", ok, err)
+			}
+			for _, name := range []string{"s.npy", "d.npy"} {
+				if n, err := a.Member(name).File().ReadAt(make([]byte, 10), 0); n != 0 || !errors.Is(err, ErrChanged) {
+					t.Errorf("%s after the change: %d, %v", name, n, err)
+				}
+			}
+			if got := strings.Count(log.text(), ErrChanged.Error()); got != 1 {
+				t.Errorf("the change is logged %d times:\n%s", got, log.text())
+			}
+		})
+	}
+}
