@@ -30,6 +30,10 @@ var fuseProblem string
 func requireFuse() bool { return os.Getenv("NPZFS_REQUIRE_FUSE") == "1" }
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(readerEnv); spec != "" {
+		// A reader child of TestHostileLoad, not a test run.
+		os.Exit(readerChild(spec))
+	}
 	os.Exit(testMain(m))
 }
 

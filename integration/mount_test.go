@@ -332,6 +332,22 @@ func TestWritesRefusedWithEROFS(t *testing.T) {
 func TestModesAndNoSymlinks(t *testing.T) {
 	archive, _ := testArchive(t)
 	dir := mount(t, archive)
+	n := walkEntries(t, dir, func(path string, fi fs.FileInfo) {
+		if path != dir && !strings.HasSuffix(path, "header.json") && !strings.HasSuffix(path, "raw.bin") && !fi.IsDir() && !fi.ModTime().Equal(archiveTime) {
+			t.Errorf("%s: mtime %v, want the member's %v", path, fi.ModTime().UTC(), archiveTime)
+		}
+	})
+	if n != 1+6+6 {
+		t.Errorf("walked %d entries, want 13", n)
+	}
+}
+
+// walkEntries walks the mount on dir, checks every entry (a unique
+// non-zero inode, the type readdir gave, a 0555 folder or a 0444 regular
+// file and nothing else, owned by the mounting user), calls fn on each and
+// returns how many there were.
+func walkEntries(t *testing.T, dir string, fn func(path string, fi fs.FileInfo)) int {
+	t.Helper()
 	n := 0
 	inos := map[uint64]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -355,11 +371,11 @@ func TestModesAndNoSymlinks(t *testing.T) {
 		case fi.Mode().Type() == fs.ModeSymlink:
 			t.Errorf("%s is a symlink", path)
 		case fi.IsDir():
-			if fi.Mode().Perm() != 0o555 {
+			if fi.Mode() != fs.ModeDir|0o555 {
 				t.Errorf("%s: folder mode %v, want 0555", path, fi.Mode())
 			}
 		case fi.Mode().IsRegular():
-			if fi.Mode().Perm() != 0o444 {
+			if fi.Mode() != 0o444 {
 				t.Errorf("%s: file mode %v, want 0444", path, fi.Mode())
 			}
 		default:
@@ -368,17 +384,13 @@ func TestModesAndNoSymlinks(t *testing.T) {
 		if st.Uid != uint32(os.Getuid()) || st.Gid != uint32(os.Getgid()) {
 			t.Errorf("%s: owner %d:%d, want %d:%d", path, st.Uid, st.Gid, os.Getuid(), os.Getgid())
 		}
-		if path != dir && !strings.HasSuffix(path, "header.json") && !strings.HasSuffix(path, "raw.bin") && !fi.IsDir() && !fi.ModTime().Equal(archiveTime) {
-			t.Errorf("%s: mtime %v, want the member's %v", path, fi.ModTime().UTC(), archiveTime)
-		}
+		fn(path, fi)
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("walking %s: %v", dir, err)
 	}
-	if n != 1+6+6 {
-		t.Errorf("walked %d entries, want 13", n)
-	}
+	return n
 }
 
 func TestMountTableShowsNpzfs(t *testing.T) {
