@@ -435,6 +435,10 @@ func copyMatch(out []byte, pos, dist, length int) {
 		return
 	}
 	if dist == 1 {
+		if out[src] == 0 && length > 32 {
+			clear(out[pos : pos+length]) // runs of zeros are common in arrays
+			return
+		}
 		v := uint64(out[src]) * 0x0101010101010101
 		for k := 0; k < length; k += 8 {
 			binary.LittleEndian.PutUint64(out[pos+k:], v)
