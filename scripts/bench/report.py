@@ -217,6 +217,12 @@ def build(r, gobench):
         else:
             row("5", "  %s, fresh mount" % name, n, key, "s", None, "s5.npzall", "s",
                 "NpzFile z[k] for every key", None, ">= 10x", None)
+    d_each, l_each = r.med("s5.npdirall", "secs"), r.med("s5.nplocal", "secs")
+    dn, ln = r.med("s5.npdirall", "arrays"), r.med("s5.nplocal", "arrays")
+    if d_each and l_each and dn and ln:
+        a, b = d_each / dn * 1e6, l_each / ln * 1e6
+        row("5", "  np.load of one KEY.npy, per file: mount vs local folder", a, "s5.npdirall", "µs",
+            b, "s5.nplocal", "µs", "local (first %d members)" % ln, b / a, "—", None)
     rss_many = [float(v) for k in ("rss.npzfs.many-ls", "rss.npzfs.many-read") for v in r.res.get(k, [])]
     rss = max(rss_many) / 1024 if rss_many else None
     row("5", "  daemon peak RSS (ls, read every member)", rss, "s5.readall", "MiB", None, None, None, None, None,
