@@ -16,10 +16,26 @@ import (
 // deflated members of an archive.
 const DefaultCacheBytes = 16 << 20
 
+// DefaultMaxHeaderLen bounds a member's npy header unless
+// Options.MaxHeaderLen says otherwise: 64 KiB, six times the 10,000
+// characters np.load accepts by default. Reading a header costs about 40
+// times its length in memory (the parsed dtype and header.json), and
+// headers are read eight at a time.
+const DefaultMaxHeaderLen = 64 << 10
+
 // Options tune Open. The zero value is the default.
 type Options struct {
-	// MaxHeaderLen is passed to npy.ReadHeader; 0 means its default.
+	// MaxHeaderLen is passed to npy.ReadHeader; 0 means
+	// DefaultMaxHeaderLen.
 	MaxHeaderLen int
+	// ViewBytes bounds the memory the archive's views hold (parsed npy
+	// headers and header.json documents, counted as three times the
+	// length of header.json); a member whose views would pass it has
+	// none. 0 means 64 MiB plus four times the archive's size, at most
+	// 160 MiB: a 100,000-array archive from np.savez needs about 100 MiB,
+	// while headers of many record fields can make views hold hundreds of
+	// times the bytes they take in the archive.
+	ViewBytes int64
 	// SpanSize is the inflated distance between checkpoints in deflated
 	// members; 0 means 1 MiB.
 	SpanSize int64
@@ -47,6 +63,9 @@ type Archive struct {
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
+
+	viewBytes       atomic.Int64 // held by views, against opts.ViewBytes
+	viewBudgetSpent atomic.Bool  // a member was refused views for it
 
 	// Members resolve their local and npy headers under one of these
 	// locks, picked by member index: exactly once per member, no lock
@@ -96,6 +115,12 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 	a := &Archive{r: r, size: size}
 	if opts != nil {
 		a.opts = *opts
+	}
+	if a.opts.MaxHeaderLen <= 0 {
+		a.opts.MaxHeaderLen = DefaultMaxHeaderLen
+	}
+	if a.opts.ViewBytes <= 0 {
+		a.opts.ViewBytes = min(64<<20+4*max(size, 0), 160<<20)
 	}
 	if f, ok := r.(*os.File); ok {
 		a.fd, a.hasFD = f.Fd(), true

@@ -98,6 +98,7 @@ func TestHostileArchives(t *testing.T) {
 			p := writeTemp(t, c.Archive)
 			var log logLines
 			var before, after runtime.MemStats
+			runtime.GC()
 			runtime.ReadMemStats(&before)
 			a, err := Open(p, &Options{Logf: log.logf})
 			if c.Refused {
@@ -117,13 +118,18 @@ func TestHostileArchives(t *testing.T) {
 				m.Reason()
 				m.HeaderJSON()
 			}
+			runtime.GC()
 			runtime.ReadMemStats(&after)
 			// The archives are at most a few MiB; what they claim (1 TiB
-			// members, a 1 GiB zip bomb, a 4 GiB header) must not be
-			// allocated.
-			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+			// members, a 1 GiB zip bomb, a 4 GiB header) must be neither
+			// allocated nor held.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
 				t.Errorf("allocated %d MiB", alloc>>20)
 			}
+			if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 32<<20 {
+				t.Errorf("holds %d MiB once walked", held>>20)
+			}
+			runtime.KeepAlive(a)
 		})
 	}
 }
@@ -233,4 +239,52 @@ func TestChangedArchiveStopsServing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestViewBudget: views of headers with many record fields hold about 40
+// times the header's length; past the archive's budget for views, members
+// get none (and say why), so the memory views hold stays bounded whatever
+// the archive holds. Here headers of 100 KiB are allowed (the default
+// limit is 64 KiB) against a 12 MiB budget: without it, views of the 20
+// members would hold about 90 MiB.
+func TestViewBudget(t *testing.T) {
+	var ms []hostile.Member
+	for i := range 20 {
+		ms = append(ms, hostile.Member{Name: fmt.Sprintf("w%02d.npy", i), Data: hostile.WideNPY(6000), Deflate: true})
+	}
+	z := hostile.Zip(ms)
+	var log logLines
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), &Options{MaxHeaderLen: 1 << 20, ViewBytes: 12 << 20, Logf: log.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := a.Root().Children()
+	for _, m := range a.Members() {
+		m.HeaderJSON()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 36<<20 {
+		t.Errorf("the archive holds %d MiB after its views were built", held>>20)
+	}
+	with, without := 0, 0
+	for _, m := range a.Members() {
+		if m.HasViews() {
+			with++
+		} else if strings.Contains(m.Reason(), "memory budget") {
+			without++
+		} else {
+			t.Errorf("%s: no views: %s", m.Name(), m.Reason())
+		}
+	}
+	if with == 0 || without == 0 || with+without != 20 || len(kids) != 20+with {
+		t.Errorf("%d members with views, %d refused by the budget, %d names listed", with, without, len(kids))
+	}
+	if !strings.Contains(log.text(), "memory budget") {
+		t.Errorf("the log does not mention the budget:\n%s", log.text())
+	}
+	runtime.KeepAlive(a)
 }

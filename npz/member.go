@@ -336,7 +336,17 @@ func (m *Member) viewSet() *viewSet {
 	vs := &viewSet{err: nv.err}
 	if vs.err == nil {
 		h := nv.hdr
-		vs.json, vs.err = h.JSON(m.size)
+		if vs.err = m.a.viewsOverBudget(0); vs.err == nil {
+			vs.json, vs.err = h.JSON(m.size)
+		}
+		if vs.err == nil {
+			// The parsed header stays too: about twice header.json.
+			vs.err = m.a.viewsOverBudget(3 * int64(len(vs.json)))
+		}
+		if errors.Is(vs.err, errViewBudget) {
+			vs.json = nil
+			m.nv.Store(&npyView{err: vs.err}) // let the parsed header go
+		}
 		if vs.err != nil && m.views != nil && m.state == memberServed {
 			m.a.logf("npz: %q: no views: %v", m.name, vs.err)
 		}
@@ -353,6 +363,25 @@ func (m *Member) viewSet() *viewSet {
 	}
 	m.vs.Store(vs)
 	return vs
+}
+
+var errViewBudget = errors.New("views would pass the archive's memory budget for views (Options.ViewBytes)")
+
+// viewsOverBudget takes cost bytes from the views' memory budget, or
+// reports that the budget is spent. Once one member has been refused, so
+// is every later one, before it renders its header.json.
+func (a *Archive) viewsOverBudget(cost int64) error {
+	if a.viewBudgetSpent.Load() {
+		return fmt.Errorf("npz: %w: %d bytes are spent", errViewBudget, a.opts.ViewBytes)
+	}
+	if a.viewBytes.Add(cost) > a.opts.ViewBytes {
+		a.viewBytes.Add(-cost)
+		if !a.viewBudgetSpent.Swap(true) {
+			a.logf("npz: the views of this archive hold nearly %d bytes, their memory budget: members whose views are not built yet will have none", a.opts.ViewBytes)
+		}
+		return fmt.Errorf("npz: %w: %d bytes are spent", errViewBudget, a.opts.ViewBytes)
+	}
+	return nil
 }
 
 // brokenKnown reports a member already found to have no views, without

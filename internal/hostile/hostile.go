@@ -166,6 +166,20 @@ func ZeroBomb(mib int) []byte {
 	return append(out, buf.Bytes()...)
 }
 
+// WideNPY is a .npy member of an empty record array of n int32 fields,
+// whose header is about 17 bytes per field: parsed, and as header.json,
+// it takes about 40 times that in memory, and deflated a tenth of it in
+// the archive.
+func WideNPY(n int) []byte {
+	var b strings.Builder
+	b.WriteString("{'descr': [")
+	for i := range n {
+		fmt.Fprintf(&b, "('f%d', '<i4'), ", i)
+	}
+	b.WriteString("], 'fortran_order': False, 'shape': (0,), }")
+	return NPYDict(2, b.String(), nil)
+}
+
 // Good members that stand beside the hostile ones in most cases.
 var (
 	storedRaw   = Bytes(8000, 1)
@@ -406,6 +420,25 @@ func Cases() []Case {
 		Good:    with(goodFiles(), "hlen.npy", hlen4G, "overflow.npy", overflow, "deep.npy", deep),
 		Absent:  []string{"hlen", "overflow", "deep"},
 		Reasons: map[string]string{"hlen.npy": "header length", "overflow.npy": "no views", "deep.npy": "no views"},
+	})
+
+	// Headers of many record fields, past the 64 KiB npzfs reads: the
+	// members are served, without views, and no header is parsed.
+	var wide []Member
+	wideGood := goodFiles()
+	var wideAbsent []string
+	for i := range 40 {
+		m := Member{Name: fmt.Sprintf("w%02d.npy", i), Data: WideNPY(12000), Deflate: true}
+		wide = append(wide, m)
+		wideGood[m.Name] = m.Data
+		wideAbsent = append(wideAbsent, strings.TrimSuffix(m.Name, ".npy"))
+	}
+	cs = append(cs, Case{
+		Name:    "wide-headers",
+		Archive: Zip(append(goodMembers(), wide...)),
+		Good:    wideGood,
+		Absent:  wideAbsent,
+		Reasons: map[string]string{"w00.npy": "header length"},
 	})
 
 	// Names.
