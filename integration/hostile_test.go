@@ -217,6 +217,20 @@ func TestHostileMounts(t *testing.T) {
 					t.Errorf("npzfs ls does not say %q (for %q):\n%s", why, name, r.stdout)
 				}
 			}
+			// ls --verify reads every member: each bad one says why.
+			r = npzfs(t, "ls", "--verify", archive)
+			for _, p := range c.Bad {
+				m := memberOf(p)
+				found := false
+				for _, line := range strings.Split(r.stdout, "\n") {
+					if strings.HasPrefix(line, m+" ") && (strings.Contains(line, "reading fails") || strings.Contains(line, "cannot read")) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("npzfs ls --verify does not say why %q fails:\n%s", m, r.stdout)
+				}
+			}
 			for _, p := range c.Problems {
 				if !strings.Contains(r.stdout, p) || !bytes.Contains(log, []byte(p)) {
 					t.Errorf("npzfs ls or the log lacks the problem %q:\n%s\nlog:\n%s", p, r.stdout, log)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strconv"
 	"strings"
@@ -24,6 +26,7 @@ func init() {
 
 func runLs(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("ls", stderr)
+	verify := fl.Bool("verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error)")
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}
@@ -35,8 +38,58 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "ls", err)
 	}
 	defer a.Close()
-	writeListing(stdout, a)
+	var failures map[*npz.Member]string
+	if *verify {
+		failures = verifyMembers(a.Members())
+	}
+	writeListing(stdout, a, failures)
 	return exitOK
+}
+
+// verifyMembers reads every served member whole, a few at a time, and
+// checks the CRC-32 of stored ones (the inflater checks deflated ones). It
+// returns why each member that fails does, unless its reason already says
+// it cannot be read.
+func verifyMembers(members []*npz.Member) map[*npz.Member]string {
+	out := map[*npz.Member]string{}
+	var mu sync.Mutex
+	forEach(members, func(m *npz.Member) {
+		f := m.File()
+		if !m.Served() || f == nil {
+			return
+		}
+		var me *npz.MethodError
+		err := readWhole(f, m.Method() == 0, m.CRC32())
+		if err == nil || errors.As(err, &me) {
+			return
+		}
+		mu.Lock()
+		out[m] = "reading fails: " + strings.TrimPrefix(err.Error(), "npz: ")
+		mu.Unlock()
+	})
+	return out
+}
+
+// readWhole reads f to its end with one buffer; with checkCRC it checks
+// the bytes' CRC-32.
+func readWhole(f *npz.File, checkCRC bool, want uint32) error {
+	buf := make([]byte, 1<<20)
+	var crc uint32
+	for off := int64(0); off < f.Size(); {
+		n, err := f.ReadAt(buf, off)
+		crc = crc32.Update(crc, crc32.IEEETable, buf[:n])
+		off += int64(n)
+		if err == io.EOF && off == f.Size() {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if checkCRC && crc != want {
+		return fmt.Errorf("CRC-32 of the bytes is %08x, the archive says %08x", crc, want)
+	}
+	return nil
 }
 
 // nameWidth caps the NAME column: a longer name gets a line of its own,
@@ -45,7 +98,7 @@ const nameWidth = 40
 
 // writeListing prints one aligned line per member of a, then the archive's
 // own problems.
-func writeListing(w io.Writer, a *npz.Archive) {
+func writeListing(w io.Writer, a *npz.Archive, failures map[*npz.Member]string) {
 	rows := [][]string{{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}}
 	served := 0
 	members := a.Members()
@@ -71,7 +124,7 @@ func writeListing(w io.Writer, a *npz.Archive) {
 		if m.Size() > 0 {
 			ratio = strconv.FormatFloat(100*float64(m.CompressedSize())/float64(m.Size()), 'f', 1, 64) + "%"
 		}
-		note := m.Reason()
+		note := join(m.Reason(), failures[m])
 		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
 			note = join("served as "+quoteName(m.Path()), note)
 		}
@@ -133,6 +186,15 @@ func writeTable(w io.Writer, rows [][]string) {
 // independent), so that listing a large archive does not wait on them one
 // by one.
 func resolveHeaders(members []*npz.Member) {
+	forEach(members, func(m *npz.Member) {
+		if m.IsNPY() && m.Served() {
+			m.Header()
+		}
+	})
+}
+
+// forEach calls fn on every member from a few goroutines.
+func forEach(members []*npz.Member, fn func(m *npz.Member)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(8, len(members)) {
@@ -144,9 +206,7 @@ func resolveHeaders(members []*npz.Member) {
 				if i >= int64(len(members)) {
 					return
 				}
-				if m := members[i]; m.IsNPY() && m.Served() {
-					m.Header()
-				}
+				fn(members[i])
 			}
 		}()
 	}
@@ -154,8 +214,11 @@ func resolveHeaders(members []*npz.Member) {
 }
 
 func join(a, b string) string {
-	if b == "" {
+	switch {
+	case b == "":
 		return a
+	case a == "":
+		return b
 	}
 	return a + "; " + b
 }

@@ -177,3 +177,56 @@ func TestLsProblems(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// TestLsVerify: --verify reads every member whole. A stored member with a
+// flipped data byte (which the mount serves as it is: stored reads are not
+// checked) fails its CRC-32; a deflated member with a wrong CRC-32 fails
+// to read; a good member has no note; without --verify nothing is read.
+func TestLsVerify(t *testing.T) {
+	data := []byte(strings.Repeat("stored member bytes ", 50))
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range []string{"flipped.txt", "good.txt"} {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(data)
+	}
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "deflated.txt", Method: zip.Deflate})
+	w.Write(data)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	z := buf.Bytes()
+	z[30+len("flipped.txt")+7] ^= 1 // a data byte of the first member
+	cd := int(binary.LittleEndian.Uint32(z[len(z)-6:]))
+	i := bytes.LastIndex(z[cd:], []byte("PK\x01\x02")) + cd // deflated.txt's entry
+	z[i+16] ^= 1                                            // its CRC-32
+	path := filepath.Join(t.TempDir(), "v.npz")
+	if err := os.WriteFile(path, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, plain, _ := runCmd("ls", path)
+	code, out, errs := runCmd("ls", "--verify", path)
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if strings.Contains(plain, "reading fails") {
+		t.Errorf("ls without --verify read the members:\n%s", plain)
+	}
+	for prefix, want := range map[string]string{"flipped.txt ": "CRC-32 of the bytes", "deflated.txt ": "CRC-32 mismatch", "good.txt ": ""} {
+		found := false
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				found = true
+				if got := strings.Contains(l, "reading fails"); got != (want != "") || !strings.Contains(l, want) {
+					t.Errorf("%q, want a note with %q", l, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no line for %s:\n%s", prefix, out)
+		}
+	}
+}
