@@ -115,6 +115,7 @@ var shared struct {
 	path   string
 	arrays []arrayMember
 	err    error
+	sum    [32]byte // sha256 when written: TestMain checks it at the end
 }
 
 func buildTestArchive(t *testing.T) (string, []arrayMember, error) {
@@ -132,6 +133,7 @@ func buildTestArchive(t *testing.T) (string, []arrayMember, error) {
 	if t.Failed() {
 		return "", nil, errors.New("see the errors above")
 	}
+	shared.sum = sha256File(t, path)
 	return path, arrays, nil
 }
 

@@ -6,6 +6,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -58,6 +59,13 @@ func testMain(m *testing.M) int {
 	}
 	fuseProblem = checkFuse()
 	code := m.Run()
+	// Read-only is total: the archive every test mounted is unchanged.
+	if shared.path != "" && shared.err == nil {
+		if b, err := os.ReadFile(shared.path); err != nil || sha256.Sum256(b) != shared.sum {
+			fmt.Fprintf(os.Stderr, "integration: %s changed during the tests (%v)\n", shared.path, err)
+			code = 1
+		}
+	}
 	// Belt and braces: every folder any test mounted on must be clear now.
 	for _, dir := range usedDirs() {
 		if isMounted(dir) {
