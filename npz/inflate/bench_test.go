@@ -213,3 +213,12 @@ func BenchmarkReadAtSequential128K(b *testing.B) {
 		}
 	}
 }
+
+// TestMain removes the benchmarks' big member file.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigPath != "" {
+		os.RemoveAll(filepath.Dir(bigPath))
+	}
+	os.Exit(code)
+}

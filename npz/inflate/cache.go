@@ -67,22 +67,27 @@ func (c *Cache) get(k cacheKey) []byte {
 }
 
 // put stores data, which must never be modified afterwards; cost is the
-// memory it pins (its backing array).
+// memory it pins (its backing array). Data for a key already present
+// replaces it if longer (a whole span replacing a prefix of it).
 func (c *Cache) put(k cacheKey, data []byte, cost int64) {
 	if cost > c.budget {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.items[k]; e != nil {
+	e := c.items[k]
+	if e != nil {
 		c.unlink(e)
-		c.pushFront(e)
-		return
+		if len(data) > len(e.data) {
+			c.used += cost - e.cost
+			e.data, e.cost = data, cost
+		}
+	} else {
+		e = &cacheEntry{key: k, data: data, cost: cost}
+		c.items[k] = e
+		c.used += cost
 	}
-	e := &cacheEntry{key: k, data: data, cost: cost}
-	c.items[k] = e
 	c.pushFront(e)
-	c.used += cost
 	for c.used > c.budget {
 		old := c.lru.prev
 		c.unlink(old)

@@ -115,9 +115,10 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := 0
+	need := min(r.size, off+int64(len(p)))
 	for n < len(p) && off+int64(n) < r.size {
 		pos := off + int64(n)
-		data, start, err := r.spanAt(pos)
+		data, start, err := r.spanAt(pos, need)
 		if err != nil {
 			return n, err
 		}
@@ -129,8 +130,15 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// spanAt returns the span holding output offset off and where it starts.
-func (r *ReaderAt) spanAt(off int64) ([]byte, int64, error) {
+// spanAt returns the span holding output offset off, or a prefix of it
+// reaching need or the span's end, and where it starts.
+//
+// A span inflated for a read of part of it is inflated only as far as the
+// read needs (halving the average cost of small random reads) and cached
+// as such; a later read past that prefix inflates and caches the whole
+// span, so reading a span in order costs little more than inflating it
+// once.
+func (r *ReaderAt) spanAt(off, need int64) ([]byte, int64, error) {
 	if err := r.extendTo(off); err != nil {
 		return nil, 0, err
 	}
@@ -142,31 +150,45 @@ func (r *ReaderAt) spanAt(off int64) ([]byte, int64, error) {
 		end = r.cps[k+1].out
 	}
 	r.mu.RUnlock()
+	need = min(need, end)
 	key := cacheKey{r.id, k}
-	if b := r.cache.get(key); b != nil {
-		return b, cp.out, nil
-	}
-	r.flightMu.Lock()
-	if c := r.flight[k]; c != nil {
+	for {
+		prefix := r.cache.get(key)
+		if prefix != nil && cp.out+int64(len(prefix)) >= need {
+			return prefix, cp.out, nil
+		}
+		target := need
+		if prefix != nil {
+			target = end // a second read into this span: inflate all of it
+		}
+		r.flightMu.Lock()
+		if c := r.flight[k]; c != nil {
+			r.flightMu.Unlock()
+			c.wg.Wait()
+			if c.err != nil {
+				return nil, 0, c.err
+			}
+			if cp.out+int64(len(c.data)) >= need {
+				return c.data, cp.out, nil
+			}
+			continue // it inflated less than this read needs
+		}
+		c := &flightCall{}
+		c.wg.Add(1)
+		r.flight[k] = c
 		r.flightMu.Unlock()
-		c.wg.Wait()
+
+		var cost int64
+		c.data, cost, c.err = r.inflateSpan(&cp, end, target)
+		if c.err == nil {
+			r.cache.put(key, c.data, cost)
+		}
+		r.flightMu.Lock()
+		delete(r.flight, k)
+		r.flightMu.Unlock()
+		c.wg.Done()
 		return c.data, cp.out, c.err
 	}
-	c := &flightCall{}
-	c.wg.Add(1)
-	r.flight[k] = c
-	r.flightMu.Unlock()
-
-	var cost int64
-	c.data, cost, c.err = r.inflateSpan(&cp, end)
-	if c.err == nil {
-		r.cache.put(key, c.data, cost)
-	}
-	r.flightMu.Lock()
-	delete(r.flight, k)
-	r.flightMu.Unlock()
-	c.wg.Done()
-	return c.data, cp.out, c.err
 }
 
 // resume prepares d to decode from cp into buf, whose first cp.winLen
@@ -199,13 +221,14 @@ func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
 	}
 }
 
-// inflateSpan inflates the indexed span [cp.out, end). cost is the size of
-// the buffer the span holds on to.
-func (r *ReaderAt) inflateSpan(cp *checkpoint, end int64) (span []byte, cost int64, err error) {
+// inflateSpan inflates the indexed span [cp.out, end) as far as the
+// first symbol boundary at or after target (end itself is one). cost is
+// the size of the buffer the result holds on to.
+func (r *ReaderAt) inflateSpan(cp *checkpoint, end, target int64) (span []byte, cost int64, err error) {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	w := int(cp.winLen)
-	n := int(end - cp.out)
+	n := int(target - cp.out)
 	buf := make([]byte, w+n+outSlack)
 	if err := unpackWindow(d, cp.win, buf[:w]); err != nil {
 		return nil, 0, err
@@ -216,11 +239,12 @@ func (r *ReaderAt) inflateSpan(cp *checkpoint, end int64) (span []byte, cost int
 	if err := d.decode(w + n); err != nil {
 		return nil, 0, r.wrapDecodeErr(d, err, cp.out+int64(d.pos-w))
 	}
-	if d.pos != w+n {
+	got := d.pos - w
+	if got < n || int64(got) > end-cp.out || (target == end && got != n) {
 		return nil, 0, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
 	}
 	d.out = nil
-	return buf[w : w+n : w+n], int64(len(buf)), nil
+	return buf[w : w+got : w+got], int64(len(buf)), nil
 }
 
 func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
