@@ -3,6 +3,7 @@ package npy
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -60,11 +61,19 @@ type Header struct {
 type FormatError struct {
 	Offset int64 // byte offset in the .npy stream
 	Msg    string
+	Err    error // a sentinel such as ErrHeaderTooLong, or nil
 }
 
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("npy: %s (at byte %d)", e.Msg, e.Offset)
 }
+
+func (e *FormatError) Unwrap() error { return e.Err }
+
+// ErrHeaderTooLong is wrapped by the FormatError ReadHeader returns when
+// the header length is over Options.MaxHeaderLen, so a caller can retry
+// with a higher limit.
+var ErrHeaderTooLong = errors.New("npy: header longer than the limit")
 
 func formatErr(off int64, format string, args ...any) *FormatError {
 	return &FormatError{Offset: off, Msg: fmt.Sprintf(format, args...)}
@@ -126,7 +135,9 @@ func ReadHeader(r io.Reader, size int64, opts *Options) (*Header, error) {
 		hlen = int64(binary.LittleEndian.Uint32(pre[8:12]))
 	}
 	if hlen > int64(maxLen) {
-		return nil, formatErr(8, "header length %d exceeds the limit of %d bytes", hlen, maxLen)
+		e := formatErr(8, "header length %d exceeds the limit of %d bytes", hlen, maxLen)
+		e.Err = ErrHeaderTooLong
+		return nil, e
 	}
 	if size >= 0 && plen+hlen > size {
 		return nil, formatErr(8, "header length %d runs past the end of the %d-byte stream", hlen, size)

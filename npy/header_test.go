@@ -160,8 +160,12 @@ func TestMaxHeaderLen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadHeader(bytes.NewReader(enc), -1, &Options{MaxHeaderLen: 117}); err == nil || !strings.Contains(err.Error(), "header length 118 exceeds the limit of 117 bytes") {
+	_, err = ReadHeader(bytes.NewReader(enc), -1, &Options{MaxHeaderLen: 117})
+	if err == nil || !strings.Contains(err.Error(), "header length 118 exceeds the limit of 117 bytes") {
 		t.Errorf("got %v", err)
+	}
+	if !errors.Is(err, ErrHeaderTooLong) {
+		t.Errorf("errors.Is(%v, ErrHeaderTooLong) = false", err)
 	}
 	if _, err := ReadHeader(bytes.NewReader(enc), -1, &Options{MaxHeaderLen: 118}); err != nil {
 		t.Errorf("got %v", err)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz/inflate"
 )
 
@@ -17,11 +18,16 @@ import (
 const DefaultCacheBytes = 16 << 20
 
 // DefaultMaxHeaderLen bounds a member's npy header unless
-// Options.MaxHeaderLen says otherwise: 64 KiB, six times the 10,000
-// characters np.load accepts by default. Reading a header costs about 40
-// times its length in memory (the parsed dtype and header.json), and
-// headers are read eight at a time.
-const DefaultMaxHeaderLen = 64 << 10
+// Options.MaxHeaderLen says otherwise: npy's default of 1 MiB, far above
+// the 10,000 characters np.load accepts by default, because numpy itself
+// writes format 2.0 headers of more than 65,535 bytes for wide records.
+const DefaultMaxHeaderLen = npy.DefaultMaxHeaderLen
+
+// shortHeaderLen is the longest npy header read without taking
+// Archive.longHeaders. Parsing a header costs about 40 times its length in
+// memory (the parsed dtype and header.json), so headers longer than this
+// (numpy's format 2.0 ones) are parsed one at a time.
+const shortHeaderLen = 64 << 10
 
 // Options tune Open. The zero value is the default.
 type Options struct {
@@ -72,6 +78,10 @@ type Archive struct {
 	// per member, and no single lock on the read path (reads of resolved
 	// members take none).
 	locks [64]sync.Mutex
+
+	// longHeaders serialises the parsing of npy headers longer than
+	// shortHeaderLen, so concurrent lookups cannot multiply their cost.
+	longHeaders sync.Mutex
 }
 
 // lock is the mutex that guards m's lazy resolution.

@@ -301,6 +301,16 @@ func (m *Member) stream() (io.Reader, error) {
 	return io.LimitReader(inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.csize)), m.size), nil
 }
 
+// readHeader reads the member's npy header from its start, refusing one
+// longer than maxLen.
+func (m *Member) readHeader(maxLen int) (*npy.Header, error) {
+	r, err := m.stream()
+	if err != nil {
+		return nil, err
+	}
+	return npy.ReadHeader(r, m.size, &npy.Options{MaxHeaderLen: maxLen})
+}
+
 // npy reads (once) the member's npy header.
 func (m *Member) npy() *npyView {
 	if nv := m.nv.Load(); nv != nil {
@@ -402,12 +412,12 @@ func (m *Member) readNPY() *npyView {
 		nv.err = errors.New("npz: not a .npy member")
 		return nv
 	}
-	r, err := m.stream()
-	if err != nil {
-		nv.err = err
-		return nv
+	h, err := m.readHeader(min(shortHeaderLen, m.a.opts.MaxHeaderLen))
+	if errors.Is(err, npy.ErrHeaderTooLong) && m.a.opts.MaxHeaderLen > shortHeaderLen {
+		m.a.longHeaders.Lock()
+		h, err = m.readHeader(m.a.opts.MaxHeaderLen)
+		m.a.longHeaders.Unlock()
 	}
-	h, err := npy.ReadHeader(r, m.size, &npy.Options{MaxHeaderLen: m.a.opts.MaxHeaderLen})
 	if err != nil {
 		nv.err = err
 		return nv

@@ -422,13 +422,16 @@ func Cases() []Case {
 		Reasons: map[string]string{"hlen.npy": "header length", "overflow.npy": "no views", "deep.npy": "no views"},
 	})
 
-	// Headers of many record fields, past the 64 KiB npzfs reads: the
-	// members are served, without views, and no header is parsed.
+	// Headers of many record fields, past the 1 MiB npzfs reads by
+	// default: the members are served, without views, and no header is
+	// parsed. (Shorter wide headers, like the format 2.0 ones numpy
+	// writes, are parsed one at a time and their views count against the
+	// archive's budget for views: see npz's TestViewBudget.)
 	var wide []Member
 	wideGood := goodFiles()
 	var wideAbsent []string
-	for i := range 40 {
-		m := Member{Name: fmt.Sprintf("w%02d.npy", i), Data: WideNPY(12000), Deflate: true}
+	for i := range 16 {
+		m := Member{Name: fmt.Sprintf("w%02d.npy", i), Data: WideNPY(60000), Deflate: true}
 		wide = append(wide, m)
 		wideGood[m.Name] = m.Data
 		wideAbsent = append(wideAbsent, strings.TrimSuffix(m.Name, ".npy"))
