@@ -67,6 +67,7 @@ type mountArgs struct {
 	logFile             string
 	cacheMB             int
 	readAheadKB         int
+	maxHeaderKB         int
 	readyFD             int // daemon mode: report readiness on this fd
 }
 
@@ -80,6 +81,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
 	fl.IntVar(&ma.cacheMB, "cache-mb", int(npz.DefaultCacheBytes>>20), "memory for inflated spans of deflated members, in `MiB`")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
+	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
 	fl.Usage = func() {
@@ -108,6 +110,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	}
 	if ma.readAheadKB < 0 {
 		return usageError(stderr, "mount", "--readahead-kb must not be negative")
+	}
+	if ma.maxHeaderKB < 1 {
+		return usageError(stderr, "mount", "--max-header-kb must be at least 1")
 	}
 	if ma.cacheMB < 1 {
 		return usageError(stderr, "mount", "--cache-mb must be at least 1")
@@ -262,7 +267,8 @@ func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
 	}
 
 	a, err := npz.Open(archive, &npz.Options{
-		CacheBytes: int64(ma.cacheMB) << 20,
+		CacheBytes:   int64(ma.cacheMB) << 20,
+		MaxHeaderLen: ma.maxHeaderKB << 10,
 		Logf: func(format string, args ...any) {
 			logger.Printf(format, args...)
 		},
