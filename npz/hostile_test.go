@@ -288,3 +288,49 @@ func TestViewBudget(t *testing.T) {
 	}
 	runtime.KeepAlive(a)
 }
+
+// TestFolderBudget: names can ask for a folder every two bytes; past
+// 65,536 folders plus 4 per member, members whose names need more are not
+// served (and say why), so the tree stays bounded whatever the names.
+func TestFolderBudget(t *testing.T) {
+	var ms []hostile.Member
+	for i := range 48 {
+		// 2,001 folders each, 96,048 in all; the budget is 65,728.
+		ms = append(ms, hostile.Member{Name: fmt.Sprintf("d%02d/", i) + strings.Repeat("a/", 2000) + "x.npy", Data: []byte("x")})
+	}
+	ms = append(ms, hostile.Member{Name: "last.npy", Data: hostile.StoredNPY})
+	z := hostile.Zip(ms)
+	a := openBytes(t, z)
+	served, refused := 0, 0
+	for _, m := range a.Members() {
+		switch {
+		case m.Served():
+			served++
+		case strings.Contains(m.Reason(), "folders"):
+			refused++
+		default:
+			t.Errorf("%.20s...: %s", m.Name(), m.Reason())
+		}
+	}
+	// 32 members fit (32 * 2,001 = 64,032 folders), the 33rd would not.
+	if served != 33 || refused != 16 {
+		t.Errorf("%d served, %d refused for folders; want 33 and 16", served, refused)
+	}
+	if n := lookupPath(a, "last.npy"); n == nil {
+		t.Error("a member needing no folder is not served past the budget")
+	}
+	folders := 0
+	var count func(n *Node)
+	count = func(n *Node) {
+		for _, c := range n.Children() {
+			if c.IsDir() && c.Member() == nil {
+				folders++
+				count(c)
+			}
+		}
+	}
+	count(a.Root())
+	if folders > maxFolders(len(ms)) {
+		t.Errorf("%d folders, budget %d", folders, maxFolders(len(ms)))
+	}
+}

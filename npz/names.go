@@ -8,6 +8,11 @@ import (
 // maxComponent is the longest file name a Linux filesystem serves.
 const maxComponent = 255
 
+// maxPath is the longest path served: Linux's PATH_MAX less its NUL. A
+// longer one could not be opened by its full name, and a name of 64 KiB
+// of "a/" would make a folder of every two bytes.
+const maxPath = 4095
+
 // cp437High maps bytes 0x80..0xFF of IBM code page 437, the encoding APPNOTE
 // prescribes for names without the UTF-8 flag (general-purpose bit 11), to
 // Unicode. Python's zipfile, and so numpy's np.load, decodes such names the
@@ -49,7 +54,8 @@ func decodeName(raw string, flags uint16) (name string, ok bool) {
 // sanitize turns a member name into the slash-separated path it is served
 // at. It drops a leading "/", empty components and "." components; it
 // refuses (reason non-empty) a name with a NUL byte, a ".." component, a
-// component longer than 255 bytes, or no component left. dir reports a
+// component longer than 255 bytes, a path longer than 4,095 bytes, or no
+// component left. dir reports a
 // name ending in "/" (a directory entry). Backslash is an ordinary
 // character: it is not a separator in zip names, nor on Linux.
 func sanitize(name string) (path string, dir bool, reason string) {
@@ -86,13 +92,18 @@ func sanitize(name string) (path string, dir bool, reason string) {
 		return "", dir, "name has no component left once '/', '.' and empty components are dropped"
 	}
 	if clean {
-		return trimmed, dir, ""
-	}
-	parts := make([]string, 0, n)
-	for _, c := range strings.Split(trimmed, "/") {
-		if c != "" && c != "." {
-			parts = append(parts, c)
+		path = trimmed
+	} else {
+		parts := make([]string, 0, n)
+		for _, c := range strings.Split(trimmed, "/") {
+			if c != "" && c != "." {
+				parts = append(parts, c)
+			}
 		}
+		path = strings.Join(parts, "/")
 	}
-	return strings.Join(parts, "/"), dir, ""
+	if len(path) > maxPath {
+		return "", dir, "path is longer than 4,095 bytes"
+	}
+	return path, dir, ""
 }

@@ -202,6 +202,10 @@ func mergeNodes(kids, views []*Node) []*Node {
 	return append(out, views[j:]...)
 }
 
+// maxFolders is how many folders the names of an archive of n members
+// may make.
+func maxFolders(n int) int { return 1<<16 + 4*n }
+
 // cand is a name a folder may hold.
 type cand struct {
 	prefix uint64 // the name's first 8 bytes, big-endian: a cheap first comparison
@@ -262,18 +266,41 @@ func (a *Archive) buildTree() {
 		pd.cands = append(pd.cands, cand{prefix: namePrefix(base), name: base, kind: kindDir, dir: d.node})
 		return d
 	}
+	// Folders made from names are bounded by the members: a folder costs
+	// about 250 bytes, and a name of 4 KiB can ask for 2,048 of them.
+	folderBudget := maxFolders(len(a.members))
 	for i := range a.members {
 		m := &a.members[i]
 		if m.state != memberServed {
 			continue
 		}
+		folder, parent, base := m.path, "", m.path
+		if !m.dir {
+			folder = ""
+			if i := strings.LastIndexByte(m.path, '/'); i >= 0 {
+				folder, parent, base = m.path[:i], m.path[:i], m.path[i+1:]
+			}
+		}
+		missing := 0
+		for p := folder; p != ""; {
+			if _, ok := dirs[p]; ok {
+				break
+			}
+			missing++
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+		if len(dirs)+missing > folderBudget {
+			m.skip(fmt.Sprintf("the archive's names make more than %d folders (at most 65,536 and 4 per member)", folderBudget))
+			a.logf("npz: %q: not served: %s", m.name, m.reason)
+			continue
+		}
 		if m.dir {
 			ensure(m.path)
 			continue
-		}
-		parent, base := "", m.path
-		if i := strings.LastIndexByte(m.path, '/'); i >= 0 {
-			parent, base = m.path[:i], m.path[i+1:]
 		}
 		d := ensure(parent)
 		d.cands = append(d.cands, cand{prefix: namePrefix(base), name: base, kind: kindFile, m: m})

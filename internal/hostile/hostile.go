@@ -444,6 +444,19 @@ func Cases() []Case {
 		Reasons: map[string]string{"w00.npy": "header length"},
 	})
 
+	// Names of 64 KiB of "a/": each would make 32,000 folders.
+	var deepNames []Member
+	for i := range 8 {
+		deepNames = append(deepNames, Member{Name: fmt.Sprintf("d%d/", i) + strings.Repeat("a/", 32000) + "x.npy", Data: []byte("x")})
+	}
+	cs = append(cs, Case{
+		Name:    "deep-names",
+		Archive: Zip(append(goodMembers(), deepNames...)),
+		Good:    goodFiles(),
+		Absent:  []string{"d0", "d7"},
+		Reasons: map[string]string{deepNames[0].Name: "4,095"},
+	})
+
 	// Names.
 	long := strings.Repeat("n", 256) + ".npy"
 	nm := func(name string, seed int64) Member {
