@@ -17,7 +17,7 @@ func init() {
 }
 
 func runInspect(args []string, stdout, stderr io.Writer) int {
-	fl := newFlags("inspect", stderr)
+	fl := newFlags("inspect", stdout, stderr)
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}

@@ -25,7 +25,7 @@ func init() {
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
-	fl := newFlags("ls", stderr)
+	fl := newFlags("ls", stdout, stderr)
 	verify := fl.Bool("verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error)")
 	if code, done := parseFlags(fl, args); done {
 		return code

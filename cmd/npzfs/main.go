@@ -29,10 +29,12 @@ const (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// command is one subcommand: its one-line summary, usage line, and body.
+// command is one subcommand: its one-line summary, usage line, longer
+// help, and body.
 type command struct {
 	summary string
 	usage   string // after "npzfs NAME "
+	help    string // paragraphs shown by --help after the summary; may be empty
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
@@ -47,7 +49,7 @@ func init() {
 		summary: "print the version",
 		usage:   "",
 		run: func(args []string, stdout, stderr io.Writer) int {
-			fl := newFlags("version", stderr)
+			fl := newFlags("version", stdout, stderr)
 			if code, done := parseFlags(fl, args); done {
 				return code
 			}
@@ -74,8 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		if len(args) > 1 {
 			if c, ok := lookup(args[1]); ok {
-				printCommandHelp(stdout, args[1], c)
-				return exitOK
+				return c.run([]string{"--help"}, stdout, stderr)
 			}
 			return usageError(stderr, "", fmt.Sprintf("unknown command %q", args[1]))
 		}
@@ -118,34 +119,36 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "Exit codes: 0 success, 1 the operation failed, 2 bad command line.")
 }
 
-func printCommandHelp(w io.Writer, name string, c *command) {
-	fmt.Fprintf(w, "Usage: npzfs %s %s\n\n%s\n", name, c.usage, c.summary)
-	fmt.Fprintf(w, "\nFor details, flags and exit codes: npzfs %s --help\n", name)
-}
-
-// newFlags returns a flag set for a subcommand whose help and errors go to
-// stderr in the usual form.
-func newFlags(name string, stderr io.Writer) *pflag.FlagSet {
+// newFlags returns a flag set for a subcommand: --help prints the
+// command's full help to stdout; flag errors are one line on stderr.
+func newFlags(name string, stdout, stderr io.Writer) *pflag.FlagSet {
 	fl := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.SortFlags = false
 	fl.Usage = func() {
 		c, _ := lookup(name)
-		fmt.Fprintf(stderr, "Usage: npzfs %s %s\n\n%s\n", name, c.usage, c.summary)
-		if fl.HasFlags() {
-			fmt.Fprintf(stderr, "\nFlags:\n%s", fl.FlagUsages())
+		fmt.Fprintf(stdout, "Usage: npzfs %s %s\n\n%s\n", name, c.usage, c.summary)
+		if c.help != "" {
+			fmt.Fprintf(stdout, "\n%s\n", c.help)
+		}
+		if fl.HasAvailableFlags() {
+			fmt.Fprintf(stdout, "\nFlags:\n%s", fl.FlagUsages())
+		}
+		if !strings.Contains(c.help, "Exit codes") {
+			fmt.Fprintln(stdout, "\nExit codes: 0 success, 1 the operation failed, 2 bad command line.")
 		}
 	}
 	return fl
 }
 
 // parseFlags parses args; done is true when the command should return code
-// at once (after --help, or a flag error).
+// at once (after --help, or a flag error, which it reports).
 func parseFlags(fl *pflag.FlagSet, args []string) (code int, done bool) {
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK, true
 		}
+		fmt.Fprintf(fl.Output(), "npzfs %s: %v (see 'npzfs %s --help')\n", fl.Name(), err, fl.Name())
 		return exitUsage, true
 	}
 	return 0, false

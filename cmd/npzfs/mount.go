@@ -55,6 +55,7 @@ func init() {
 	register("mount", &command{
 		summary: "mount an archive as a read-only folder",
 		usage:   "[flags] ARCHIVE MOUNTPOINT",
+		help:    mountHelp,
 		run:     runMount,
 	})
 }
@@ -72,7 +73,7 @@ type mountArgs struct {
 }
 
 func runMount(args []string, stdout, stderr io.Writer) int {
-	fl := newFlags("mount", stderr)
+	fl := newFlags("mount", stdout, stderr)
 	var ma mountArgs
 	var opts []string
 	fl.BoolVarP(&ma.foreground, "foreground", "f", false, "stay attached: serve until SIGINT/SIGTERM or unmount, log to stderr")
@@ -84,9 +85,6 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: npzfs mount [flags] ARCHIVE MOUNTPOINT\n\n%s\n\nFlags:\n%s", mountHelp, fl.FlagUsages())
-	}
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}

@@ -22,16 +22,14 @@ func init() {
 	register("unmount", &command{
 		summary: "unmount a mounted archive (alias: umount)",
 		usage:   "[flags] MOUNTPOINT",
+		help:    unmountHelp,
 		run:     runUnmount,
 	})
 }
 
 func runUnmount(args []string, stdout, stderr io.Writer) int {
-	fl := newFlags("unmount", stderr)
+	fl := newFlags("unmount", stdout, stderr)
 	lazy := fl.BoolP("lazy", "z", false, "detach the mount even if files are open in it")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: npzfs unmount [flags] MOUNTPOINT\n\n%s\n\nFlags:\n%s", unmountHelp, fl.FlagUsages())
-	}
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}
