@@ -253,37 +253,13 @@ func TestNumpyMmapStoredAndDeflated(t *testing.T) {
 	}
 }
 
-const cMmap = `
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-int main(int argc, char **argv) {
-	int fd = open(argv[1], O_RDONLY);
-	if (fd < 0) { perror("open"); return 1; }
-	struct stat st;
-	if (fstat(fd, &st) != 0) { perror("fstat"); return 1; }
-	const float *v = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (v == MAP_FAILED) { perror("mmap"); return 1; }
-	size_t n = st.st_size / sizeof(float);
-	double sum = 0;
-	for (size_t i = 0; i < n; i++) sum += v[i];
-	printf("n=%zu first=%g second=%g last=%g sum=%.1f\n", n, v[0], v[1], v[n-1], sum);
-	munmap((void *)v, st.st_size);
-	close(fd);
-	return 0;
-}
-`
-
 func TestCProgramMmapsRawBin(t *testing.T) {
 	needFuse(t)
 	gcc := needTool(t, "gcc")
 	tmp := t.TempDir()
-	src, prog := filepath.Join(tmp, "mm.c"), filepath.Join(tmp, "mm")
-	os.WriteFile(src, []byte(cMmap), 0o644)
-	if out, err := exec.Command(gcc, "-O2", "-o", prog, src).CombinedOutput(); err != nil {
+	// The program the README shows.
+	src, prog := filepath.Join("..", "examples", "mmap_sum.c"), filepath.Join(tmp, "mmap_sum")
+	if out, err := exec.Command(gcc, "-O2", "-Wall", "-Werror", "-o", prog, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	archive, _ := testArchive(t)
