@@ -23,11 +23,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-show() { printf '\n$ %s\n' "$*"; "$@"; }
+# show prints a command as a user would type it (npzfs on PATH, the mount
+# point as $MNT), then runs it.
+show() { local line="$*"; line=${line//$work\/npzfs/npzfs}; printf '\n$ %s\n' "${line//$mnt/\$MNT}"; "$@"; }
 
 echo "building npzfs"
 build_npzfs "$work/npzfs"
 npzfs="$work/npzfs"
+echo "MNT=$mnt"
 
 show "$npzfs" ls examples/demo.npz
 show "$npzfs" mount examples/demo.npz "$mnt"
