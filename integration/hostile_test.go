@@ -248,25 +248,44 @@ func TestHostileMounts(t *testing.T) {
 }
 
 // bigArchive writes an archive of a stored and a deflated member of
-// mib MiB each (several inflate spans) and returns it with the files the
-// mount serves for them.
+// mib MiB each (several inflate spans) to a new file and returns it with
+// the files the mount serves for them. The bytes are made once per size.
 func bigArchive(t *testing.T, mib int) (string, map[string][]byte) {
 	t.Helper()
-	n := int64(mib) << 18 // float32 items
-	raw := hostile.Bytes(int(4*n), 7)
-	data := hostile.NPY("<f4", []int64{n}, raw)
+	bigArchives.Lock()
+	b, ok := bigArchives.m[mib]
+	if !ok {
+		n := int64(mib) << 18 // float32 items
+		raw := hostile.Bytes(int(4*n), 7)
+		data := hostile.NPY("<f4", []int64{n}, raw)
+		b.zip = hostile.Zip([]hostile.Member{
+			{Name: "stored.npy", Data: data},
+			{Name: "deflated.npy", Data: data, Deflate: true},
+		})
+		b.files = map[string][]byte{
+			"stored.npy": data, "stored/raw.bin": raw,
+			"deflated.npy": data, "deflated/raw.bin": raw,
+		}
+		bigArchives.m[mib] = b
+	}
+	bigArchives.Unlock()
 	path := filepath.Join(t.TempDir(), "big.npz")
-	if err := os.WriteFile(path, hostile.Zip([]hostile.Member{
-		{Name: "stored.npy", Data: data},
-		{Name: "deflated.npy", Data: data, Deflate: true},
-	}), 0o444); err != nil {
+	if err := os.WriteFile(path, b.zip, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	return path, map[string][]byte{
-		"stored.npy": data, "stored/raw.bin": raw,
-		"deflated.npy": data, "deflated/raw.bin": raw,
-	}
+	return path, b.files
 }
+
+// bigZip is an archive made by bigArchive and the files it serves.
+type bigZip struct {
+	zip   []byte
+	files map[string][]byte
+}
+
+var bigArchives = struct {
+	sync.Mutex
+	m map[int]bigZip
+}{m: map[int]bigZip{}}
 
 // dropCache asks the kernel to forget the cached pages of f, so the next
 // reads reach the daemon.
@@ -430,7 +449,7 @@ func readerChild(spec string) int {
 // time; every byte is verified. The daemon lives and stays under 256 MiB.
 func TestHostileLoad(t *testing.T) {
 	needFuse(t)
-	archive, want := bigArchive(t, 6)
+	archive, want := bigArchive(t, 4)
 	sum := sha256File(t, archive)
 	dir := mount(t, archive, "--cache-mb", "2")
 	pid := theDaemon(t, dir)
@@ -452,7 +471,7 @@ func TestHostileLoad(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d;%d;%s", readerEnv, i+1, 150, strings.Join(pairs, ";")))
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d;%d;%s", readerEnv, i+1, 120, strings.Join(pairs, ";")))
 			out, err := cmd.CombinedOutput()
 			line, _ := bufio.NewReader(bytes.NewReader(out)).ReadString('\n')
 			if err != nil || !strings.HasPrefix(line, "reader: ok") {

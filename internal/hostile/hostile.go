@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"math/rand"
 	"strings"
+	"sync"
 
 	"github.com/npzfs/npzfs/npy"
 )
@@ -253,8 +254,13 @@ func patch(z []byte, f func(b []byte)) []byte {
 func put16(b []byte, off int, v uint16) { binary.LittleEndian.PutUint16(b[off:], v) }
 func put32(b []byte, off int, v uint32) { binary.LittleEndian.PutUint32(b[off:], v) }
 
-// Cases builds every hostile archive.
-func Cases() []Case {
+// Cases returns every hostile archive, built once: callers must not
+// change them.
+func Cases() []Case { return cases() }
+
+var cases = sync.OnceValue(buildCases)
+
+func buildCases() []Case {
 	base := Zip(goodMembers())
 	var cs []Case
 
