@@ -562,3 +562,25 @@ func TestHostileMountOnAMountPoint(t *testing.T) {
 		t.Errorf("a daemon was left behind")
 	}
 }
+
+// TestHostileSparseDirectory mounts an archive whose end record claims a
+// central directory of 1 GiB (a hole in a sparse file after two real
+// entries): it mounts, serves both members byte for byte, and the daemon
+// stays under 256 MiB.
+func TestHostileSparseDirectory(t *testing.T) {
+	needFuse(t)
+	archive := filepath.Join(t.TempDir(), "sparse.npz")
+	good, err := hostile.WriteSparseDirectory(archive, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := mount(t, archive)
+	pid := theDaemon(t, dir)
+	files := walkMount(t, dir)
+	for p, want := range good {
+		if w := files[p]; w.err != nil || !bytes.Equal(w.data, want) {
+			t.Errorf("%s: %d bytes, %v", p, len(w.data), w.err)
+		}
+	}
+	checkDaemon(t, pid)
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -333,4 +334,29 @@ func TestFolderBudget(t *testing.T) {
 	if folders > maxFolders(len(ms)) {
 		t.Errorf("%d folders, budget %d", folders, maxFolders(len(ms)))
 	}
+}
+
+// TestDirectoryClaimIsNotAllocated: an end record may claim a central
+// directory of 1 GiB (here a hole in a sparse file after the real
+// entries); the directory is read as its entries are, so what is
+// allocated is bounded by the entries found, not by the claim.
+func TestDirectoryClaimIsNotAllocated(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sparse.npz")
+	good, err := hostile.WriteSparseDirectory(p, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	a, err := Open(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Errorf("Open allocated %d MiB", alloc>>20)
+	}
+	checkCase(t, a, hostile.Case{Name: "sparse directory", Good: good, Problems: []string{"ends early"}}, nil)
 }

@@ -165,6 +165,11 @@ type errEntry struct {
 	msg string
 }
 
+// dirChunk is how much of the central directory is read at once. A
+// directory's size is only a claim: it is read as its entries are, so one
+// that says it is 1 GiB but ends after a few entries costs a chunk.
+const dirChunk = 4 << 20
+
 // parseDirectory reads the central directory and fills one Member per
 // entry. Entries are read while the signature matches, so archives with
 // more than 65,535 entries written without zip64 (whose count wrapped)
@@ -172,45 +177,67 @@ type errEntry struct {
 // contents are not usable is kept with skip set; an unreadable entry ends
 // the directory, and is an error only if it is the first.
 func (a *Archive) parseDirectory(d directory) error {
-	buf := make([]byte, d.size)
-	if err := readAtFull(a.r, buf, d.offset); err != nil {
-		return &FormatError{Offset: d.offset, Msg: "cannot read the central directory", Err: err}
-	}
-	// The names are substrings of one string over the whole directory;
-	// buf is never written again, so this saves a copy per name.
+	// A lying count allocates no more than the directory can hold, nor
+	// more than 65,536 members before they are found; the mismatch is
+	// reported below.
+	a.members = make([]Member, 0, min(d.entries, uint64(d.size/centralLen), 1<<16))
+	// buf holds directory bytes [base, base+len(buf)). The names are
+	// substrings of all, a string over buf, which is never written again:
+	// this saves a copy per name.
+	var buf []byte
 	var all string
-	if len(buf) > 0 {
+	var base int64
+	// fill makes buf hold directory bytes [pos, pos+k), k <= d.size-pos.
+	fill := func(pos, k int64) error {
+		if pos >= base && pos+k <= base+int64(len(buf)) {
+			return nil
+		}
+		buf = make([]byte, min(max(k, dirChunk), d.size-pos))
+		base = pos
+		if err := readAtFull(a.r, buf, d.offset+pos); err != nil {
+			return &FormatError{Offset: d.offset + pos, Msg: "cannot read the central directory", Err: err}
+		}
 		all = unsafe.String(&buf[0], len(buf))
+		return nil
 	}
-	// A lying count allocates no more than the directory can hold; the
-	// mismatch is reported below.
-	n := min(d.entries, uint64(d.size/centralLen))
-	a.members = make([]Member, 0, n)
-	pos := 0
-	for pos < len(buf) {
-		off := d.offset + int64(pos)
-		if len(buf)-pos < centralLen || le.Uint32(buf[pos:]) != sigCentral {
+	for pos := int64(0); pos < d.size; {
+		off := d.offset + pos
+		if d.size-pos < centralLen {
 			if len(a.members) == 0 {
 				return &FormatError{Offset: off, Msg: "bad central directory entry signature"}
 			}
 			a.problemf("central directory ends early at byte %d after %d entries: bad entry signature", off, len(a.members))
 			break
 		}
-		e := buf[pos : pos+centralLen]
-		nameLen, extraLen, commentLen := int(le.Uint16(e[28:])), int(le.Uint16(e[30:])), int(le.Uint16(e[32:]))
-		end := pos + centralLen + nameLen + extraLen + commentLen
-		if end > len(buf) {
+		if err := fill(pos, centralLen); err != nil {
+			return err
+		}
+		e := buf[pos-base : pos-base+centralLen]
+		if le.Uint32(e) != sigCentral {
+			if len(a.members) == 0 {
+				return &FormatError{Offset: off, Msg: "bad central directory entry signature"}
+			}
+			a.problemf("central directory ends early at byte %d after %d entries: bad entry signature", off, len(a.members))
+			break
+		}
+		nameLen, extraLen, commentLen := int64(le.Uint16(e[28:])), int64(le.Uint16(e[30:])), int64(le.Uint16(e[32:]))
+		n := centralLen + nameLen + extraLen + commentLen
+		if n > d.size-pos {
 			if len(a.members) == 0 {
 				return &FormatError{Offset: off, Msg: "central directory entry runs past the directory's end"}
 			}
 			a.problemf("central directory ends early at byte %d after %d entries: entry runs past the directory's end", off, len(a.members))
 			break
 		}
+		if err := fill(pos, n); err != nil {
+			return err
+		}
+		e = buf[pos-base : pos-base+centralLen]
 		a.members = append(a.members, Member{a: a, index: int32(len(a.members))})
 		m := &a.members[len(a.members)-1]
-		nameStart := pos + centralLen
+		nameStart := pos - base + centralLen
 		m.parseEntry(e, all[nameStart:nameStart+nameLen], buf[nameStart+nameLen:nameStart+nameLen+extraLen], off, a.size)
-		pos = end
+		pos += n
 	}
 	if uint16(len(a.members)) != uint16(d.entries) && !(d.zip64 && uint64(len(a.members)) == d.entries) {
 		a.problemf("end record claims %d entries, the central directory has %d", d.entries, len(a.members))

@@ -13,6 +13,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"math/rand"
+	"os"
 	"strings"
 	"sync"
 
@@ -253,6 +254,29 @@ func patch(z []byte, f func(b []byte)) []byte {
 
 func put16(b []byte, off int, v uint16) { binary.LittleEndian.PutUint16(b[off:], v) }
 func put32(b []byte, off int, v uint32) { binary.LittleEndian.PutUint32(b[off:], v) }
+
+// WriteSparseDirectory writes to path an archive of the two good members
+// whose end record claims a central directory hole bytes longer than it
+// is: after the real entries come hole bytes of zeros, left as a hole in
+// the file (sparse: they take no disk space). The archive opens, its
+// directory ends early. It returns the files served.
+func WriteSparseDirectory(path string, hole int64) (map[string][]byte, error) {
+	z := Zip(goodMembers())
+	end := bytes.Clone(z[endOf(z):])
+	binary.LittleEndian.PutUint32(end[12:], uint32(int64(len(z)-22-cdOf(z))+hole))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(z[:endOf(z)])
+	if err == nil {
+		_, err = f.WriteAt(end, int64(endOf(z))+hole)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return goodFiles(), err
+}
 
 // Cases returns every hostile archive, built once: callers must not
 // change them.
