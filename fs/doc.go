@@ -16,8 +16,9 @@
 //   - files open with FOPEN_KEEP_CACHE and never direct_io, and entries,
 //     attributes and failed lookups are cached for an hour: the archive
 //     does not change while mounted, and mmap needs the page cache;
-//   - reads are asked for in requests of up to 1 MiB (MaxRead); stored
-//     members answer with fuse.ReadResultFd clamped to the member's end;
+//   - reads are asked for in requests of up to MaxRead (1 MiB less 8 KiB,
+//     so that a reply fits the splice pipe); stored members answer with
+//     fuse.ReadResultFd clamped to the member's end, spliced;
 //   - errors become errnos in Errno alone (default EIO, never ENOSYS);
 //     getxattr and listxattr answer ENOSYS on purpose, so the kernel stops
 //     asking for attributes that do not exist.

@@ -12,14 +12,38 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/hanwen/go-fuse/v2/splice"
 )
 
 // FSType is the name after "fuse." that mount(8) and df -T show.
 const FSType = "npzfs"
 
-// MaxRead is the largest read request asked of the kernel: 1 MiB, the
-// most Linux 4.20+ sends (max_pages 256); older kernels cap it at 128 KiB.
-const MaxRead = 1 << 20
+// maxRequest is the most Linux 4.20+ sends in one read request (max_pages
+// 256); older kernels cap it at 128 KiB.
+const maxRequest = 1 << 20
+
+// MaxRead is the largest read request npzfs asks of the kernel: the
+// largest page multiple, up to 1 MiB, whose reply still splices. Stored
+// reads are spliced from the archive file into /dev/fuse through a pipe
+// that must hold the reply's header, its data and one more page, and a
+// pipe holds at most /proc/sys/fs/pipe-max-size (1 MiB by default): a
+// 1 MiB reply would not fit and go-fuse would copy it through the daemon
+// instead, which makes first reads about 1.3 times slower. By default
+// MaxRead is therefore 1 MiB less 8 KiB; where pipe-max-size has been
+// raised it is the full 1 MiB.
+var MaxRead = maxReadFor(splice.MaxPipeSize(), os.Getpagesize())
+
+// maxReadFor is MaxRead for a pipe size limit and page size. Where even
+// 128 KiB replies would not splice, it gives up on splicing rather than on
+// request size.
+func maxReadFor(pipeMax, page int) int {
+	const replyHeader = 16 // fuse_out_header
+	n := (pipeMax - page - replyHeader) / page * page
+	if n < 128<<10 {
+		return maxRequest
+	}
+	return min(n, maxRequest)
+}
 
 // Config describes one mount.
 type Config struct {

@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/npzfs/npzfs/npy"
@@ -60,5 +63,47 @@ func TestMaxHeaderOption(t *testing.T) {
 	got, err = os.ReadFile(filepath.Join(small, "wide.npy"))
 	if err != nil || string(got) != string(data) {
 		t.Errorf("with --max-header-kb 64, wide.npy: %d bytes, err %v; want the member", len(got), err)
+	}
+}
+
+// readChars is the bytes a process has read through read-like system
+// calls (rchar in /proc/PID/io): data it copied through user space.
+func readChars(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no rchar in /proc/%d/io:\n%s", pid, b)
+	return 0
+}
+
+// TestStoredReadsAreSpliced: the daemon answers reads of a stored member
+// by splicing the archive file into /dev/fuse, so the array's bytes never
+// pass through its memory. (A reply that does not fit the splice pipe is
+// copied instead: that is what fs.MaxRead guards against.)
+func TestStoredReadsAreSpliced(t *testing.T) {
+	archive, files := bigArchive(t, 32)
+	dir := mount(t, archive)
+	pid := theDaemon(t, dir)
+	before := readChars(t, pid)
+	got, err := os.ReadFile(filepath.Join(dir, "stored", "raw.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, files["stored/raw.bin"]) {
+		t.Fatal("stored/raw.bin differs from the array")
+	}
+	if copied := readChars(t, pid) - before; copied > int64(len(got))/16 {
+		t.Errorf("the daemon read %d bytes to serve %d: reads were copied, not spliced", copied, len(got))
 	}
 }
