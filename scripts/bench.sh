@@ -182,6 +182,7 @@ rd="$work/rd"
 rec meta.commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+dirty')"
 rec meta.date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 rec meta.size "$size"
+rec meta.rounds "$rounds rounds ($rounds2 for the memory-map runs, $rounds5 for the 100,000-array runs)"
 rec meta.cores "$(nproc)"
 rec meta.mem "$(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 rec meta.kernel "$(uname -r)"
@@ -281,8 +282,9 @@ for r in $(seq "$rounds"); do
   pipe_max_orig=$(cat /proc/sys/fs/pipe-max-size)
   if [ "$pipe_max_orig" -lt 2097152 ] && echo 2097152 >/proc/sys/fs/pipe-max-size 2>/dev/null; then
     if start_fs npzfs "$stored" "$mnt"; then
-      rc0=$(daemon_io rchar); sf0=$(splice_fails)
+      rc0=$(daemon_io rchar); sf0=$(splice_fails); cpu0=$(daemon_cpu)
       run_rd s1.first.raw.pipe2m "${guard[@]}" "$rd" seq "$mnt/x/raw.bin" 0 -1 1048576 >/dev/null || true
+      rec s1.pipe2m.daemon_cpu "$(awk -v a="$cpu0" -v b="$(daemon_cpu)" -v t="$clk_tck" 'BEGIN{printf "%.3f", (b-a)/t}')"
       rec s1.pipe2m.daemon_rchar "$(( $(daemon_io rchar) - rc0 ))"
       rec s1.pipe2m.splice_fallbacks "$(( $(splice_fails) - sf0 ))"
       stop_fs "$mnt" stored-seq
@@ -339,7 +341,9 @@ say "3. deflated array read in full: mount vs unzip -p vs numpy"
 warm "$deflated"
 for r in $(seq "$rounds"); do
   if start_fs npzfs "$deflated" "$mnt"; then
+    cpu0=$(daemon_cpu)
     run_rd s3.first.npy "${guard[@]}" "$rd" seq "$mnt/y.npy" 0 -1 1048576 >/dev/null || true
+    rec s3.daemon_cpu "$(awk -v a="$cpu0" -v b="$(daemon_cpu)" -v t="$clk_tck" 'BEGIN{printf "%.3f", (b-a)/t}')"
     run_rd s3.second.npy "${guard[@]}" "$rd" seq "$mnt/y.npy" 0 -1 1048576 >/dev/null || true
     stop_fs "$mnt" deflated-seq
   fi

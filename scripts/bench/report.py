@@ -417,8 +417,8 @@ def main(argv):
     one = r.one
     machine = "%s cores (%s), %s, Linux %s; load average at start %s" % (
         one("meta.cores"), one("meta.cpu"), one("meta.mem"), one("meta.kernel"), one("meta.load"))
-    run = "%s, commit %s, size %s, %s rounds (medians), whole run %.0f s; %s, numpy %s, fuse-zip %s, archivemount %s" % (
-        one("meta.date"), one("meta.commit"), one("meta.size"), len(r.res.get("s2.npz", [])) or "?",
+    run = "%s, commit %s, size %s, %s, medians; whole run %.0f s; %s, numpy %s, fuse-zip %s, archivemount %s" % (
+        one("meta.date"), one("meta.commit"), one("meta.size"), one("meta.rounds", "?"),
         float(one("meta.wall", "0") or 0), one("meta.go"), one("meta.numpy"), one("meta.fusezip"), one("meta.archivemount"))
     data = [one("meta.stored"), one("meta.deflated"), one("meta.bigdefl"), one("meta.many")]
     probes = []
@@ -438,8 +438,11 @@ def main(argv):
                               float(a["secs"]), float(a["usr"]) + float(a["sys"]), float(one("s1.daemon_cpu")),
                               float(b["secs"]), float(b["usr"]) + float(b["sys"])))
     if one("s1.pipe2m.daemon_rchar"):
-        probes.append("with /proc/sys/fs/pipe-max-size at 2 MiB while the daemon runs: daemon rchar %.1f MiB, %s splice fallbacks (one first read)"
-                      % (float(one("s1.pipe2m.daemon_rchar", "0") or 0) / MiB, one("s1.pipe2m.splice_fallbacks", "?")))
+        pf = r.res.get("s1.first.raw.pipe2m")
+        probes.append("with /proc/sys/fs/pipe-max-size at 2 MiB while the daemon runs (round 1): daemon rchar %.1f MiB, %s splice fallbacks, "
+                      "%s s wall, daemon CPU %s s"
+                      % (float(one("s1.pipe2m.daemon_rchar", "0") or 0) / MiB, one("s1.pipe2m.splice_fallbacks", "?"),
+                         parse_kv(pf[0]).get("secs", "?") if pf else "?", one("s1.pipe2m.daemon_cpu", "?")))
     checks = ["stored raw.bin = archive bytes: %s" % one("check.stored", "not run"),
               "deflated y.npy = unzip -p: %s" % one("check.deflated", "not run")]
     exp = parse_kv(one("s5.expect"))
@@ -460,6 +463,12 @@ def main(argv):
             info.append("%s: first %s ms, median %s ms, p99 %s ms" % (name, kv["first_ms"], kv["median_ms"], kv["p99_ms"]))
         elif r.err(k):
             info.append("%s: FAILED: %s" % (name, r.err(k)))
+    f3 = r.res.get("s3.first.npy")
+    if f3 and r.res.get("s3.daemon_cpu"):
+        w = [float(parse_kv(v).get("secs", 0)) for v in f3]
+        c = [float(v) for v in r.res["s3.daemon_cpu"]]
+        info.append("deflated y.npy first read: daemon CPU %.2f s for %.2f s wall (medians)"
+                    % (statistics.median(c), statistics.median(w)))
     sec = r.med("s3.second.npy", "mbps")
     if sec is not None:
         info.append("deflated y.npy second read (FUSE page cache): %.0f MB/s" % sec)
