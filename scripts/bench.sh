@@ -518,10 +518,10 @@ fi
 # --------------------------------------------------------------- report
 
 say "done; the table"
+rec meta.wall "$(elapsed "$started" "$EPOCHREALTIME")"
 mkdir -p "$root/bench-data"
 cp "$res" "$root/bench-data/results-$size.tsv"
 cp "$work/gobench.txt" "$root/bench-data/gobench-$size.txt"
-rec meta.wall "$(elapsed "$started" "$EPOCHREALTIME")"
 args=("$res" "$work/gobench.txt")
 [ "$write_md" = 1 ] && args+=(--write "$root/BENCHMARKS.md")
 "$py" scripts/bench/report.py "${args[@]}"

@@ -18,7 +18,7 @@ BEGIN = "<!-- results:begin (written by scripts/bench.sh; edits here are overwri
 END = "<!-- results:end -->"
 MiB = 1048576.0
 RATIO_NOTE = ("ratio: how many times better npzfs does than the reference "
-              "(throughput: npzfs / reference; time and memory: reference / npzfs).")
+              "(throughput: npzfs / reference; time and memory: reference / npzfs). MiB/s = 2^20 bytes a second.")
 
 
 def load(path):
@@ -137,7 +137,7 @@ def build(r, gobench):
             nkey = "s1.%s.%s.1m" % (kind, f)
             n, d = r.med(nkey, "mbps"), r.med(dkey, "mbps")
             q = div(n, d)
-            row("1", "stored %s: %s %s, 1 MiB reads" % (stored_h, fname, label), n, nkey, "MB/s", d, dkey, "MB/s",
+            row("1", "stored %s: %s %s, 1 MiB reads" % (stored_h, fname, label), n, nkey, "MiB/s", d, dkey, "MiB/s",
                 "same range of the archive file", q, tgt, None if q is None else q >= t)
 
     # 2. numpy memory map
@@ -161,11 +161,11 @@ def build(r, gobench):
     us = r.med("s3.unzip", "secs")
     u = div(nbytes / MiB if nbytes else None, us)
     q = div(n, u)
-    row("3", "deflated %s: y.npy read in full, fresh mount" % defl_h, n, "s3.first.npy", "MB/s", u, "s3.unzip", "MB/s",
+    row("3", "deflated %s: y.npy read in full, fresh mount" % defl_h, n, "s3.first.npy", "MiB/s", u, "s3.unzip", "MiB/s",
         "unzip -p", q, ">= 1.5x", None if q is None else q >= 1.5)
     ns = r.med("s3.numpy", "secs")
     m = div(nbytes / MiB if nbytes else None, ns)
-    row("3", "  the same vs numpy", n, "s3.first.npy", "MB/s", m, "s3.numpy", "MB/s",
+    row("3", "  the same vs numpy", n, "s3.first.npy", "MiB/s", m, "s3.numpy", "MiB/s",
         "np.load(npz)['y']", div(n, m), "—", None)
 
     # 4. deflated, random
@@ -238,7 +238,7 @@ def ceiling(r):
         s = r.med("s1.second.raw." + b, "mbps")
 
         def c(key, v):
-            return cell(r, key, v, "MB/s")
+            return cell(r, key, v, "MiB/s")
 
         out.append((name, c("s1.direct.raw." + b, d), c("s1.first.raw." + b, f),
                     ratio_str(f / d if f and d else None), c("s1.second.raw." + b, s),
@@ -250,7 +250,7 @@ def ceiling(r):
         f = r.med(key, "mbps")
         if f is None and not r.err(key):
             continue
-        out.append((name, cell(r, "s1.direct.raw.1m", d, "MB/s"), cell(r, key, f, "MB/s"),
+        out.append((name, cell(r, "s1.direct.raw.1m", d, "MiB/s"), cell(r, key, f, "MiB/s"),
                     ratio_str(f / d if f and d else None), "—", "—"))
     return out
 
@@ -273,7 +273,7 @@ def others(r):
         v = r.med(k, "mbps")
         if v is None and k.endswith(".stored.second") and r.err(k[:-len("second")] + "first"):
             return "skipped (first read failed)"
-        return cell(r, k, v, "MB/s")
+        return cell(r, k, v, "MiB/s")
 
     def secs(kind, key, nkey=None, scale=1.0, unit="s"):
         k = "o.%s.%s" % (kind, key) if kind != "npzfs" else nkey
@@ -454,7 +454,7 @@ def main(argv):
     info = []
     big = r.res.get("s4.big.seq")
     if big:
-        info.append("1 GiB deflated member read in full: %s MB/s" % parse_kv(big[0]).get("mbps"))
+        info.append("1 GiB deflated member read in full: %s MiB/s" % parse_kv(big[0]).get("mbps"))
     for k, name in (("s4.big.rand", "then 1,000 random 4 KiB preads on the same mount"),
                     ("s4.big.randfirst", "1,000 random 4 KiB preads on a fresh mount")):
         v = r.res.get(k)
@@ -471,7 +471,7 @@ def main(argv):
                     % (statistics.median(c), statistics.median(w)))
     sec = r.med("s3.second.npy", "mbps")
     if sec is not None:
-        info.append("deflated y.npy second read (FUSE page cache): %.0f MB/s" % sec)
+        info.append("deflated y.npy second read (FUSE page cache): %.0f MiB/s" % sec)
     m = r.med("s2.mmap", "base_kb"), r.med("s2.npz", "base_kb")
     if m[0] is not None:
         info.append("Python after `import numpy`, before the measured call: %.1f MiB (mmap runs), %.1f MiB (npz runs)"
@@ -525,7 +525,7 @@ def main(argv):
         md += ["", "### Go benchmarks", "", "`go test -run '^$' -bench . -benchmem` over ./npy ./npz ./npz/inflate: "
                + "; ".join(gostatus) + ".", ""]
         if grows:
-            md += ["Inflating whole streams (BenchmarkInflate, MB/s of output):", "", md_table(ghdr, grows), ""]
+            md += ["Inflating whole streams (BenchmarkInflate, MB/s of output, MB = 10^6 bytes as Go reports it):", "", md_table(ghdr, grows), ""]
         ohdr, orows = go_other_table(golines)
         if orows:
             md += ["The others (npy header parsing, opening a 100,000-member archive, ReadAt):", "", md_table(ohdr, orows), ""]
