@@ -511,6 +511,7 @@ if [ "${BENCH_GO:-1}" = 1 ]; then
   timeout 600 go test -run '^$' -bench . -benchtime "$gotime" -benchmem ./npy ./npz ./npz/inflate \
     >"$work/gobench.txt" 2>&1 || rc=$?
   rec go.status "$rc"
+  rec go.tree "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- npy npz 2>/dev/null || echo ' with uncommitted changes under npy/ or npz/')"
 else
   echo "(skipped: BENCH_GO=0)" >"$work/gobench.txt"
 fi

@@ -522,8 +522,9 @@ def main(argv):
                                            "### Daemon peak RSS", "", md_table(rss_hdr, rss), "",
                                            "### Other figures and checks", ""]
         md += ["- " + x for x in info + checks]
-        md += ["", "### Go benchmarks", "", "`go test -run '^$' -bench . -benchmem` over ./npy ./npz ./npz/inflate: "
-               + "; ".join(gostatus) + ".", ""]
+        tree = one("go.tree")
+        md += ["", "### Go benchmarks", "", "`go test -run '^$' -bench . -benchmem` over ./npy ./npz ./npz/inflate"
+               + (" (tree: %s)" % tree if tree else "") + ": " + "; ".join(gostatus) + ".", ""]
         if grows:
             md += ["Inflating whole streams (BenchmarkInflate, MB/s of output, MB = 10^6 bytes as Go reports it):", "", md_table(ghdr, grows), ""]
         ohdr, orows = go_other_table(golines)
