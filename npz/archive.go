@@ -13,6 +13,14 @@ import (
 	"github.com/npzfs/npzfs/npz/inflate"
 )
 
+// DefaultSpanSize is the default distance between checkpoints in deflated
+// members. A random read inflates half a span on average; with the sparse
+// windows the index keeps, halving the span from 1 MiB cost no sequential
+// throughput and about 30 KB of index per GiB, and made random 4 KiB reads
+// of a 256 MiB member about a quarter faster (inflate's
+// BenchmarkReadAtRandom4K and BenchmarkReadAtSequential128K compare spans).
+const DefaultSpanSize = 512 << 10
+
 // DefaultCacheBytes is the default budget of inflated spans shared by the
 // deflated members of an archive.
 const DefaultCacheBytes = 16 << 20
@@ -43,7 +51,7 @@ type Options struct {
 	// times the bytes they take in the archive.
 	ViewBytes int64
 	// SpanSize is the inflated distance between checkpoints in deflated
-	// members; 0 means 1 MiB.
+	// members; 0 means DefaultSpanSize.
 	SpanSize int64
 	// CacheBytes is the budget of inflated spans shared by all members;
 	// 0 means DefaultCacheBytes (16 MiB).
@@ -125,6 +133,9 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 	a := &Archive{r: r, size: size}
 	if opts != nil {
 		a.opts = *opts
+	}
+	if a.opts.SpanSize <= 0 {
+		a.opts.SpanSize = DefaultSpanSize
 	}
 	if a.opts.MaxHeaderLen <= 0 {
 		a.opts.MaxHeaderLen = DefaultMaxHeaderLen

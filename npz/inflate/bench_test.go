@@ -30,6 +30,7 @@ package inflate
 import (
 	"bytes"
 	"compress/flate"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
@@ -187,6 +188,24 @@ func bigMember(b *testing.B) (string, int64, uint32) {
 // index is built, through a 32 MiB cache (mostly misses: each inflates up
 // to one 1 MiB span).
 func BenchmarkReadAtRandom4K(b *testing.B) {
+	for _, span := range benchSpans {
+		b.Run("span="+sizeName(span), func(b *testing.B) { benchRandom4K(b, span) })
+	}
+}
+
+// benchSpans are the checkpoint distances the ReadAt benchmarks compare:
+// a random read inflates half a span on average, and the index grows with
+// the number of checkpoints.
+var benchSpans = []int64{1 << 20, 512 << 10, 256 << 10}
+
+func sizeName(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+func benchRandom4K(b *testing.B, span int64) {
 	path, size, crc := bigMember(b)
 	f, err := os.Open(path)
 	if err != nil {
@@ -194,7 +213,7 @@ func BenchmarkReadAtRandom4K(b *testing.B) {
 	}
 	defer f.Close()
 	fi, _ := f.Stat()
-	ra := NewReaderAt(f, fi.Size(), size, crc, &Options{Cache: NewCache(32 << 20)})
+	ra := NewReaderAt(f, fi.Size(), size, crc, &Options{SpanSize: span, Cache: NewCache(32 << 20)})
 	if _, err := ra.ReadAt(make([]byte, 1), size-1); err != io.EOF {
 		b.Fatal(err)
 	}
@@ -218,6 +237,12 @@ func BenchmarkReadAtRandom4K(b *testing.B) {
 // 128 KiB reads through a fresh ReaderAt (so it includes building the index
 // and checking the CRC), as a FUSE cat would.
 func BenchmarkReadAtSequential128K(b *testing.B) {
+	for _, span := range benchSpans {
+		b.Run("span="+sizeName(span), func(b *testing.B) { benchSequential128K(b, span) })
+	}
+}
+
+func benchSequential128K(b *testing.B, span int64) {
 	path, size, crc := bigMember(b)
 	f, err := os.Open(path)
 	if err != nil {
@@ -229,7 +254,7 @@ func BenchmarkReadAtSequential128K(b *testing.B) {
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ra := NewReaderAt(f, fi.Size(), size, crc, &Options{Cache: NewCache(16 << 20)})
+		ra := NewReaderAt(f, fi.Size(), size, crc, &Options{SpanSize: span, Cache: NewCache(16 << 20)})
 		for off := int64(0); off < size; off += int64(len(p)) {
 			if _, err := ra.ReadAt(p, off); err != nil && err != io.EOF {
 				b.Fatal(err)
