@@ -29,16 +29,22 @@ type manifest struct {
 	} `json:"strict"`
 }
 
-func loadManifest(t testing.TB) *manifest {
+// readJSON decodes testdata/name into v.
+func readJSON(t testing.TB, name string, v any) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "manifest.json"))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
+}
+
+func loadManifest(t testing.TB) *manifest {
+	t.Helper()
+	var m manifest
+	readJSON(t, "manifest.json", &m)
 	if len(m.Good) < 100 || len(m.Bad) < 20 || len(m.Strict) < 5 {
 		t.Fatalf("manifest too small: %d good, %d bad, %d strict", len(m.Good), len(m.Bad), len(m.Strict))
 	}
@@ -224,14 +230,8 @@ func dtypeJSON(t testing.TB, d *DType) []byte {
 }
 
 func TestTypeStrings(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "typestr.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cases [][2]json.RawMessage
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "typestr.json", &cases)
 	if len(cases) < 500 {
 		t.Fatalf("only %d type strings", len(cases))
 	}
@@ -269,14 +269,8 @@ func TestTypeStrings(t *testing.T) {
 var strictSyntax = []string{`\N{BULLET}`}
 
 func TestSyntaxCases(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "syntax.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cases [][3]json.RawMessage
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "syntax.json", &cases)
 	if len(cases) < 200 {
 		t.Fatalf("only %d syntax cases", len(cases))
 	}
@@ -343,14 +337,8 @@ func TestSyntaxCases(t *testing.T) {
 var refusedForms = []string{"invalid shape in fixed-type tuple: []", "negative itemsize"}
 
 func TestRandomDescrs(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "random_descr.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cases [][3]json.RawMessage
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "random_descr.json", &cases)
 	accepted, refused := 0, 0
 	for _, c := range cases {
 		var version, text string
