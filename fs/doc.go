@@ -1,12 +1,13 @@
 // Package fs serves an npz.Archive as a read-only FUSE filesystem with
-// go-fuse's v2 node API: folders and files from the archive's tree, stored
-// reads spliced from the archive file, deflated reads through the
-// checkpointed inflater, every writing operation refused with EROFS.
+// go-fuse's v2 raw protocol API: folders and files from the archive's
+// tree, stored reads spliced from the archive file, deflated reads through
+// the checkpointed inflater, every writing operation refused with EROFS.
 //
 // The tree is reached through the Entry interface (FromNPZ adapts an
 // npz.Node), so the package can be tested on a small tree of its own.
-// Inodes are made on lookup and readdir, never up front, with the entry's
-// Ino as inode number.
+// Nothing is built per node up front or per inode after: a FUSE node ID is
+// the entry's Ino, and the server remembers only which entries the kernel
+// holds lookups of, until it forgets them.
 //
 // Choices that matter for users:
 //

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/hanwen/go-fuse/v2/splice"
 )
@@ -89,6 +88,9 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if root == nil || !root.IsDir() {
 		return nil, errors.New("the archive has no root folder")
 	}
+	if root.Ino() != rootID {
+		return nil, fmt.Errorf("the root folder has inode number %d, want %d", root.Ino(), rootID)
+	}
 	for _, o := range cfg.Options {
 		if o == "rw" {
 			return nil, errors.New(`mount option "rw" is not supported: npzfs is read-only`)
@@ -106,7 +108,7 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if ra <= 0 {
 		ra = MaxRead
 	}
-	st := &mountState{uid: cfg.UID, gid: cfg.GID, archiveSize: cfg.ArchiveSize, root: root}
+	st := &mountState{uid: cfg.UID, gid: cfg.GID, archiveSize: cfg.ArchiveSize, timeout: timeout, root: root}
 	if cfg.Files > 0 {
 		st.countOnce.Do(func() { st.count = cfg.Files })
 	}
@@ -130,30 +132,25 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if st.rootToo && !slices.Contains(mopts, "default_permissions") {
 		mopts = append(mopts, "default_permissions")
 	}
-	opts := &gofs.Options{
-		MountOptions: fuse.MountOptions{
-			FsName:       cfg.Source,
-			Name:         FSType,
-			Options:      append([]string{"ro"}, mopts...),
-			AllowOther:   allowOther || st.rootToo,
-			MaxWrite:     MaxRead, // also sets max_read and max_pages
-			MaxReadAhead: ra,
-			Debug:        cfg.Debug,
-			Logger:       logger,
-			// Plain readdir for big listings unless the caller stats
-			// the entries (ls -l): the kernel decides per request.
-			ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO,
-		},
-		EntryTimeout:    &timeout,
-		AttrTimeout:     &timeout,
-		NegativeTimeout: &timeout,
-		UID:             cfg.UID,
-		GID:             cfg.GID,
-		Logger:          logger,
-		RootStableAttr:  &gofs.StableAttr{Ino: root.Ino(), Mode: syscall.S_IFDIR},
+	opts := &fuse.MountOptions{
+		FsName:       cfg.Source,
+		Name:         FSType,
+		Options:      append([]string{"ro"}, mopts...),
+		AllowOther:   allowOther || st.rootToo,
+		MaxWrite:     MaxRead, // also sets max_read and max_pages
+		MaxReadAhead: ra,
+		Debug:        cfg.Debug,
+		Logger:       logger,
+		// Plain readdir for big listings unless the caller stats
+		// the entries (ls -l): the kernel decides per request.
+		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO,
 	}
-	srv, err := gofs.Mount(dir, &node{e: root, st: st}, opts)
+	srv, err := fuse.NewServer(newServer(st), dir, opts)
 	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
 		return nil, err
 	}
 	return &Server{srv: srv, dir: dir}, nil

@@ -6,8 +6,8 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -17,10 +17,16 @@ const (
 	dirMode  = 0o555
 )
 
-// mountState is what every node of one mount shares.
+// rootID is the node ID the kernel uses for the mount's root folder. The
+// tree's root must have it as its inode number (Mount checks), so node IDs
+// and inode numbers are the same number everywhere.
+const rootID = fuse.FUSE_ROOT_ID
+
+// mountState is what every request of one mount shares.
 type mountState struct {
 	uid, gid    uint32
-	archiveSize int64 // bytes, for statfs
+	archiveSize int64         // bytes, for statfs
+	timeout     time.Duration // entry, attribute and negative-lookup cache time
 
 	// rootToo: the mount has allow_other only to let root in (allow_root,
 	// which fusermount3 does not know): every request from a user other
@@ -32,65 +38,136 @@ type mountState struct {
 	root      Entry
 }
 
-// node is the inode of one Entry. go-fuse keeps one node per inode number
-// it has handed to the kernel; nodes are created on lookup and readdir, so
-// mounting costs nothing per array.
-type node struct {
-	gofs.Inode
-	e  Entry
-	st *mountState
+// server answers the kernel's requests with go-fuse's raw protocol API.
+//
+// The tree never changes while mounted, so npzfs keeps no inode objects:
+// a node ID is the entry's inode number, and the only per-node state is
+// the entry the kernel may still name, in the table of known nodes, with
+// the count of lookups it has not yet forgotten. That is about 60 bytes a
+// node where a go-fuse node-API inode costs several hundred, which is most
+// of the daemon's memory once the files of a 100,000-array archive have
+// been opened.
+type server struct {
+	fuse.RawFileSystem // ENOSYS for what is not below (locks, ioctl, poll, ...)
+
+	st    *mountState
+	nodes knownNodes
+	dirs  dirHandles
 }
 
-// Interfaces the kernel reaches. The writing ones all answer EROFS: the
-// mount is "ro", so the kernel refuses most of them itself, but the daemon
-// says the same if one ever gets through.
-var (
-	_ = (gofs.NodeLookuper)((*node)(nil))
-	_ = (gofs.NodeGetattrer)((*node)(nil))
-	_ = (gofs.NodeOpendirHandler)((*node)(nil))
-	_ = (gofs.NodeOpener)((*node)(nil))
-	_ = (gofs.NodeReader)((*node)(nil))
-	_ = (gofs.NodeStatfser)((*node)(nil))
-	_ = (gofs.NodeAccesser)((*node)(nil))
-	_ = (gofs.NodeGetxattrer)((*node)(nil))
-	_ = (gofs.NodeListxattrer)((*node)(nil))
-	_ = (gofs.NodeFsyncer)((*node)(nil))
-	_ = (gofs.NodeFlusher)((*node)(nil))
+var _ fuse.RawFileSystem = (*server)(nil)
 
-	_ = (gofs.NodeSetattrer)((*node)(nil))
-	_ = (gofs.NodeWriter)((*node)(nil))
-	_ = (gofs.NodeCreater)((*node)(nil))
-	_ = (gofs.NodeMkdirer)((*node)(nil))
-	_ = (gofs.NodeMknoder)((*node)(nil))
-	_ = (gofs.NodeUnlinker)((*node)(nil))
-	_ = (gofs.NodeRmdirer)((*node)(nil))
-	_ = (gofs.NodeRenamer)((*node)(nil))
-	_ = (gofs.NodeSymlinker)((*node)(nil))
-	_ = (gofs.NodeLinker)((*node)(nil))
-	_ = (gofs.NodeSetxattrer)((*node)(nil))
-	_ = (gofs.NodeRemovexattrer)((*node)(nil))
-	_ = (gofs.NodeAllocater)((*node)(nil))
-	_ = (gofs.NodeCopyFileRanger)((*node)(nil))
-)
+func newServer(st *mountState) *server {
+	return &server{RawFileSystem: fuse.NewDefaultRawFileSystem(), st: st}
+}
+
+func (s *server) String() string { return FSType }
+
+// known is a node the kernel has been handed by lookup or readdirplus.
+type known struct {
+	e      Entry
+	parent uint64 // node ID of the folder it was found in, for ".."
+	refs   uint64 // lookups not yet forgotten
+}
+
+// knownNodes maps node IDs to entries, sharded so that parallel lookups
+// of different names rarely wait for each other. The root is not in it:
+// the kernel never forgets the root.
+type knownNodes struct {
+	shards [32]struct {
+		mu sync.Mutex
+		m  map[uint64]known
+	}
+}
+
+func (t *knownNodes) shard(id uint64) *struct {
+	mu sync.Mutex
+	m  map[uint64]known
+} {
+	return &t.shards[id%uint64(len(t.shards))]
+}
+
+// ref records one more lookup of e, found in the folder parent.
+func (t *knownNodes) ref(e Entry, parent uint64) {
+	id := e.Ino()
+	if id == rootID {
+		return
+	}
+	sh := t.shard(id)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = make(map[uint64]known)
+	}
+	k := sh.m[id]
+	sh.m[id] = known{e: e, parent: parent, refs: k.refs + 1}
+	sh.mu.Unlock()
+}
+
+// forget drops n lookups of id, and the node with the last of them.
+func (t *knownNodes) forget(id, n uint64) {
+	sh := t.shard(id)
+	sh.mu.Lock()
+	if k, ok := sh.m[id]; ok {
+		if k.refs <= n {
+			delete(sh.m, id)
+		} else {
+			k.refs -= n
+			sh.m[id] = k
+		}
+	}
+	sh.mu.Unlock()
+}
+
+func (t *knownNodes) get(id uint64) (known, bool) {
+	sh := t.shard(id)
+	sh.mu.Lock()
+	k, ok := sh.m[id]
+	sh.mu.Unlock()
+	return k, ok
+}
+
+// len is the number of nodes the kernel knows besides the root.
+func (t *knownNodes) len() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// node returns the entry with node ID id and its parent's node ID. A node
+// the kernel names but the table does not know would be a bookkeeping
+// error; it answers ESTALE, as for a file handle whose file is gone.
+func (s *server) node(id uint64) (Entry, uint64, syscall.Errno) {
+	if id == rootID {
+		return s.st.root, rootID, 0
+	}
+	k, ok := s.nodes.get(id)
+	if !ok {
+		return nil, 0, syscall.ESTALE
+	}
+	return k.e, k.parent, 0
+}
+
+// request turns a request header into the context the Entry and Content
+// calls see: the caller, and cancellation when the kernel interrupts.
+func request(cancel <-chan struct{}, h *fuse.InHeader) *fuse.Context {
+	return &fuse.Context{Caller: h.Caller, Cancel: cancel}
+}
 
 // denied reports whether the caller of a request may not use the mount.
-func (st *mountState) denied(ctx context.Context) bool {
-	if !st.rootToo {
-		return false
-	}
-	c, ok := ctx.(*fuse.Context)
-	if !ok {
-		return false
-	}
-	return c.Uid != 0 && c.Uid != st.uid
+func (st *mountState) denied(c *fuse.Caller) bool {
+	return st.rootToo && c.Uid != 0 && c.Uid != st.uid
 }
 
-func stableAttr(e Entry) gofs.StableAttr {
-	mode := uint32(syscall.S_IFREG)
+func modeType(e Entry) uint32 {
 	if e.IsDir() {
-		mode = syscall.S_IFDIR
+		return syscall.S_IFDIR
 	}
-	return gofs.StableAttr{Mode: mode, Ino: e.Ino()}
+	return syscall.S_IFREG
 }
 
 // fillAttr describes e: exact size, archive times, 0444/0555, the mounting
@@ -124,91 +201,125 @@ func (st *mountState) fillAttr(e Entry, a *fuse.Attr) {
 	a.Blocks = (a.Size + 511) / 512
 }
 
-func (n *node) child(ctx context.Context, e Entry, out *fuse.EntryOut) *gofs.Inode {
-	n.st.fillAttr(e, &out.Attr)
-	return n.NewInode(ctx, &node{e: e, st: n.st}, stableAttr(e))
+// entryOut describes e as the answer to a lookup of it in folder parent,
+// and records the lookup.
+func (s *server) entryOut(e Entry, parent uint64, out *fuse.EntryOut) {
+	out.NodeId = e.Ino()
+	out.Generation = 0
+	s.st.fillAttr(e, &out.Attr)
+	out.SetEntryTimeout(s.st.timeout)
+	out.SetAttrTimeout(s.st.timeout)
+	s.nodes.ref(e, parent)
 }
 
-// Lookup finds a child by name.
-func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if n.st.denied(ctx) {
-		return nil, syscall.EACCES
+// Lookup finds a child by name. A missing name is answered with node ID 0
+// and a timeout, which the kernel caches as a negative entry.
+func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	if s.st.denied(&h.Caller) {
+		return fuse.Status(syscall.EACCES)
 	}
-	if !n.e.IsDir() {
-		return nil, syscall.ENOTDIR
+	dir, parent, errno := s.node(h.NodeId)
+	if errno != 0 {
+		return fuse.Status(errno)
 	}
-	c := n.e.Lookup(name)
+	if !dir.IsDir() {
+		return fuse.Status(syscall.ENOTDIR)
+	}
+	var c Entry
+	switch name {
+	case ".": // sent only to revive a node by its ID (NFS export)
+		c = dir
+	case "..":
+		if c, parent, errno = s.node(parent); errno != 0 {
+			return fuse.Status(errno)
+		}
+	default:
+		c, parent = dir.Lookup(name), h.NodeId
+	}
 	if c == nil {
-		return nil, syscall.ENOENT
+		*out = fuse.EntryOut{}
+		out.SetEntryTimeout(s.st.timeout)
+		return fuse.OK
 	}
-	return n.child(ctx, c, out), 0
+	s.entryOut(c, parent, out)
+	return fuse.OK
 }
 
-// Getattr answers stat.
-func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if n.st.denied(ctx) {
-		return syscall.EACCES
-	}
-	n.st.fillAttr(n.e, &out.Attr)
-	return 0
+// Forget: the kernel dropped nlookup references to a node.
+func (s *server) Forget(nodeid, nlookup uint64) {
+	s.nodes.forget(nodeid, nlookup)
 }
 
-// OpendirHandle lists the folder once per open; the handle serves readdir
-// from that snapshot and can seek in it.
-func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if n.st.denied(ctx) {
-		return nil, 0, syscall.EACCES
+// GetAttr answers stat.
+func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	if s.st.denied(&in.Caller) {
+		return fuse.Status(syscall.EACCES)
 	}
-	if !n.e.IsDir() {
-		return nil, 0, syscall.ENOTDIR
+	e, _, errno := s.node(in.NodeId)
+	if errno != 0 {
+		return fuse.Status(errno)
 	}
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		return nil, 0, syscall.EISDIR
-	}
-	kids := n.e.Children()
-	parentIno := n.e.Ino()
-	if _, p := n.Parent(); p != nil {
-		parentIno = p.StableAttr().Ino
-	}
-	d := &dirHandle{n: n, kids: kids, dots: [2]uint64{n.e.Ino(), parentIno}}
-	// The listing never changes while mounted: let the kernel cache it.
-	return d, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_CACHE_DIR, 0
+	s.st.fillAttr(e, &out.Attr)
+	out.SetTimeout(s.st.timeout)
+	return fuse.OK
 }
 
-// Open opens a file for reading; anything else is EROFS.
-func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if n.st.denied(ctx) {
-		return nil, 0, syscall.EACCES
-	}
-	if n.e.IsDir() {
-		return nil, 0, syscall.EISDIR
-	}
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		return nil, 0, syscall.EROFS
-	}
-	f := n.e.File()
-	if f == nil {
-		return nil, 0, syscall.EIO
-	}
-	// Resolve where the bytes are now, so a broken member fails at open
-	// rather than at the first read.
-	if _, _, _, err := f.Extent(); err != nil {
-		return nil, 0, Errno(err)
+// Open opens a file for reading; anything else is EROFS. Files need no
+// handle: reads name the node.
+func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if errno := s.open(&in.InHeader, in.Flags); errno != 0 {
+		return fuse.Status(errno)
 	}
 	// Never direct_io: the page cache is what makes mmap and second
 	// reads work. The content never changes, so keep the cache across
 	// opens.
-	return nil, fuse.FOPEN_KEEP_CACHE, 0
+	out.Fh = 0
+	out.OpenFlags = fuse.FOPEN_KEEP_CACHE
+	return fuse.OK
 }
 
-// Read serves [off, off+len(dest)) clamped to the file's end: spliced
-// from the archive file for stored members, through ReadAt otherwise.
-func (n *node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	f := n.e.File()
-	if f == nil {
-		return nil, syscall.EISDIR
+func (s *server) open(h *fuse.InHeader, flags uint32) syscall.Errno {
+	if s.st.denied(&h.Caller) {
+		return syscall.EACCES
 	}
-	return readContent(ctx, f, dest, off)
+	e, _, errno := s.node(h.NodeId)
+	if errno != 0 {
+		return errno
+	}
+	if e.IsDir() {
+		return syscall.EISDIR
+	}
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		return syscall.EROFS
+	}
+	f := e.File()
+	if f == nil {
+		return syscall.EIO
+	}
+	// Resolve where the bytes are now, so a broken member fails at open
+	// rather than at the first read.
+	if _, _, _, err := f.Extent(); err != nil {
+		return Errno(err)
+	}
+	return 0
+}
+
+// Read serves [off, off+size) clamped to the file's end: spliced from the
+// archive file for stored members, through ReadAt otherwise.
+func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	e, _, errno := s.node(in.NodeId)
+	if errno != 0 {
+		return nil, fuse.Status(errno)
+	}
+	f := e.File()
+	if f == nil {
+		return nil, fuse.Status(syscall.EISDIR)
+	}
+	if int(in.Size) < len(buf) {
+		buf = buf[:in.Size]
+	}
+	r, errno := readContent(request(cancel, &in.InHeader), f, buf, int64(in.Offset))
+	return r, fuse.Status(errno)
 }
 
 func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -246,20 +357,30 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 	return fuse.ReadResultData(dest[:got]), 0
 }
 
-// Statfs: blocks from the archive's size, files from the node count.
-func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	if n.st.denied(ctx) {
-		return syscall.EACCES
+// Release: files have no handle to release.
+func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {}
+
+// Flush and Fsync have nothing to flush.
+func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.OK }
+
+func (s *server) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.OK }
+
+func (s *server) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.OK }
+
+// StatFs: blocks from the archive's size, files from the node count.
+func (s *server) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	if s.st.denied(&h.Caller) {
+		return fuse.Status(syscall.EACCES)
 	}
 	const bsize = 4096
 	out.Bsize = bsize
 	out.Frsize = bsize
-	out.Blocks = uint64(max(n.st.archiveSize, 0)+bsize-1) / bsize
+	out.Blocks = uint64(max(s.st.archiveSize, 0)+bsize-1) / bsize
 	out.Bfree, out.Bavail = 0, 0
-	out.Files = n.st.nodeCount()
+	out.Files = s.st.nodeCount()
 	out.Ffree = 0
 	out.NameLen = 255
-	return 0
+	return fuse.OK
 }
 
 // nodeCount walks the tree once, the first time statfs asks.
@@ -281,114 +402,171 @@ func (st *mountState) nodeCount() uint64 {
 }
 
 // Access: nothing is writable, files are not executable.
-func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
-	if n.st.denied(ctx) {
-		return syscall.EACCES
+func (s *server) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	if s.st.denied(&in.Caller) {
+		return fuse.Status(syscall.EACCES)
 	}
-	if mask&2 != 0 { // W_OK
-		return syscall.EROFS
+	e, _, errno := s.node(in.NodeId)
+	if errno != 0 {
+		return fuse.Status(errno)
 	}
-	if mask&1 != 0 && !n.e.IsDir() { // X_OK
-		return syscall.EACCES
+	if in.Mask&2 != 0 { // W_OK
+		return fuse.Status(syscall.EROFS)
 	}
-	return 0
+	if in.Mask&1 != 0 && !e.IsDir() { // X_OK
+		return fuse.Status(syscall.EACCES)
+	}
+	return fuse.OK
 }
 
-// Getxattr: there are no extended attributes. ENOSYS, on purpose: the
+// GetXAttr: there are no extended attributes. ENOSYS, on purpose: the
 // kernel then answers EOPNOTSUPP itself and stops asking, instead of
 // sending a request or two (security.selinux, posix ACLs) for every file
 // ls -l lists. (Errno never produces ENOSYS; this is not an error.)
-func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENOSYS
+func (s *server) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
+	return 0, fuse.ENOSYS
 }
 
-// Listxattr: as Getxattr.
-func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENOSYS
+// ListXAttr: as GetXAttr.
+func (s *server) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	return 0, fuse.ENOSYS
 }
-
-// Fsync has nothing to flush.
-func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno { return 0 }
-
-// Flush has nothing to flush.
-func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno { return 0 }
 
 // Every change is refused.
 
-func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EROFS
+var erofs = fuse.Status(syscall.EROFS)
+
+func (s *server) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	return erofs
 }
 
-func (n *node) Write(ctx context.Context, f gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	return 0, syscall.EROFS
+func (s *server) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	return erofs
 }
 
-func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EROFS
+func (s *server) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	return erofs
 }
 
-func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (s *server) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return erofs
 }
 
-func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (s *server) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return erofs
 }
 
-func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EROFS
+func (s *server) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	return erofs
 }
 
-func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (s *server) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	return erofs
 }
 
-func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (s *server) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+	return erofs
 }
 
-func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return syscall.EROFS
+func (s *server) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
+	return erofs
 }
 
-func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
-
-func (n *node) Allocate(ctx context.Context, f gofs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
-	return syscall.EROFS
+func (s *server) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string) fuse.Status {
+	return erofs
 }
 
-func (n *node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn uint64, out *gofs.Inode, fhOut gofs.FileHandle, offOut uint64, len uint64, flags uint64) (uint32, syscall.Errno) {
-	return 0, syscall.EROFS
+func (s *server) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	return erofs
 }
 
-// dirHandle serves readdir from the listing taken at opendir. Offsets are
-// positions in that listing (1 past "." and "..", then the children), so
-// seekdir/telldir work.
+func (s *server) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	return erofs
+}
+
+func (s *server) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	return 0, erofs
+}
+
+func (s *server) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
+	return 0, erofs
+}
+
+func (s *server) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
+	return 0, erofs
+}
+
+func (s *server) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	return erofs
+}
+
+// Folders.
+
+// dirHandle is the listing of one opened folder, taken at opendir.
+// Offsets are positions in it (1 past ".", 2 past "..", then 3+i past
+// child i), so readdir needs no cursor and seekdir/telldir just work.
 type dirHandle struct {
-	n    *node
 	kids []Entry
 	dots [2]uint64 // inode numbers of "." and ".."
-	pos  int       // next index: 0 ".", 1 "..", 2+i kids[i]
+	self uint64    // node ID of the folder, for readdirplus entries
 }
 
-var (
-	_ = (gofs.FileReaddirenter)((*dirHandle)(nil))
-	_ = (gofs.FileSeekdirer)((*dirHandle)(nil))
-	_ = (gofs.FileLookuper)((*dirHandle)(nil))
-	_ = (gofs.FileReleasedirer)((*dirHandle)(nil))
-)
+// dirHandles holds the open folder handles by handle number.
+type dirHandles struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]*dirHandle
+}
 
-func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	i := d.pos
-	if i >= len(d.kids)+2 {
-		return nil, 0
+func (t *dirHandles) add(d *dirHandle) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = make(map[uint64]*dirHandle)
 	}
-	d.pos++
-	de := &fuse.DirEntry{Off: uint64(i + 1)}
+	t.next++
+	t.m[t.next] = d
+	return t.next
+}
+
+func (t *dirHandles) get(fh uint64) *dirHandle {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[fh]
+}
+
+func (t *dirHandles) remove(fh uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, fh)
+}
+
+// OpenDir lists the folder once per open; the handle serves readdir from
+// that snapshot.
+func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if s.st.denied(&in.Caller) {
+		return fuse.Status(syscall.EACCES)
+	}
+	e, parent, errno := s.node(in.NodeId)
+	if errno != 0 {
+		return fuse.Status(errno)
+	}
+	if !e.IsDir() {
+		return fuse.Status(syscall.ENOTDIR)
+	}
+	if in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return fuse.Status(syscall.EISDIR)
+	}
+	d := &dirHandle{kids: e.Children(), dots: [2]uint64{e.Ino(), parent}, self: in.NodeId}
+	out.Fh = s.dirs.add(d)
+	// The listing never changes while mounted: let the kernel cache it.
+	out.OpenFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_CACHE_DIR
+	return fuse.OK
+}
+
+// entry is the directory entry at position i of the listing.
+func (d *dirHandle) entry(i int) (fuse.DirEntry, Entry) {
+	de := fuse.DirEntry{Off: uint64(i + 1)}
 	switch i {
 	case 0:
 		de.Name, de.Ino, de.Mode = ".", d.dots[0], syscall.S_IFDIR
@@ -396,26 +574,46 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		de.Name, de.Ino, de.Mode = "..", d.dots[1], syscall.S_IFDIR
 	default:
 		e := d.kids[i-2]
-		de.Name, de.Ino, de.Mode = e.Name(), e.Ino(), stableAttr(e).Mode
+		de.Name, de.Ino, de.Mode = e.Name(), e.Ino(), modeType(e)
+		return de, e
 	}
-	return de, 0
+	return de, nil
 }
 
-func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	if off > uint64(len(d.kids)+2) {
-		return syscall.EINVAL
+// ReadDir fills out with the entries past in.Offset.
+func (s *server) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	d := s.dirs.get(in.Fh)
+	if d == nil {
+		return fuse.Status(syscall.EBADF)
 	}
-	d.pos = int(off)
-	return 0
+	for i := int(min(in.Offset, uint64(len(d.kids)+2))); i < len(d.kids)+2; i++ {
+		de, _ := d.entry(i)
+		if !out.AddDirEntry(de) {
+			break
+		}
+	}
+	return fuse.OK
 }
 
-// Lookup serves readdirplus from the entry just listed, without a second
-// search by name.
-func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if i := d.pos - 1 - 2; i >= 0 && i < len(d.kids) && d.kids[i].Name() == name {
-		return d.n.child(ctx, d.kids[i], out), 0
+// ReadDirPlus is ReadDir with each child's attributes, which the kernel
+// takes as a lookup of it ("." and ".." carry none and are not linked).
+func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	d := s.dirs.get(in.Fh)
+	if d == nil {
+		return fuse.Status(syscall.EBADF)
 	}
-	return d.n.Lookup(ctx, name, out)
+	for i := int(min(in.Offset, uint64(len(d.kids)+2))); i < len(d.kids)+2; i++ {
+		de, e := d.entry(i)
+		eo := out.AddDirLookupEntry(de)
+		if eo == nil {
+			break
+		}
+		if e != nil {
+			s.entryOut(e, d.self, eo)
+		}
+	}
+	return fuse.OK
 }
 
-func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) { d.kids = nil }
+// ReleaseDir drops the listing.
+func (s *server) ReleaseDir(in *fuse.ReleaseIn) { s.dirs.remove(in.Fh) }

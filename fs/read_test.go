@@ -3,10 +3,14 @@ package fs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"syscall"
 	"testing"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"time"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 func readAll(t *testing.T, c Content, off int64, n int) ([]byte, syscall.Errno) {
@@ -76,44 +80,173 @@ func TestReadErrorsBecomeEIO(t *testing.T) {
 	}
 }
 
-func TestDirHandleListsAndSeeks(t *testing.T) {
+// readdir lists the folder open as handle fh from offset off, one
+// request of size bytes at a time, as the kernel would.
+func readdir(t *testing.T, s *server, fh, off uint64, size int, plus bool) []fuse.DirEntry {
+	t.Helper()
+	var out []fuse.DirEntry
+	for {
+		l := fuse.NewDirEntryList(make([]byte, size), off)
+		in := &fuse.ReadIn{Fh: fh, Offset: off, Size: uint32(size)}
+		var st fuse.Status
+		if plus {
+			st = s.ReadDirPlus(nil, in, l)
+		} else {
+			st = s.ReadDir(nil, in, l)
+		}
+		if !st.Ok() {
+			t.Fatalf("readdir at %d: %v", off, st)
+		}
+		b := l.Bytes()
+		if len(b) == 0 {
+			return out
+		}
+		for len(b) > 0 {
+			var eo *fuse.EntryOut
+			if plus {
+				eo = (*fuse.EntryOut)(unsafe.Pointer(&b[0]))
+				b = b[unsafe.Sizeof(fuse.EntryOut{}):]
+			}
+			de, n := parseDirent(t, b)
+			b = b[n:]
+			if plus && de.Name != "." && de.Name != ".." && (eo.NodeId != de.Ino || eo.Attr.Ino != de.Ino) {
+				t.Errorf("readdirplus %s: entry node %d attr ino %d, dirent ino %d", de.Name, eo.NodeId, eo.Attr.Ino, de.Ino)
+			}
+			out = append(out, de)
+			off = de.Off
+		}
+	}
+}
+
+// parseDirent decodes one struct fuse_dirent (ino, off, namelen, type,
+// name padded to 8 bytes) and returns its length.
+func parseDirent(t *testing.T, b []byte) (fuse.DirEntry, int) {
+	t.Helper()
+	if len(b) < 24 {
+		t.Fatalf("dirent of %d bytes", len(b))
+	}
+	le := binary.LittleEndian
+	nl := int(le.Uint32(b[16:]))
+	n := (24 + nl + 7) &^ 7
+	if n > len(b) {
+		t.Fatalf("dirent of %d bytes in %d", n, len(b))
+	}
+	return fuse.DirEntry{Ino: le.Uint64(b), Off: le.Uint64(b[8:]), Mode: le.Uint32(b[20:]) << 12, Name: string(b[24 : 24+nl])}, n
+}
+
+func newTestServer(t *testing.T) (*server, *memEntry) {
+	t.Helper()
 	root, err := fakeTree(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	many := root.Lookup("many")
-	d := &dirHandle{kids: many.Children(), dots: [2]uint64{7, 1}}
-	var names []string
-	var offs []uint64
-	for {
-		de, errno := d.Readdirent(context.Background())
-		if errno != 0 {
-			t.Fatal(errno)
+	return newServer(&mountState{root: root, timeout: time.Hour}), root
+}
+
+func lookup(t *testing.T, s *server, parent uint64, name string) fuse.EntryOut {
+	t.Helper()
+	var out fuse.EntryOut
+	if st := s.Lookup(nil, &fuse.InHeader{NodeId: parent}, name, &out); !st.Ok() {
+		t.Fatalf("lookup %q in %d: %v", name, parent, st)
+	}
+	return out
+}
+
+func TestReaddirListsAndSeeks(t *testing.T) {
+	s, _ := newTestServer(t)
+	many := lookup(t, s, rootID, "many")
+	var o fuse.OpenOut
+	if st := s.OpenDir(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: many.NodeId}}, &o); !st.Ok() {
+		t.Fatal(st)
+	}
+	if o.OpenFlags&fuse.FOPEN_CACHE_DIR == 0 {
+		t.Errorf("opendir flags %#x: want cache_dir", o.OpenFlags)
+	}
+	for _, plus := range []bool{false, true} {
+		ents := readdir(t, s, o.Fh, 0, 4096, plus)
+		if len(ents) != 1002 || ents[0].Name != "." || ents[1].Name != ".." || ents[2].Name != "f0000" || ents[1001].Name != "f0999" {
+			t.Fatalf("plus=%v: %d entries", plus, len(ents))
 		}
-		if de == nil {
-			break
+		if ents[0].Ino != 7 || ents[1].Ino != rootID || ents[2].Ino != 100 {
+			t.Errorf("plus=%v: inode numbers . %d .. %d f0000 %d", plus, ents[0].Ino, ents[1].Ino, ents[2].Ino)
 		}
-		names = append(names, de.Name)
-		offs = append(offs, de.Off)
-	}
-	if len(names) != 1002 || names[0] != "." || names[1] != ".." || names[2] != "f0000" || names[1001] != "f0999" {
-		t.Fatalf("listing: %d names, first %q, last %q", len(names), names[:3], names[len(names)-1])
-	}
-	for i, o := range offs {
-		if o != uint64(i+1) {
-			t.Fatalf("entry %d has offset %d, want %d", i, o, i+1)
+		for i, e := range ents {
+			if e.Off != uint64(i+1) {
+				t.Fatalf("plus=%v: entry %d has offset %d, want %d", plus, i, e.Off, i+1)
+			}
+		}
+		// Reading from the offset of entry k resumes at entry k+1.
+		rest := readdir(t, s, o.Fh, ents[500].Off, 4096, plus)
+		if len(rest) != 501 || rest[0].Name != ents[501].Name {
+			t.Errorf("plus=%v: from offset %d: %d entries, first %v", plus, ents[500].Off, len(rest), rest[0])
+		}
+		if past := readdir(t, s, o.Fh, 5000, 4096, plus); len(past) != 0 {
+			t.Errorf("plus=%v: from past the end: %d entries", plus, len(past))
 		}
 	}
-	// Seeking to the offset of entry k resumes at entry k+1.
-	if errno := d.Seekdir(context.Background(), offs[500]); errno != 0 {
-		t.Fatal(errno)
+	// Each readdirplus entry was one lookup of that child: f0000 was
+	// listed once, f0600 again when the listing resumed past f0499.
+	for ino, want := range map[uint64]uint64{100: 1, 700: 2} {
+		if k, ok := s.nodes.get(ino); !ok || k.refs != want || k.parent != many.NodeId {
+			t.Errorf("node %d after readdirplus: %+v %v, want %d refs from %d", ino, k, ok, want, many.NodeId)
+		}
 	}
-	de, _ := d.Readdirent(context.Background())
-	if de == nil || de.Name != names[501] {
-		t.Fatalf("after seekdir(%d): got %v, want %q", offs[500], de, names[501])
+	s.ReleaseDir(&fuse.ReleaseIn{Fh: o.Fh})
+	l := fuse.NewDirEntryList(make([]byte, 4096), 0)
+	if st := s.ReadDir(nil, &fuse.ReadIn{Fh: o.Fh}, l); st != fuse.Status(syscall.EBADF) {
+		t.Errorf("readdir after releasedir: %v, want EBADF", st)
 	}
-	if errno := d.Seekdir(context.Background(), 5000); errno != syscall.EINVAL {
-		t.Errorf("seekdir past the end: %v, want EINVAL", errno)
+}
+
+// TestLookupsAreCountedAndForgotten: the server keeps a node only while
+// the kernel holds lookups of it, and knows ".." from where it was found.
+func TestLookupsAreCountedAndForgotten(t *testing.T) {
+	s, _ := newTestServer(t)
+	sub := lookup(t, s, rootID, "sub")
+	deep := lookup(t, s, sub.NodeId, "deep.bin")
+	lookup(t, s, sub.NodeId, "deep.bin")
+	if deep.NodeId != 5 || deep.Attr.Size != 70000 || deep.EntryTimeout() == 0 || deep.AttrTimeout() == 0 {
+		t.Errorf("deep.bin: %+v", deep)
+	}
+	if up := lookup(t, s, sub.NodeId, ".."); up.NodeId != rootID {
+		t.Errorf(`lookup ".." in sub: node %d, want the root`, up.NodeId)
+	}
+	if self := lookup(t, s, sub.NodeId, "."); self.NodeId != sub.NodeId {
+		t.Errorf(`lookup "." in sub: node %d`, self.NodeId)
+	}
+	if st := s.Lookup(nil, &fuse.InHeader{NodeId: deep.NodeId}, "x", &fuse.EntryOut{}); st != fuse.Status(syscall.ENOTDIR) {
+		t.Errorf("lookup in a file: %v, want ENOTDIR", st)
+	}
+	var a fuse.AttrOut
+	if st := s.GetAttr(nil, &fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}}, &a); !st.Ok() || a.Size != 70000 {
+		t.Errorf("getattr deep.bin: %v size %d", st, a.Size)
+	}
+
+	// A missing name is a cached negative entry, not an error.
+	miss := lookup(t, s, rootID, "nope")
+	if miss.NodeId != 0 || miss.EntryTimeout() == 0 {
+		t.Errorf("lookup of a missing name: node %d timeout %v", miss.NodeId, miss.EntryTimeout())
+	}
+
+	s.Forget(deep.NodeId, 1)
+	if k, ok := s.nodes.get(deep.NodeId); !ok || k.refs != 1 {
+		t.Errorf("deep.bin after forgetting 1 of 2 lookups: %+v %v", k, ok)
+	}
+	s.Forget(deep.NodeId, 1)
+	if _, ok := s.nodes.get(deep.NodeId); ok {
+		t.Errorf("deep.bin still known after the last forget")
+	}
+	if st := s.GetAttr(nil, &fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}}, &a); st != fuse.Status(syscall.ESTALE) {
+		t.Errorf("getattr of a forgotten node: %v, want ESTALE", st)
+	}
+	s.Forget(rootID, 1) // the kernel never forgets the root; harmless if it did
+	// Known now: sub (found twice, by name and as "."); the root's own
+	// lookups (as "..") are never recorded.
+	if n := s.nodes.len(); n != 1 {
+		t.Errorf("%d nodes known, want 1", n)
+	}
+	if k, _ := s.nodes.get(sub.NodeId); k.refs != 2 || k.parent != rootID {
+		t.Errorf("sub: %+v, want 2 refs from the root", k)
 	}
 }
 
@@ -141,68 +274,79 @@ func TestAttrs(t *testing.T) {
 }
 
 func TestWritingOperationsAnswerEROFS(t *testing.T) {
-	n := &node{e: &memEntry{name: "x", ino: 2, c: &memContent{}}, st: &mountState{}}
-	ctx := context.Background()
-	checks := map[string]syscall.Errno{
-		"setattr":     n.Setattr(ctx, nil, nil, nil),
-		"unlink":      n.Unlink(ctx, "a"),
-		"rmdir":       n.Rmdir(ctx, "a"),
-		"rename":      n.Rename(ctx, "a", nil, "b", 0),
-		"setxattr":    n.Setxattr(ctx, "user.a", nil, 0),
-		"removexattr": n.Removexattr(ctx, "user.a"),
-		"allocate":    n.Allocate(ctx, nil, 0, 1, 0),
-		"access W":    n.Access(ctx, 2),
+	s, _ := newTestServer(t)
+	small := lookup(t, s, rootID, "small.txt").NodeId
+	h := fuse.InHeader{NodeId: small}
+	checks := map[string]fuse.Status{
+		"setattr":         s.SetAttr(nil, &fuse.SetAttrIn{}, nil),
+		"mknod":           s.Mknod(nil, &fuse.MknodIn{}, "a", nil),
+		"mkdir":           s.Mkdir(nil, &fuse.MkdirIn{}, "a", nil),
+		"unlink":          s.Unlink(nil, &h, "a"),
+		"rmdir":           s.Rmdir(nil, &h, "a"),
+		"rename":          s.Rename(nil, &fuse.RenameIn{}, "a", "b"),
+		"link":            s.Link(nil, &fuse.LinkIn{}, "a", nil),
+		"symlink":         s.Symlink(nil, &h, "t", "a", nil),
+		"setxattr":        s.SetXAttr(nil, &fuse.SetXAttrIn{}, "user.a", nil),
+		"removexattr":     s.RemoveXAttr(nil, &h, "user.a"),
+		"create":          s.Create(nil, &fuse.CreateIn{}, "a", nil),
+		"tmpfile":         s.Tmpfile(nil, &fuse.CreateIn{}, nil),
+		"fallocate":       s.Fallocate(nil, &fuse.FallocateIn{}),
+		"access W":        s.Access(nil, &fuse.AccessIn{InHeader: h, Mask: 2}),
+		"open O_WRONLY":   s.Open(nil, &fuse.OpenIn{InHeader: h, Flags: syscall.O_WRONLY}, &fuse.OpenOut{}),
+		"open O_RDWR":     s.Open(nil, &fuse.OpenIn{InHeader: h, Flags: syscall.O_RDWR}, &fuse.OpenOut{}),
+		"open O_TRUNC":    s.Open(nil, &fuse.OpenIn{InHeader: h, Flags: syscall.O_RDONLY | syscall.O_TRUNC}, &fuse.OpenOut{}),
+		"write":           second(s.Write(nil, &fuse.WriteIn{}, []byte("x"))),
+		"writev":          second(s.Writev(nil, &fuse.WriteIn{}, [][]byte{[]byte("x")})),
+		"copy_file_range": second(s.CopyFileRange(nil, &fuse.CopyFileRangeIn{})),
 	}
-	_, checks["write"] = n.Write(ctx, nil, []byte("x"), 0)
-	_, _, _, checks["create"] = n.Create(ctx, "a", 0, 0o644, nil)
-	_, checks["mkdir"] = n.Mkdir(ctx, "a", 0o755, nil)
-	_, checks["mknod"] = n.Mknod(ctx, "a", 0o644, 0, nil)
-	_, checks["symlink"] = n.Symlink(ctx, "t", "a", nil)
-	_, checks["link"] = n.Link(ctx, nil, "a", nil)
-	_, checks["copy_file_range"] = n.CopyFileRange(ctx, nil, 0, nil, nil, 0, 1, 0)
-	_, _, checks["open O_WRONLY"] = n.Open(ctx, syscall.O_WRONLY)
-	_, _, checks["open O_RDWR"] = n.Open(ctx, syscall.O_RDWR)
-	_, _, checks["open O_TRUNC"] = n.Open(ctx, syscall.O_RDONLY|syscall.O_TRUNC)
-	for op, errno := range checks {
-		if errno != syscall.EROFS {
-			t.Errorf("%s: %v, want EROFS", op, errno)
+	for op, st := range checks {
+		if st != fuse.Status(syscall.EROFS) {
+			t.Errorf("%s: %v, want EROFS", op, st)
 		}
 	}
-	if _, flags, errno := n.Open(ctx, syscall.O_RDONLY); errno != 0 || flags&keepCache == 0 {
-		t.Errorf("open O_RDONLY: errno %v flags %#x, want keep_cache", errno, flags)
+	var o fuse.OpenOut
+	if st := s.Open(nil, &fuse.OpenIn{InHeader: h, Flags: syscall.O_RDONLY}, &o); !st.Ok() || o.OpenFlags&keepCache == 0 {
+		t.Errorf("open O_RDONLY: %v flags %#x, want keep_cache", st, o.OpenFlags)
 	}
-	if errno := n.Access(ctx, 1); errno != syscall.EACCES {
-		t.Errorf("access X_OK on a file: %v, want EACCES", errno)
+	if st := s.Access(nil, &fuse.AccessIn{InHeader: h, Mask: 1}); st != fuse.Status(syscall.EACCES) {
+		t.Errorf("access X_OK on a file: %v, want EACCES", st)
 	}
 }
 
-var _ gofs.InodeEmbedder = (*node)(nil)
+func second[T any](_ T, st fuse.Status) fuse.Status { return st }
 
-type attrOut = fuseAttrOut
+type attrOut = fuse.AttrOut
 
 func TestAllowRootDeniesOthers(t *testing.T) {
-	st := &mountState{uid: 1000, rootToo: true}
-	n := &node{e: &memEntry{name: "x", ino: 2, c: &memContent{}}, st: st}
-	caller := func(uid uint32) context.Context {
-		c := &fuseContext{}
-		c.Uid = uid
-		return c
+	s, root := newTestServer(t)
+	st := s.st
+	st.uid, st.rootToo = 1000, true
+	small := lookup(t, s, rootID, "small.txt").NodeId
+	caller := func(uid uint32) fuse.InHeader {
+		h := fuse.InHeader{NodeId: small}
+		h.Uid = uid
+		return h
 	}
-	for uid, want := range map[uint32]syscall.Errno{0: 0, 1000: 0, 1001: syscall.EACCES} {
-		if _, _, errno := n.Open(caller(uid), syscall.O_RDONLY); errno != want {
-			t.Errorf("open by uid %d: %v, want %v", uid, errno, want)
+	for uid, want := range map[uint32]fuse.Status{0: fuse.OK, 1000: fuse.OK, 1001: fuse.Status(syscall.EACCES)} {
+		if got := s.Open(nil, &fuse.OpenIn{InHeader: caller(uid), Flags: syscall.O_RDONLY}, &fuse.OpenOut{}); got != want {
+			t.Errorf("open by uid %d: %v, want %v", uid, got, want)
 		}
-		if errno := n.Getattr(caller(uid), nil, &attrOut{}); errno != want {
-			t.Errorf("getattr by uid %d: %v, want %v", uid, errno, want)
+		if got := s.GetAttr(nil, &fuse.GetAttrIn{InHeader: caller(uid)}, &attrOut{}); got != want {
+			t.Errorf("getattr by uid %d: %v, want %v", uid, got, want)
+		}
+		h := caller(uid)
+		h.NodeId = rootID
+		if got := s.Lookup(nil, &h, "small.txt", &fuse.EntryOut{}); got != want {
+			t.Errorf("lookup by uid %d: %v, want %v", uid, got, want)
 		}
 	}
 	var a attrOut
-	st.fillAttr(n.e, &a.Attr)
+	st.fillAttr(root.Lookup("small.txt"), &a.Attr)
 	if a.Mode&0o777 != 0o400 {
 		t.Errorf("allow_root file mode %o, want 0400", a.Mode&0o777)
 	}
 	st.rootToo = false
-	if _, _, errno := n.Open(caller(1001), syscall.O_RDONLY); errno != 0 {
-		t.Errorf("open by another uid without allow_root: %v", errno)
+	if got := s.Open(nil, &fuse.OpenIn{InHeader: caller(1001), Flags: syscall.O_RDONLY}, &fuse.OpenOut{}); !got.Ok() {
+		t.Errorf("open by another uid without allow_root: %v", got)
 	}
 }

@@ -11,7 +11,8 @@ import (
 // serve a small tree of their own.
 type Entry interface {
 	Name() string
-	// Ino is the inode number: unique, non-zero, stable while mounted.
+	// Ino is the inode number, which is also the FUSE node ID: unique,
+	// non-zero, stable while mounted, and 1 for the root.
 	Ino() uint64
 	IsDir() bool
 	ModTime() time.Time
