@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -235,6 +236,9 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
+// daemonGCPercent is the daemon's GOGC unless the environment sets one.
+const daemonGCPercent = 50
+
 // serve checks everything, mounts, calls ready once the mount is live, and
 // serves until unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
 func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
@@ -264,6 +268,14 @@ func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
 		return err
 	}
 
+	if os.Getenv("GOGC") == "" {
+		// Most of the daemon's heap lives as long as the mount (the
+		// archive's index), and serving allocates little, so a heap
+		// goal of 1.5x the live heap rather than Go's 2x costs little
+		// CPU and keeps the daemon's memory near what it holds: about
+		// 25% less resident memory for an archive of 100,000 arrays.
+		debug.SetGCPercent(daemonGCPercent)
+	}
 	a, err := npz.Open(archive, &npz.Options{
 		CacheBytes:   int64(ma.cacheMB) << 20,
 		MaxHeaderLen: ma.maxHeaderKB << 10,
