@@ -360,12 +360,15 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 // Release: files have no handle to release.
 func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {}
 
-// Flush and Fsync have nothing to flush.
-func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.OK }
+// Flush, Fsync and FsyncDir have nothing to do, and answer ENOSYS on
+// purpose, like GetXAttr: the kernel then stops sending them and succeeds
+// by itself. Without that every close(2) costs a round trip to the
+// daemon, and np.load closes each file twice (numpy dups the descriptor).
+func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.ENOSYS }
 
-func (s *server) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.OK }
+func (s *server) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }
 
-func (s *server) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.OK }
+func (s *server) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }
 
 // StatFs: blocks from the archive's size, files from the node count.
 func (s *server) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
