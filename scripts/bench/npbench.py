@@ -5,12 +5,31 @@
     npbench.py npz    NPZ KEY          np.load(NPZ)[KEY], read the middle element
     npbench.py npzall NPZ              z = np.load(NPZ); z[k] for every k in z.files
                                        (open_secs: the np.load part alone)
+    npbench.py npzsample NPZ K SEED [BUDGET]
+                                       z = np.load(NPZ) (timed: open_secs), then z[k]
+                                       for K keys drawn uniformly at random without
+                                       replacement (seeded), each timed on its own;
+                                       stops early once the sample has taken BUDGET
+                                       seconds (sample= says how many were timed)
     npbench.py dirall LIST             np.load(path) for every path listed in LIST
 
 Prints one line: secs=... maxrss_kb=... base_kb=... (base_kb is ru_maxrss
 after importing numpy, before the measured operation; secs covers only the
 operation, not interpreter start-up or the import).
+
+npzsample estimates what npzall would take without running it (numpy 1.24's
+NpzFile.__getitem__ scans its lists of names, so the full loop is quadratic in
+the number of keys): with N keys, K sampled, and the sample's per-key times
+t_1..t_K, est_secs = N/K * sum(t) is an unbiased estimate of the loop's total
+(the keys are a simple random sample, so each key's time is counted with
+weight N/K in expectation), and se_secs = N * sd(t) / sqrt(K) * sqrt(1 - K/N)
+its standard error (finite-population correction included). It assumes a
+key costs the same in the sampled order as in the loop's order. Stopping at
+BUDGET keeps a simple random sample (the first keys of a random order), at
+the cost of a bias of the order of one key's time.
 """
+import math
+import random
 import resource
 import sys
 import time
@@ -49,6 +68,36 @@ def main(argv):
                 z[k]
                 n += 1
         extra += " arrays=%d" % n
+    elif mode == "npzsample":
+        want, seed = int(argv[2]), int(argv[3])
+        budget = float(argv[4]) if len(argv) > 4 else float("inf")
+        with np.load(argv[1]) as z:
+            open_secs = time.perf_counter() - t0
+            files = z.files
+            n = len(files)
+            k = min(want, n)
+            keys = [files[i] for i in random.Random(seed).sample(range(n), k)]
+            ts = []
+            clock = time.perf_counter
+            total = 0.0
+            for key in keys:
+                a = clock()
+                z[key]
+                ts.append(clock() - a)
+                total += ts[-1]
+                if total >= budget:
+                    break
+        k = len(ts)
+        total = sum(ts)
+        mean = total / k if k else 0.0
+        sd = math.sqrt(sum((t - mean) ** 2 for t in ts) / (k - 1)) if k > 1 else 0.0
+        est = n / k * total if k else 0.0
+        se = n * sd / math.sqrt(k) * math.sqrt(1 - k / n) if k else 0.0
+        ts.sort()
+        extra = (" open_secs=%.6f keys=%d sample=%d seed=%d sample_secs=%.6f mean_ms=%.4f sd_ms=%.4f"
+                 " min_ms=%.4f median_ms=%.4f max_ms=%.4f est_secs=%.3f se_secs=%.3f"
+                 % (open_secs, n, k, seed, total, mean * 1e3, sd * 1e3, ts[0] * 1e3 if ts else 0,
+                    ts[k // 2] * 1e3 if ts else 0, ts[-1] * 1e3 if ts else 0, est, se))
     elif mode == "dirall":
         for p in paths:
             np.load(p)
