@@ -230,7 +230,7 @@ func (r *ReaderAt) inflateSpan(cp *checkpoint, end, target int64) (span []byte, 
 	w := int(cp.winLen)
 	n := int(target - cp.out)
 	buf := make([]byte, w+n+outSlack)
-	if err := unpackWindow(d, cp.win, buf[:w]); err != nil {
+	if err := unpackWindow(d, cp.win, buf, w); err != nil {
 		return nil, 0, err
 	}
 	if err := r.resume(d, cp, buf); err != nil {
@@ -345,10 +345,8 @@ func (r *ReaderAt) extendOne(off int64) error {
 	}
 	data := buf[w : w+produced : w+produced]
 	r.crcAcc = crc32.Update(r.crcAcc, crc32.IEEETable, data)
-	packed := packWindow(win, r.touched[:w])
 
 	var next checkpoint
-	var nextWin []byte
 	if d.state == stDone {
 		if endOut < r.size {
 			return &OffsetError{Offset: endOut, Err: ErrTooShort}
@@ -362,8 +360,6 @@ func (r *ReaderAt) extendOne(off int64) error {
 			return &OffsetError{Offset: r.size, Err: ErrTooLong}
 		}
 		wl := min(int64(windowSize), endOut)
-		nextWin = make([]byte, wl)
-		copy(nextWin, buf[d.pos-int(wl):d.pos])
 		next = checkpoint{
 			out:    endOut,
 			bit:    d.bitPos(),
@@ -375,16 +371,23 @@ func (r *ReaderAt) extendOne(off int64) error {
 		}
 	}
 
+	packed := packWindow(win, r.touched[:w])
+	var nextWin []byte
+	if d.state != stDone {
+		// The window before this span is packed: its buffer takes the
+		// window before the next.
+		nextWin = append(win[:0], buf[d.pos-int(next.winLen):d.pos]...)
+	}
+
 	r.mu.Lock()
 	r.cps[k].win = packed
 	r.winBytes += int64(len(packed))
 	if d.state == stDone {
 		r.done = true
-		r.pendingWin = nil
 	} else {
 		r.cps = append(r.cps, next)
-		r.pendingWin = nextWin
 	}
+	r.pendingWin = nextWin
 	r.mu.Unlock()
 	if off < endOut || d.state == stDone {
 		r.cache.put(cacheKey{r.id, k}, data, int64(cap(buf)))

@@ -11,47 +11,56 @@ import (
 // that the span after it actually reads (the others are zeroed), deflated.
 // Untouched windows cost nothing; for typical data the rest deflates well.
 
-var flateWriters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(nil, flate.BestSpeed)
-	return w
-}}
+// packer deflates windows for packWindow. One serves every reader: a
+// flate.Writer holds over a megabyte of state, which a pool would keep one
+// of per thread packing at once, and packing a window takes a small part
+// of the time inflating the span after it does, so readers seldom wait.
+var packer struct {
+	sync.Mutex
+	w      *flate.Writer
+	masked [windowSize]byte
+	out    bytes.Buffer
+}
 
 // packWindow returns the stored form of win with only the touched bytes
 // kept. touched may be nil (keep everything).
 func packWindow(win []byte, touched []bool) []byte {
-	masked := make([]byte, len(win))
-	any := false
+	packer.Lock()
+	defer packer.Unlock()
+	masked := packer.masked[:len(win)]
+	nonzero := false
 	for i := range win {
+		var b byte
 		if touched == nil || touched[i] {
-			masked[i] = win[i]
-			any = any || win[i] != 0
+			b = win[i]
 		}
+		masked[i] = b
+		nonzero = nonzero || b != 0
 	}
-	if !any {
+	if !nonzero {
 		return nil
 	}
-	var buf bytes.Buffer
-	w := flateWriters.Get().(*flate.Writer)
-	w.Reset(&buf)
-	w.Write(masked)
-	w.Close()
-	flateWriters.Put(w)
-	out := make([]byte, buf.Len())
-	copy(out, buf.Bytes())
-	return out
+	packer.out.Reset()
+	if packer.w == nil {
+		packer.w, _ = flate.NewWriter(&packer.out, flate.BestSpeed)
+	} else {
+		packer.w.Reset(&packer.out)
+	}
+	packer.w.Write(masked)
+	packer.w.Close()
+	return bytes.Clone(packer.out.Bytes())
 }
 
 var errBadWindow = errors.New("inflate: internal error: stored window does not inflate")
 
-// unpackWindow inflates a stored window of n bytes into dst[:n], using d.
-func unpackWindow(d *decoder, packed []byte, dst []byte) error {
-	n := len(dst)
+// unpackWindow inflates a stored window of n bytes into buf[:n], using d.
+// buf must have outSlack bytes past n, which it may overwrite.
+func unpackWindow(d *decoder, packed []byte, buf []byte, n int) error {
 	if packed == nil {
-		clear(dst)
+		clear(buf[:n])
 		return nil
 	}
 	d.resetStream(bytes.NewReader(packed))
-	buf := make([]byte, n+outSlack)
 	d.out = buf
 	if err := d.decode(n); err != nil {
 		return err
@@ -59,6 +68,5 @@ func unpackWindow(d *decoder, packed []byte, dst []byte) error {
 	if d.pos != n {
 		return errBadWindow
 	}
-	copy(dst, buf[:n])
 	return nil
 }
