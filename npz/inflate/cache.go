@@ -4,13 +4,22 @@ import "sync"
 
 // Cache is an LRU of inflated spans with a byte budget, safe for concurrent
 // use, shareable between readers.
+//
+// It also recycles the buffers spans are inflated into. Reading a deflated
+// member inflates its size again in spans; were each span a new buffer, the
+// garbage would let the Go heap grow to twice the live heap (the default
+// GOGC) before each collection. Instead a span leaves the cache as a spare
+// buffer, once no read is copying from it, and the next span is inflated
+// into that. The budget bounds cached spans and spare buffers together.
 type Cache struct {
 	budget int64
 
-	mu    sync.Mutex
-	used  int64
-	items map[cacheKey]*cacheEntry
-	lru   cacheEntry // sentinel: lru.next is the most recently used
+	mu         sync.Mutex
+	used       int64 // bytes pinned by cached spans
+	items      map[cacheKey]*span
+	lru        span     // sentinel: lru.next is the most recently used
+	spare      [][]byte // buffers no span holds any more
+	spareBytes int64
 }
 
 type cacheKey struct {
@@ -18,16 +27,26 @@ type cacheKey struct {
 	span   int
 }
 
-type cacheEntry struct {
+// span is inflated output, a whole span or a prefix of one, in a buffer
+// from Cache.alloc. A span never changes once made; it is shared by the
+// cache and the reads copying from it, and its buffer is recycled when the
+// last of them lets go.
+type span struct {
+	data []byte // the inflated bytes, within buf
+	buf  []byte // the whole buffer; cap(buf) is what the span costs
+
+	// Guarded by the Cache's mu.
+	refs       int // the cache, while cached, and each holder from get or retain
 	key        cacheKey
-	data       []byte
-	cost       int64
-	prev, next *cacheEntry
+	prev, next *span // LRU links while cached
 }
+
+// newSpan makes a span of data, inside buf, held once by its maker.
+func newSpan(buf, data []byte) *span { return &span{data: data, buf: buf, refs: 1} }
 
 // NewCache returns a cache that holds at most budget bytes of spans.
 func NewCache(budget int64) *Cache {
-	c := &Cache{budget: budget, items: make(map[cacheKey]*cacheEntry)}
+	c := &Cache{budget: budget, items: make(map[cacheKey]*span)}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	return c
 }
@@ -35,63 +54,152 @@ func NewCache(budget int64) *Cache {
 // Budget reports the byte budget the cache was made with.
 func (c *Cache) Budget() int64 { return c.budget }
 
-// Used reports the bytes the cache holds now.
+// Used reports the bytes the cache holds now, in spans and spare buffers.
 func (c *Cache) Used() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.used
+	return c.used + c.spareBytes
 }
 
-func (c *Cache) unlink(e *cacheEntry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
+func (c *Cache) unlink(s *span) {
+	s.prev.next = s.next
+	s.next.prev = s.prev
 }
 
-func (c *Cache) pushFront(e *cacheEntry) {
-	e.prev = &c.lru
-	e.next = c.lru.next
-	c.lru.next.prev = e
-	c.lru.next = e
+func (c *Cache) pushFront(s *span) {
+	s.prev = &c.lru
+	s.next = c.lru.next
+	c.lru.next.prev = s
+	c.lru.next = s
 }
 
-func (c *Cache) get(k cacheKey) []byte {
+// get returns the span cached under k, or nil, held for the caller, who
+// must release it.
+func (c *Cache) get(k cacheKey) *span {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.items[k]
-	if e == nil {
+	s := c.items[k]
+	if s == nil {
 		return nil
 	}
-	c.unlink(e)
-	c.pushFront(e)
-	return e.data
+	c.unlink(s)
+	c.pushFront(s)
+	s.refs++
+	return s
 }
 
-// put stores data, which must never be modified afterwards; cost is the
-// memory it pins (its backing array). Data for a key already present
-// replaces it if longer (a whole span replacing a prefix of it).
-func (c *Cache) put(k cacheKey, data []byte, cost int64) {
+// put caches s under k unless the cache holds as much of that span
+// already; the caller still holds s and must release it.
+func (c *Cache) put(k cacheKey, s *span) {
+	cost := int64(cap(s.buf))
 	if cost > c.budget {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.items[k]
-	if e != nil {
-		c.unlink(e)
-		if len(data) > len(e.data) {
-			c.used += cost - e.cost
-			e.data, e.cost = data, cost
+	if old := c.items[k]; old != nil {
+		if len(old.data) >= len(s.data) {
+			c.unlink(old)
+			c.pushFront(old)
+			return
 		}
-	} else {
-		e = &cacheEntry{key: k, data: data, cost: cost}
-		c.items[k] = e
-		c.used += cost
+		c.evict(old) // a whole span replacing a prefix of it
 	}
-	c.pushFront(e)
+	s.key = k
+	s.refs++
+	c.items[k] = s
+	c.used += cost
+	c.pushFront(s)
 	for c.used > c.budget {
-		old := c.lru.prev
-		c.unlink(old)
-		delete(c.items, old.key)
-		c.used -= old.cost
+		c.evict(c.lru.prev)
+	}
+}
+
+// evict drops s from the cache.
+func (c *Cache) evict(s *span) {
+	c.unlink(s)
+	delete(c.items, s.key)
+	c.used -= int64(cap(s.buf))
+	c.unref(s)
+}
+
+// retain adds n holders of s, for reads waiting on whoever inflated it.
+func (c *Cache) retain(s *span, n int) {
+	c.mu.Lock()
+	s.refs += n
+	c.mu.Unlock()
+}
+
+// release lets go of a span from get, retain or newSpan.
+func (c *Cache) release(s *span) {
+	c.mu.Lock()
+	c.unref(s)
+	c.mu.Unlock()
+}
+
+func (c *Cache) unref(s *span) {
+	s.refs--
+	if s.refs == 0 {
+		c.addSpare(s.buf)
+	}
+}
+
+// recycle gives back a buffer from alloc that no span holds.
+func (c *Cache) recycle(buf []byte) {
+	if buf == nil {
+		return
+	}
+	c.mu.Lock()
+	c.addSpare(buf)
+	c.mu.Unlock()
+}
+
+// addSpare keeps buf for alloc if the budget has room for it.
+func (c *Cache) addSpare(buf []byte) {
+	if n := int64(cap(buf)); c.used+c.spareBytes+n <= c.budget {
+		c.spare = append(c.spare, buf)
+		c.spareBytes += n
+	}
+}
+
+// alloc returns a buffer of n bytes, contents unspecified, to inflate a
+// span into: the smallest spare buffer that is large enough, or else a new
+// one once the cache has room for it. Making room drops spare buffers (all
+// too small) and then evicts the least recently used spans, whose buffers
+// may be large enough. A buffer larger than the whole budget is never
+// cached, so it evicts nothing.
+func (c *Cache) alloc(n int) []byte {
+	if int64(n) > c.budget {
+		return make([]byte, n)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		best := -1
+		for i, b := range c.spare {
+			if cap(b) >= n && (best < 0 || cap(b) < cap(c.spare[best])) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			b := c.spare[best]
+			last := len(c.spare) - 1
+			c.spare[best] = c.spare[last]
+			c.spare[last] = nil
+			c.spare = c.spare[:last]
+			c.spareBytes -= int64(cap(b))
+			return b[:n]
+		}
+		switch {
+		case c.used+c.spareBytes+int64(n) <= c.budget:
+			return make([]byte, n)
+		case len(c.spare) > 0:
+			last := len(c.spare) - 1
+			c.spareBytes -= int64(cap(c.spare[last]))
+			c.spare[last] = nil
+			c.spare = c.spare[:last]
+		default:
+			c.evict(c.lru.prev)
+		}
 	}
 }

@@ -37,7 +37,11 @@
 //
 // The index grows lazily and sequentially under one mutex while reads in
 // the indexed part run in parallel; every span inflated is put in a
-// byte-bounded LRU Cache shared between readers. The CRC-32, the declared
-// size and the end of the stream are checked when the index reaches the
-// end; errors in the stream stick, errors reading the source do not.
+// byte-bounded LRU Cache shared between readers. Spans are reference
+// counted, so a span's buffer goes to the next span inflated once it is
+// out of the cache and no read is copying from it: reading inflates into
+// recycled buffers instead of making garbage of its size. The CRC-32, the
+// declared size and the end of the stream are checked when the index
+// reaches the end; errors in the stream stick, errors reading the source
+// do not.
 package inflate

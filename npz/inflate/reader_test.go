@@ -66,36 +66,6 @@ func TestNewReaderErrors(t *testing.T) {
 	}
 }
 
-func TestCacheLRU(t *testing.T) {
-	c := NewCache(300)
-	k := func(i int) cacheKey { return cacheKey{1, i} }
-	c.put(k(1), []byte("a"), 100)
-	c.put(k(2), []byte("b"), 100)
-	c.put(k(3), []byte("c"), 100)
-	if c.get(k(1)) == nil { // 1 is now most recent
-		t.Fatal("entry 1 missing")
-	}
-	c.put(k(4), []byte("d"), 100) // evicts 2, the least recently used
-	if c.get(k(2)) != nil {
-		t.Fatal("entry 2 should have been evicted")
-	}
-	for _, i := range []int{1, 3, 4} {
-		if c.get(k(i)) == nil {
-			t.Fatalf("entry %d missing", i)
-		}
-	}
-	if c.Used() != 300 {
-		t.Fatalf("used %d, want 300", c.Used())
-	}
-	c.put(k(5), []byte("too big"), 301) // larger than the budget: not kept
-	if c.get(k(5)) != nil || c.Used() != 300 {
-		t.Fatal("an entry over budget was kept")
-	}
-	if got := c.get(cacheKey{2, 1}); got != nil {
-		t.Fatal("keys of different readers collide")
-	}
-}
-
 type countingReader struct {
 	r io.Reader
 	n int

@@ -61,16 +61,19 @@ type ReaderAt struct {
 	extMu   sync.Mutex // held while extending the index
 	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
 	touched []bool
-	extBuf  []byte // a span buffer to reuse
+	extBuf  []byte // a buffer from cache.alloc that no span holds
 
 	flightMu sync.Mutex
 	flight   map[int]*flightCall
 }
 
+// flightCall is one inflation of a span that concurrent reads of it wait
+// for rather than repeat.
 type flightCall struct {
-	wg   sync.WaitGroup
-	data []byte
-	err  error
+	wg      sync.WaitGroup
+	waiters int // guarded by flightMu; each is given a hold on span
+	span    *span
+	err     error
 }
 
 var readerIDs atomic.Uint64
@@ -118,11 +121,12 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	need := min(r.size, off+int64(len(p)))
 	for n < len(p) && off+int64(n) < r.size {
 		pos := off + int64(n)
-		data, start, err := r.spanAt(pos, need)
+		s, start, err := r.spanAt(pos, need)
 		if err != nil {
 			return n, err
 		}
-		n += copy(p[n:], data[pos-start:])
+		n += copy(p[n:], s.data[pos-start:])
+		r.cache.release(s)
 	}
 	if off+int64(n) >= r.size {
 		return n, io.EOF
@@ -131,14 +135,15 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // spanAt returns the span holding output offset off, or a prefix of it
-// reaching need or the span's end, and where it starts.
+// reaching need or the span's end, and where it starts. The caller holds
+// the span and must release it.
 //
 // A span inflated for a read of part of it is inflated only as far as the
 // read needs (halving the average cost of small random reads) and cached
 // as such; a later read past that prefix inflates and caches the whole
 // span, so reading a span in order costs little more than inflating it
 // once.
-func (r *ReaderAt) spanAt(off, need int64) ([]byte, int64, error) {
+func (r *ReaderAt) spanAt(off, need int64) (*span, int64, error) {
 	if err := r.extendTo(off); err != nil {
 		return nil, 0, err
 	}
@@ -153,24 +158,26 @@ func (r *ReaderAt) spanAt(off, need int64) ([]byte, int64, error) {
 	need = min(need, end)
 	key := cacheKey{r.id, k}
 	for {
-		prefix := r.cache.get(key)
-		if prefix != nil && cp.out+int64(len(prefix)) >= need {
-			return prefix, cp.out, nil
-		}
 		target := need
-		if prefix != nil {
+		if s := r.cache.get(key); s != nil {
+			if cp.out+int64(len(s.data)) >= need {
+				return s, cp.out, nil
+			}
+			r.cache.release(s)
 			target = end // a second read into this span: inflate all of it
 		}
 		r.flightMu.Lock()
 		if c := r.flight[k]; c != nil {
+			c.waiters++
 			r.flightMu.Unlock()
 			c.wg.Wait()
 			if c.err != nil {
 				return nil, 0, c.err
 			}
-			if cp.out+int64(len(c.data)) >= need {
-				return c.data, cp.out, nil
+			if cp.out+int64(len(c.span.data)) >= need {
+				return c.span, cp.out, nil
 			}
+			r.cache.release(c.span)
 			continue // it inflated less than this read needs
 		}
 		c := &flightCall{}
@@ -178,16 +185,19 @@ func (r *ReaderAt) spanAt(off, need int64) ([]byte, int64, error) {
 		r.flight[k] = c
 		r.flightMu.Unlock()
 
-		var cost int64
-		c.data, cost, c.err = r.inflateSpan(&cp, end, target)
+		c.span, c.err = r.inflateSpan(&cp, end, target)
 		if c.err == nil {
-			r.cache.put(key, c.data, cost)
+			r.cache.put(key, c.span)
 		}
 		r.flightMu.Lock()
-		delete(r.flight, k)
+		delete(r.flight, k) // no more waiters after this
+		waiters := c.waiters
 		r.flightMu.Unlock()
+		if c.err == nil {
+			r.cache.retain(c.span, waiters)
+		}
 		c.wg.Done()
-		return c.data, cp.out, c.err
+		return c.span, cp.out, c.err
 	}
 }
 
@@ -222,29 +232,29 @@ func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
 }
 
 // inflateSpan inflates the indexed span [cp.out, end) as far as the
-// first symbol boundary at or after target (end itself is one). cost is
-// the size of the buffer the result holds on to.
-func (r *ReaderAt) inflateSpan(cp *checkpoint, end, target int64) (span []byte, cost int64, err error) {
+// first symbol boundary at or after target (end itself is one), into a
+// span held for the caller.
+func (r *ReaderAt) inflateSpan(cp *checkpoint, end, target int64) (*span, error) {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	w := int(cp.winLen)
 	n := int(target - cp.out)
-	buf := make([]byte, w+n+outSlack)
+	buf := r.cache.alloc(w + n + outSlack)
 	if err := unpackWindow(d, cp.win, buf, w); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if err := r.resume(d, cp, buf); err != nil {
-		return nil, 0, r.wrapDecodeErr(d, err, cp.out)
+		return nil, r.wrapDecodeErr(d, err, cp.out)
 	}
 	if err := d.decode(w + n); err != nil {
-		return nil, 0, r.wrapDecodeErr(d, err, cp.out+int64(d.pos-w))
+		return nil, r.wrapDecodeErr(d, err, cp.out+int64(d.pos-w))
 	}
 	got := d.pos - w
 	if got < n || int64(got) > end-cp.out || (target == end && got != n) {
-		return nil, 0, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
+		return nil, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
 	}
 	d.out = nil
-	return buf[w : w+got : w+got], int64(len(buf)), nil
+	return newSpan(buf, buf[w:w+got:w+got]), nil
 }
 
 func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
@@ -272,7 +282,10 @@ func (r *ReaderAt) extendTo(off int64) error {
 	}
 	r.extMu.Lock()
 	defer r.extMu.Unlock()
-	defer func() { r.extBuf = nil }() // hold no span buffer between reads
+	defer func() { // hold no span buffer between reads
+		r.cache.recycle(r.extBuf)
+		r.extBuf = nil
+	}()
 	for {
 		if ok, err := covered(); ok {
 			return err
@@ -313,12 +326,13 @@ func (r *ReaderAt) extendOne(off int64) error {
 	}
 	w := int(cp.winLen)
 	n := int(target - cp.out)
-	var buf []byte
-	if need := w + n + outSlack; cap(r.extBuf) >= need {
-		buf = r.extBuf[:need]
-		r.extBuf = nil
+	buf := r.extBuf
+	r.extBuf = nil
+	if need := w + n + outSlack; cap(buf) >= need {
+		buf = buf[:need]
 	} else {
-		buf = make([]byte, need)
+		r.cache.recycle(buf)
+		buf = r.cache.alloc(need)
 	}
 	copy(buf, win)
 
@@ -390,7 +404,9 @@ func (r *ReaderAt) extendOne(off int64) error {
 	r.pendingWin = nextWin
 	r.mu.Unlock()
 	if off < endOut || d.state == stDone {
-		r.cache.put(cacheKey{r.id, k}, data, int64(cap(buf)))
+		s := newSpan(buf, data)
+		r.cache.put(cacheKey{r.id, k}, s)
+		r.cache.release(s)
 	} else {
 		r.extBuf = buf // nothing else refers to it: reuse it for the next span
 	}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,4 +248,88 @@ func TestReaderAtSourceErrorNotSticky(t *testing.T) {
 	f.failing.Store(false)
 	checkRead(t, ra, data, int64(len(data)-200), 100)
 	checkRead(t, ra, data, 0, len(data))
+}
+
+// TestReaderAtConcurrentRecycling: concurrent reads, many of the same
+// spans, through a cache so small that inflating a span evicts another and
+// reuses its buffer while other reads may still copy from it. Run with
+// -race: a buffer recycled too early is a data race, and wrong bytes.
+func TestReaderAtConcurrentRecycling(t *testing.T) {
+	comp := deflate(t, mixed(1<<20, 14), 6)
+	want, err := stdInflate(comp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const span = 16 << 10
+	cache := NewCache(3 * (span + windowSize + outSlack))
+	ras := []*ReaderAt{newRA(want, comp, span, cache), newRA(want, comp, span, cache)}
+	size := int64(len(want))
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 14))
+			p := make([]byte, 3*span)
+			for i := 0; i < 150; i++ {
+				ra := ras[rng.IntN(len(ras))]
+				var off int64
+				if rng.IntN(2) == 0 {
+					off = rng.Int64N(4) * span // a few hot spans
+				} else {
+					off = rng.Int64N(size)
+				}
+				q := p[:1+rng.IntN(len(p))]
+				got, err := ra.ReadAt(q, off)
+				if err != nil && err != io.EOF {
+					t.Errorf("ReadAt: %v", err)
+					return
+				}
+				if !bytes.Equal(q[:got], want[off:off+int64(got)]) {
+					t.Errorf("goroutine %d: wrong bytes at %d", g, off)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if u := cache.Used(); u > cache.Budget() {
+		t.Errorf("cache holds %d bytes, budget %d", u, cache.Budget())
+	}
+}
+
+// TestReaderAtRecyclesBuffers: reading a member front to back, whether
+// building the index or through an index already built, inflates into
+// recycled buffers rather than allocating its size again.
+func TestReaderAtRecyclesBuffers(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under the race detector")
+	}
+	data := noisyFloat32(8<<20, 15)
+	comp := deflate(t, data, 6)
+	const span = 64 << 10
+	size := int64(len(data))
+	open := func() *ReaderAt { return newRA(data, comp, span, NewCache(4*(span+windowSize+outSlack))) }
+	if err := readAllAt(open(), size); err != nil { // warm the shared packer
+		t.Fatal(err)
+	}
+	ra := open()
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	for _, pass := range []string{"indexing", "indexed"} {
+		var err error
+		n := allocated(func() { err = readAllAt(ra, size) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > uint64(size/8) {
+			t.Errorf("%s pass over %d bytes allocated %d bytes", pass, size, n)
+		}
+		t.Logf("%s pass over %d bytes allocated %d bytes", pass, size, n)
+	}
 }

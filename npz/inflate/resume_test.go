@@ -56,22 +56,24 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 				case stStored:
 					midStored++
 				}
-				got, _, err := ra.inflateSpan(&cp, end, end)
+				got, err := ra.inflateSpan(&cp, end, end)
 				if err != nil {
 					t.Fatalf("span %d: %v", k, err)
 				}
-				if !bytes.Equal(got, tc.data[cp.out:end]) {
+				if !bytes.Equal(got.data, tc.data[cp.out:end]) {
 					t.Fatalf("span %d [%d, %d) differs after resume", k, cp.out, end)
 				}
+				ra.cache.release(got)
 				// A prefix, as a small read inflates it.
 				if mid := cp.out + (end-cp.out)/3 + 1; mid < end {
-					pre, _, err := ra.inflateSpan(&cp, end, mid)
+					pre, err := ra.inflateSpan(&cp, end, mid)
 					if err != nil {
 						t.Fatalf("span %d prefix: %v", k, err)
 					}
-					if int64(len(pre)) < mid-cp.out || !bytes.Equal(pre, tc.data[cp.out:cp.out+int64(len(pre))]) {
-						t.Fatalf("span %d: prefix to %d wrong (%d bytes)", k, mid, len(pre))
+					if int64(len(pre.data)) < mid-cp.out || !bytes.Equal(pre.data, tc.data[cp.out:cp.out+int64(len(pre.data))]) {
+						t.Fatalf("span %d: prefix to %d wrong (%d bytes)", k, mid, len(pre.data))
 					}
+					ra.cache.release(pre)
 				}
 			}
 			switch tc.level {

@@ -1,0 +1,102 @@
+package inflate
+
+import "testing"
+
+// putSpan caches data under k in a new buffer of cost bytes.
+func putSpan(c *Cache, k cacheKey, data string, cost int) *span {
+	buf := make([]byte, cost)
+	s := newSpan(buf, buf[:copy(buf, data)])
+	c.put(k, s)
+	c.release(s)
+	return s
+}
+
+func cached(c *Cache, k cacheKey) bool {
+	s := c.get(k)
+	if s != nil {
+		c.release(s)
+	}
+	return s != nil
+}
+
+func TestCacheLRU(t *testing.T) {
+	c := NewCache(300)
+	k := func(i int) cacheKey { return cacheKey{1, i} }
+	putSpan(c, k(1), "a", 100)
+	putSpan(c, k(2), "b", 100)
+	putSpan(c, k(3), "c", 100)
+	if !cached(c, k(1)) { // 1 is now most recent
+		t.Fatal("entry 1 missing")
+	}
+	putSpan(c, k(4), "d", 100) // evicts 2, the least recently used
+	if cached(c, k(2)) {
+		t.Fatal("entry 2 should have been evicted")
+	}
+	for _, i := range []int{1, 3, 4} {
+		if !cached(c, k(i)) {
+			t.Fatalf("entry %d missing", i)
+		}
+	}
+	if c.Used() != 300 {
+		t.Fatalf("used %d, want 300", c.Used())
+	}
+	putSpan(c, k(5), "too big", 301) // larger than the budget: not kept
+	if cached(c, k(5)) || c.Used() != 300 {
+		t.Fatal("an entry over budget was kept")
+	}
+	if cached(c, cacheKey{2, 1}) {
+		t.Fatal("keys of different readers collide")
+	}
+	// A longer span replaces a prefix of it; a shorter one does not.
+	putSpan(c, k(3), "cc", 100)
+	putSpan(c, k(3), "c", 100)
+	if s := c.get(k(3)); s == nil || string(s.data) != "cc" {
+		t.Fatal("the longer span for a key was not kept")
+	} else {
+		c.release(s)
+	}
+}
+
+// TestCacheRecycles: a span's buffer is handed out again only once the
+// span is out of the cache and every holder has released it, and spare
+// buffers count against the budget.
+func TestCacheRecycles(t *testing.T) {
+	c := NewCache(300)
+	k := func(i int) cacheKey { return cacheKey{1, i} }
+	same := func(a, b []byte) bool { return &a[:1][0] == &b[:1][0] }
+
+	putSpan(c, k(1), "a", 100)
+	held := c.get(k(1))
+	two := putSpan(c, k(2), "b", 100)
+	putSpan(c, k(3), "c", 100)
+	putSpan(c, k(4), "d", 100) // evicts 1, which is still held
+	if cached(c, k(1)) {
+		t.Fatal("entry 1 should have been evicted")
+	}
+	// No spare yet: making room evicts 2 and reuses its buffer.
+	b := c.alloc(100)
+	if !same(b, two.buf) || cached(c, k(2)) {
+		t.Fatal("alloc did not reuse the evicted span's buffer")
+	}
+	if string(held.data) != "a" {
+		t.Fatal("a held span changed")
+	}
+	c.release(held) // now spare
+	if c.Used() != 300 {
+		t.Fatalf("used %d with one spare, want 300", c.Used())
+	}
+	if b := c.alloc(60); !same(b, held.buf) || len(b) != 60 {
+		t.Fatal("alloc did not reuse the released span's buffer")
+	}
+	c.recycle(b)
+	// Over budget, a spare is dropped rather than kept.
+	c.recycle(make([]byte, 100))
+	if c.Used() != 300 {
+		t.Fatalf("used %d, want 300", c.Used())
+	}
+	// A buffer larger than the budget evicts nothing.
+	c.alloc(301)
+	if !cached(c, k(3)) || !cached(c, k(4)) {
+		t.Fatal("alloc over budget evicted spans")
+	}
+}
