@@ -155,6 +155,11 @@ def build(r, gobench):
             row("1", "stored %s: %s %s, 1 MiB reads" % (stored_h, fname, label), n, nkey, "MiB/s", d, dkey, "MiB/s",
                 "same range of the archive file", q, tgt, None if q is None else q >= t)
 
+    n, d = r.med("s1.third.raw.1m", "mbps"), r.med("s1.direct.raw.1m", "mbps")
+    q = div(n, d)
+    row("1", "  x/raw.bin third read, same mount (page activation done)", n, "s1.third.raw.1m", "MiB/s", d,
+        "s1.direct.raw.1m", "MiB/s", "same range of the archive file", q, "—", None)
+
     # 2. numpy memory map
     n, d = r.med("s2.mmap", "secs"), r.med("s2.npz", "secs")
     q = div(d, n)
