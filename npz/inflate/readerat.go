@@ -57,6 +57,7 @@ type ReaderAt struct {
 	err        error
 	pendingWin []byte // unpacked window of the last checkpoint
 	winBytes   int64
+	waiting    []*outRange // what the reads in extendTo want
 
 	extMu   sync.Mutex // held while extending the index
 	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
@@ -66,6 +67,9 @@ type ReaderAt struct {
 	flightMu sync.Mutex
 	flight   map[int]*flightCall
 }
+
+// outRange is a range [start, end) of output offsets.
+type outRange struct{ start, end int64 }
 
 // flightCall is one inflation of a span that concurrent reads of it wait
 // for rather than repeat.
@@ -144,7 +148,7 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // span, so reading a span in order costs little more than inflating it
 // once.
 func (r *ReaderAt) spanAt(off, need int64) (*span, int64, error) {
-	if err := r.extendTo(off); err != nil {
+	if err := r.extendTo(off, need); err != nil {
 		return nil, 0, err
 	}
 	r.mu.RLock()
@@ -264,8 +268,9 @@ func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
 	return &OffsetError{Offset: outOff, Err: err}
 }
 
-// extendTo grows the index until it covers output offset off.
-func (r *ReaderAt) extendTo(off int64) error {
+// extendTo grows the index until it covers output offset off, for a read
+// of [off, end).
+func (r *ReaderAt) extendTo(off, end int64) error {
 	covered := func() (bool, error) {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
@@ -280,6 +285,11 @@ func (r *ReaderAt) extendTo(off int64) error {
 	if ok, err := covered(); ok {
 		return err
 	}
+	want := &outRange{off, end}
+	r.mu.Lock()
+	r.waiting = append(r.waiting, want)
+	r.mu.Unlock()
+	defer r.stopWaiting(want)
 	r.extMu.Lock()
 	defer r.extMu.Unlock()
 	defer func() { // hold no span buffer between reads
@@ -290,7 +300,7 @@ func (r *ReaderAt) extendTo(off int64) error {
 		if ok, err := covered(); ok {
 			return err
 		}
-		if err := r.extendOne(off); err != nil {
+		if err := r.extendOne(); err != nil {
 			if isStreamError(err) {
 				// The stream itself is bad: every later read fails alike.
 				// Other errors (reading src) may pass; they are retried.
@@ -303,6 +313,31 @@ func (r *ReaderAt) extendTo(off int64) error {
 	}
 }
 
+func (r *ReaderAt) stopWaiting(want *outRange) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, w := range r.waiting {
+		if w == want {
+			last := len(r.waiting) - 1
+			r.waiting[i] = r.waiting[last]
+			r.waiting[last] = nil
+			r.waiting = r.waiting[:last]
+			return
+		}
+	}
+}
+
+// wanted reports whether a read in extendTo wants part of [start, end).
+// r.mu is held.
+func (r *ReaderAt) wanted(start, end int64) bool {
+	for _, w := range r.waiting {
+		if w.start < end && start < w.end {
+			return true
+		}
+	}
+	return false
+}
+
 func isStreamError(err error) bool {
 	var ce *CorruptError
 	return errors.As(err, &ce) || errors.Is(err, ErrTooLong) || errors.Is(err, ErrTooShort) || errors.Is(err, ErrChecksum)
@@ -310,9 +345,13 @@ func isStreamError(err error) bool {
 
 // extendOne inflates the span after the last checkpoint, recording the
 // next checkpoint (or verifying the end of the stream). The span goes into
-// the cache only if it holds off, the offset being read, so indexing deep
-// into a member does not flush the shared cache. r.extMu is held.
-func (r *ReaderAt) extendOne(off int64) error {
+// the cache only if a read in extendTo wants part of it: not only the read
+// extending, so that reads issued together (a sequential reader with
+// several requests in flight, as kernel readahead makes) find their spans
+// cached whichever of them extends the index past those spans, but
+// indexing deep into a member does not flush the shared cache. r.extMu is
+// held.
+func (r *ReaderAt) extendOne() error {
 	r.mu.RLock()
 	k := len(r.cps) - 1
 	cp := r.cps[k]
@@ -402,8 +441,9 @@ func (r *ReaderAt) extendOne(off int64) error {
 		r.cps = append(r.cps, next)
 	}
 	r.pendingWin = nextWin
+	keep := r.wanted(cp.out, endOut)
 	r.mu.Unlock()
-	if off < endOut || d.state == stDone {
+	if keep {
 		s := newSpan(buf, data)
 		r.cache.put(cacheKey{r.id, k}, s)
 		r.cache.release(s)

@@ -333,3 +333,29 @@ func TestReaderAtRecyclesBuffers(t *testing.T) {
 		t.Logf("%s pass over %d bytes allocated %d bytes", pass, size, n)
 	}
 }
+
+// TestReaderAtCachesWantedSpans: extending the index caches the spans that
+// reads waiting for it want, whichever read extends it, and no others.
+func TestReaderAtCachesWantedSpans(t *testing.T) {
+	data := mixed(1<<20, 16)
+	comp := deflate(t, data, 6)
+	const span = 64 << 10
+	cache := NewCache(1 << 20)
+	ra := newRA(data, comp, span, cache)
+	// A read in span 1 waits while another, in span 5, extends the index
+	// (checkpoints are a symbol or less past multiples of the span).
+	ra.waiting = append(ra.waiting, &outRange{span + span/2, span + span/2 + 10})
+	checkRead(t, ra, data, 5*span+span/2, 10)
+	if len(ra.waiting) != 1 {
+		t.Fatalf("%d reads waiting, want the 1 left", len(ra.waiting))
+	}
+	for k, want := range []bool{false, true, false, false, false, true, false} {
+		s := cache.get(cacheKey{ra.id, k})
+		if s != nil {
+			cache.release(s)
+		}
+		if got := s != nil; got != want {
+			t.Errorf("span %d cached: %v, want %v", k, got, want)
+		}
+	}
+}
