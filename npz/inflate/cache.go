@@ -36,7 +36,7 @@ type span struct {
 	buf  []byte // the whole buffer; cap(buf) is what the span costs
 
 	// Guarded by the Cache's mu.
-	refs       int // the cache, while cached, and each holder from get or retain
+	refs       int // its maker, the cache while cached, each get and retain
 	key        cacheKey
 	prev, next *span // LRU links while cached
 }
@@ -44,7 +44,8 @@ type span struct {
 // newSpan makes a span of data, inside buf, held once by its maker.
 func newSpan(buf, data []byte) *span { return &span{data: data, buf: buf, refs: 1} }
 
-// NewCache returns a cache that holds at most budget bytes of spans.
+// NewCache returns a cache that holds at most budget bytes of spans and
+// spare buffers.
 func NewCache(budget int64) *Cache {
 	c := &Cache{budget: budget, items: make(map[cacheKey]*span)}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
@@ -110,8 +111,8 @@ func (c *Cache) put(k cacheKey, s *span) {
 	c.items[k] = s
 	c.used += cost
 	c.pushFront(s)
-	for c.used > c.budget {
-		c.evict(c.lru.prev)
+	for c.used+c.spareBytes > c.budget {
+		c.shed()
 	}
 }
 
@@ -164,10 +165,9 @@ func (c *Cache) addSpare(buf []byte) {
 
 // alloc returns a buffer of n bytes, contents unspecified, to inflate a
 // span into: the smallest spare buffer that is large enough, or else a new
-// one once the cache has room for it. Making room drops spare buffers (all
-// too small) and then evicts the least recently used spans, whose buffers
-// may be large enough. A buffer larger than the whole budget is never
-// cached, so it evicts nothing.
+// one once the cache has room for it. Making room may free a large enough
+// buffer (from the least recently used span). A buffer larger than the
+// whole budget is never cached, so it evicts nothing.
 func (c *Cache) alloc(n int) []byte {
 	if int64(n) > c.budget {
 		return make([]byte, n)
@@ -175,31 +175,47 @@ func (c *Cache) alloc(n int) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		best := -1
-		for i, b := range c.spare {
-			if cap(b) >= n && (best < 0 || cap(b) < cap(c.spare[best])) {
-				best = i
-			}
-		}
-		if best >= 0 {
-			b := c.spare[best]
-			last := len(c.spare) - 1
-			c.spare[best] = c.spare[last]
-			c.spare[last] = nil
-			c.spare = c.spare[:last]
-			c.spareBytes -= int64(cap(b))
+		if b := c.takeSpare(n); b != nil {
 			return b[:n]
 		}
-		switch {
-		case c.used+c.spareBytes+int64(n) <= c.budget:
+		if c.used+c.spareBytes+int64(n) <= c.budget {
 			return make([]byte, n)
-		case len(c.spare) > 0:
-			last := len(c.spare) - 1
-			c.spareBytes -= int64(cap(c.spare[last]))
-			c.spare[last] = nil
-			c.spare = c.spare[:last]
-		default:
-			c.evict(c.lru.prev)
+		}
+		c.shed()
+	}
+}
+
+// takeSpare removes and returns the smallest spare buffer of at least n
+// bytes, or nil.
+func (c *Cache) takeSpare(n int) []byte {
+	best := -1
+	for i, b := range c.spare {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(c.spare[best])) {
+			best = i
 		}
 	}
+	if best < 0 {
+		return nil
+	}
+	b := c.spare[best]
+	c.dropSpare(best)
+	return b
+}
+
+// shed frees some of the budget: a spare buffer if there is one, else the
+// least recently used span.
+func (c *Cache) shed() {
+	if len(c.spare) > 0 {
+		c.dropSpare(len(c.spare) - 1)
+	} else {
+		c.evict(c.lru.prev)
+	}
+}
+
+func (c *Cache) dropSpare(i int) {
+	last := len(c.spare) - 1
+	c.spareBytes -= int64(cap(c.spare[i]))
+	c.spare[i] = c.spare[last]
+	c.spare[last] = nil
+	c.spare = c.spare[:last]
 }

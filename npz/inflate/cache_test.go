@@ -99,4 +99,9 @@ func TestCacheRecycles(t *testing.T) {
 	if !cached(c, k(3)) || !cached(c, k(4)) {
 		t.Fatal("alloc over budget evicted spans")
 	}
+	// A span cached over budget drops the spare before any span.
+	putSpan(c, k(5), "e", 100)
+	if c.Used() != 300 || !cached(c, k(3)) || !cached(c, k(4)) || !cached(c, k(5)) {
+		t.Fatalf("used %d, or a span was evicted before the spare", c.Used())
+	}
 }
