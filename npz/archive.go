@@ -74,6 +74,7 @@ type Archive struct {
 	members  []Member
 	root     *Node
 	problems []string
+	notes    int // per-member log lines written while opening (see notef)
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
@@ -168,14 +169,14 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 		m.file = File{m: m, kind: fileMember, size: m.size}
 		latest = max(latest, m.mtime)
 		if m.skipped() {
-			a.logf("npz: %q: not served: %s", m.name, m.reason)
+			a.notef("npz: %q: not served: %s", m.name, m.reason)
 			continue
 		}
 		p, dir, reason := sanitize(m.name)
 		m.path, m.dir = p, dir
 		if reason != "" {
 			m.skip(reason)
-			a.logf("npz: %q: not served: %s", m.name, reason)
+			a.notef("npz: %q: not served: %s", m.name, reason)
 		}
 		if m.dir {
 			m.file.size = 0
@@ -190,9 +191,12 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 		m := &a.members[i]
 		if m.state == memberServed && !m.dir {
 			if err := m.readable(); err != nil {
-				a.logf("npz: %q: every read fails: %s", m.name, reasonText(err))
+				a.notef("npz: %q: every read fails: %s", m.name, reasonText(err))
 			}
 		}
+	}
+	if n := a.notes - maxOpenNotes; n > 0 {
+		a.logf("npz: and %d more members that are not served or cannot be read (npzfs ls lists them all)", n)
 	}
 	return a, nil
 }
@@ -297,6 +301,19 @@ func (a *Archive) problemf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	a.problems = append(a.problems, msg)
 	a.logf("npz: %s", msg)
+}
+
+// maxOpenNotes is how many members Open names in the log (not served,
+// unreadable); past it one line says how many more there are, so that an
+// archive of a million bad entries does not flood the log.
+const maxOpenNotes = 1000
+
+// notef logs one member's note while opening, the first maxOpenNotes times.
+func (a *Archive) notef(format string, args ...any) {
+	a.notes++
+	if a.notes <= maxOpenNotes {
+		a.logf(format, args...)
+	}
 }
 
 func (a *Archive) logf(format string, args ...any) {

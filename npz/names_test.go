@@ -1,7 +1,9 @@
 package npz
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,5 +241,46 @@ func TestLargeFolderViews(t *testing.T) {
 	}
 	if r := a.Member("m7.npy").Reason(); !strings.Contains(r, "no views") {
 		t.Errorf("reason %q", r)
+	}
+}
+
+// TestOpenLogIsCapped: an archive of many members that are not served
+// names the first maxOpenNotes of them in the log, then says how many
+// more there are, instead of a line each.
+func TestOpenLogIsCapped(t *testing.T) {
+	const bad = maxOpenNotes + 500
+	var ents []zent
+	for i := 0; i < bad; i++ {
+		ents = append(ents, zent{name: fmt.Sprintf("../escape%05d.npy", i), data: []byte("x")})
+	}
+	ents = append(ents, zent{name: "good.npy", data: npyOf(t, "<f4")})
+	z := makeZip(t, ents)
+	var lines []string
+	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
+		lines = append(lines, fmt.Sprintf(f, args...))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != maxOpenNotes+1 {
+		t.Fatalf("%d log lines, want %d", len(lines), maxOpenNotes+1)
+	}
+	if !strings.Contains(lines[0], "escape00000.npy") || !strings.Contains(lines[0], "not served") {
+		t.Errorf("first line: %s", lines[0])
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "and 500 more members") {
+		t.Errorf("last line: %s", last)
+	}
+	if a.Root().Lookup("good.npy") == nil {
+		t.Errorf("good.npy is not served")
+	}
+	var notServed int
+	for _, m := range a.Members() {
+		if !m.Served() {
+			notServed++
+		}
+	}
+	if notServed != bad {
+		t.Errorf("%d members not served, want %d (the cap is on the log only)", notServed, bad)
 	}
 }

@@ -295,7 +295,7 @@ func (a *Archive) buildTree() {
 		}
 		if len(dirs)+missing > folderBudget {
 			m.skip(fmt.Sprintf("the archive's names make more than %d folders (at most 65,536 and 4 per member)", folderBudget))
-			a.logf("npz: %q: not served: %s", m.name, m.reason)
+			a.notef("npz: %q: not served: %s", m.name, m.reason)
 			continue
 		}
 		if m.dir {
@@ -335,7 +335,7 @@ func (a *Archive) buildTree() {
 				} else {
 					m.reason = fmt.Sprintf("shadowed by a later member of the same name (entry %d)", winner.m.index)
 				}
-				a.logf("npz: %q: not served: %s", m.name, m.reason)
+				a.notef("npz: %q: not served: %s", m.name, m.reason)
 				continue
 			}
 			winner = c
@@ -369,7 +369,7 @@ func (a *Archive) buildTree() {
 					what = "a folder of members"
 				}
 				m.reason = fmt.Sprintf("no views: %s takes the name %q", what, key)
-				a.logf("npz: %q: %s", m.name, m.reason)
+				a.notef("npz: %q: %s", m.name, m.reason)
 				continue
 			}
 			m.views = al.node(a, kindViews, key, m)

@@ -290,10 +290,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
 		}
 		return fmt.Errorf("cannot open archive: %v", err)
 	}
-	defer a.Close()
-	for _, p := range a.Problems() {
-		logger.Printf("%s: %s", archive, p)
-	}
+	defer a.Close() // its problems are already in the log, through Logf
 
 	srv, err := mountCapturingStderr(mnt, npzfs.FromNPZ(a.Root()), npzfs.Config{
 		Source:      archive,
