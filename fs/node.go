@@ -344,17 +344,19 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 		return fuse.ReadResultFd(fd, base+off, int(want)), 0
 	}
 	got, err := f.ReadAt(dest[:want], off)
-	if err != nil && !(errors.Is(err, io.EOF) && got == int(want)) {
-		if got > 0 && errors.Is(err, io.EOF) {
-			// The content ended early; hand back what exists.
-			return fuse.ReadResultData(dest[:got]), 0
-		}
-		if ctx.Err() != nil {
-			return nil, syscall.EINTR
-		}
-		return nil, Errno(err)
+	if got == int(want) {
+		return fuse.ReadResultData(dest[:got]), 0 // err may be io.EOF at the end
 	}
-	return fuse.ReadResultData(dest[:got]), 0
+	// A short reply would tell the kernel the file ends there (it would
+	// shrink its size for the file): content that ends before its Size
+	// is an error, like any other.
+	if ctx.Err() != nil {
+		return nil, syscall.EINTR
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, Errno(err)
 }
 
 // Release: files have no handle to release.

@@ -66,6 +66,14 @@ func TestReadClampsToFileEnd(t *testing.T) {
 	}
 }
 
+// shortContent claims size bytes but holds fewer.
+type shortContent struct {
+	memContent
+	size int64
+}
+
+func (c *shortContent) Size() int64 { return c.size }
+
 func TestReadErrorsBecomeEIO(t *testing.T) {
 	root, err := fakeTree(t.TempDir())
 	if err != nil {
@@ -74,6 +82,14 @@ func TestReadErrorsBecomeEIO(t *testing.T) {
 	c := root.Lookup("bad.bin").File()
 	if _, errno := readContent(context.Background(), c, make([]byte, 10), 0); errno != syscall.EIO {
 		t.Errorf("read of corrupt content: errno %v, want EIO", errno)
+	}
+	// Content that ends before its Size is EIO, not a short read (which
+	// would make the kernel think the file ends there).
+	short := &shortContent{memContent{data: pattern(5000, 3)}, 8192}
+	for _, off := range []int64{4096, 4999, 6000} {
+		if _, errno := readContent(context.Background(), short, make([]byte, 4096), off); errno != syscall.EIO {
+			t.Errorf("read at %d of content shorter than its size: errno %v, want EIO", off, errno)
+		}
 	}
 	if _, errno := readContent(context.Background(), root.Lookup("small.txt").File(), make([]byte, 10), -1); errno != syscall.EINVAL {
 		t.Errorf("read at -1: errno %v, want EINVAL", errno)
