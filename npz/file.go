@@ -2,6 +2,7 @@ package npz
 
 import (
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -48,7 +49,14 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	var n int
 	var err error
 	if f.kind == fileJSON {
-		n = copy(want, f.m.vs.Load().json[off:])
+		var js []byte
+		if js, err = f.m.HeaderJSON(); err == nil {
+			if int64(len(js)) != f.size {
+				// Rendering is deterministic; this would be a bug.
+				return 0, fmt.Errorf("npz: %q: header.json rendered to %d bytes, not %d", f.m.name, len(js), f.size)
+			}
+			n = copy(want, js[off:])
+		}
 	} else {
 		n, err = f.m.readAt(want, f.base+off)
 	}

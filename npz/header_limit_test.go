@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -60,5 +61,58 @@ func TestHeaderLimitOption(t *testing.T) {
 	m := a.Members()[0]
 	if m.HasViews() || !strings.Contains(m.Reason(), "exceeds the limit of 102400 bytes") {
 		t.Errorf("views %v, reason %q", m.HasViews(), m.Reason())
+	}
+}
+
+// TestShortHeaderJSONIsRenderedOnRead: a member's views keep header.json
+// only when it is long (keepJSON or more); a short one is rendered again
+// from the parsed header on every read. Either way header.json reads the
+// same bytes, whole or in pieces, and has the size it claims.
+func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
+	z := hostile.Zip([]hostile.Member{
+		{Name: "short.npy", Data: npyOf(t, "abc")},
+		{Name: "wide.npy", Data: hostile.WideNPY(2000)},
+	})
+	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		kept bool
+	}{{"short", false}, {"wide", true}} {
+		m := a.Root().Lookup(c.name + ".npy").Member()
+		js, err := m.HeaderJSON()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		h, _ := m.Header()
+		want, _ := h.JSON(m.Size())
+		if !bytes.Equal(js, want) {
+			t.Fatalf("%s: HeaderJSON differs from rendering the header", c.name)
+		}
+		if kept := m.vs.Load().json != nil; kept != c.kept || (len(js) >= keepJSON) != c.kept {
+			t.Errorf("%s: %d bytes of header.json, kept %v, want kept %v", c.name, len(js), kept, c.kept)
+		}
+		f := a.Root().Lookup(c.name).Lookup("header.json").File()
+		if f.Size() != int64(len(want)) {
+			t.Errorf("%s: header.json size %d, want %d", c.name, f.Size(), len(want))
+		}
+		var got []byte
+		buf := make([]byte, 1000)
+		for off := int64(0); ; {
+			n, err := f.ReadAt(buf, off)
+			got = append(got, buf[:n]...)
+			off += int64(n)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: read at %d: %v", c.name, off, err)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: header.json read in 1,000-byte pieces differs (%d bytes, want %d)", c.name, len(got), len(want))
+		}
 	}
 }

@@ -65,9 +65,14 @@ type npyView struct {
 }
 
 // viewSet is a .npy member's views, built (once) when first needed: on a
-// valid header, header.json rendered and the views' files and nodes.
+// valid header, header.json rendered (to know its size) and the views'
+// files and nodes.
 type viewSet struct {
-	err   error // why the member has no views
+	err error // why the member has no views
+	// json is header.json when it is long enough to be worth keeping;
+	// shorter ones (nearly all) are rendered again when read, from the
+	// parsed header, which stays anyway: that halves what a member's
+	// views hold.
 	json  []byte
 	files [2]File // header.json, raw.bin
 	nodes [2]Node
@@ -150,10 +155,28 @@ func (m *Member) Header() (*npy.Header, error) {
 	return nv.hdr, nv.err
 }
 
+// keepJSON is the length from which a member keeps its rendered
+// header.json rather than render it again on every read of it: a read of a
+// page would otherwise cost a rendering of the whole.
+const keepJSON = 16 << 10
+
 // HeaderJSON is the header.json view of the member.
 func (m *Member) HeaderJSON() ([]byte, error) {
 	vs := m.viewSet()
-	return vs.json, vs.err
+	if vs.err != nil || vs.json != nil {
+		return vs.json, vs.err
+	}
+	return m.renderJSON()
+}
+
+// renderJSON renders header.json from the parsed header, which a member
+// with views always holds.
+func (m *Member) renderJSON() ([]byte, error) {
+	nv := m.npy()
+	if nv.err != nil {
+		return nil, nv.err
+	}
+	return nv.hdr.JSON(m.size)
 }
 
 // HasViews reports whether the member's KEY/ folder is served with views
@@ -349,18 +372,25 @@ func (m *Member) viewSet() *viewSet {
 		if vs.err = m.a.viewsOverBudget(0); vs.err == nil {
 			vs.json, vs.err = h.JSON(m.size)
 		}
+		jsonLen := int64(len(vs.json))
 		if vs.err == nil {
-			// The parsed header stays too: about twice header.json.
-			vs.err = m.a.viewsOverBudget(3 * int64(len(vs.json)))
+			// The parsed header stays: about twice header.json.
+			cost := 2 * jsonLen
+			if jsonLen >= keepJSON {
+				cost += jsonLen
+			} else {
+				vs.json = nil
+			}
+			vs.err = m.a.viewsOverBudget(cost)
 		}
 		if errors.Is(vs.err, errViewBudget) {
-			vs.json = nil
+			vs.json, jsonLen = nil, 0
 			m.nv.Store(&npyView{err: vs.err}) // let the parsed header go
 		}
 		if vs.err != nil && m.views != nil && m.state == memberServed {
 			m.a.logf("npz: %q: no views: %v", m.name, vs.err)
 		}
-		vs.files[0] = File{m: m, kind: fileJSON, size: int64(len(vs.json))}
+		vs.files[0] = File{m: m, kind: fileJSON, size: jsonLen}
 		vs.files[1] = File{m: m, kind: fileRaw, base: h.DataOffset, size: h.DataLength(m.size)}
 		if v := m.views; v != nil && vs.err == nil {
 			vs.nodes[0] = Node{a: m.a, name: "header.json", ino: v.ino + 1, kind: kindJSON, m: m}
