@@ -11,6 +11,11 @@ import (
 
 const defaultSpan = 1 << 20
 
+// maxAheadSpans is how far, in spans, readAhead inflates past the furthest
+// read of a sequential reader: a few, so that it has work queued while the
+// reader copies out what it inflated, without holding much of the cache.
+const maxAheadSpans = 4
+
 // Options tune a ReaderAt. The zero value is the default.
 type Options struct {
 	// SpanSize is the output distance between checkpoints; 0 means 1 MiB.
@@ -41,7 +46,10 @@ type checkpoint struct {
 // sequentially from the last checkpoint to X (one goroutine at a time),
 // recording a checkpoint every SpanSize bytes. A read inside the indexed
 // part inflates at most one span per SpanSize of data it returns, from the
-// checkpoint before it, unless the span is in the cache.
+// checkpoint before it, unless the span is in the cache. A sequential
+// reader at the frontier has the index extended a few spans ahead of it by
+// a background goroutine, which caches those spans, so that inflating
+// them overlaps with serving the reads.
 type ReaderAt struct {
 	src   io.ReaderAt
 	csize int64
@@ -66,6 +74,16 @@ type ReaderAt struct {
 
 	flightMu sync.Mutex
 	flight   map[int]*flightCall
+
+	// Read-ahead (see noteRead). Lock order: extMu, aheadMu, mu.
+	aheadMu     sync.Mutex
+	seqEnd      int64      // end of the furthest read of the current sequential run
+	seqRun      int64      // bytes the current sequential run has read in order
+	aheading    bool       // a readAhead goroutine is running
+	aheadSpans  int64      // how many spans readAhead may inflate past seqEnd
+	aheadDone   *sync.Cond // on aheadMu: readAhead extended the index, or stopped
+	aheadWG     sync.WaitGroup
+	aheadStarts atomic.Int64 // readAhead goroutines started, for tests
 }
 
 // outRange is a range [start, end) of output offsets.
@@ -97,6 +115,10 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 		r.cache = NewCache(2 * (r.span + windowSize + outSlack))
 	}
 	r.id = readerIDs.Add(1)
+	r.aheadDone = sync.NewCond(&r.aheadMu)
+	// Spans inflated ahead are cached until read: leave the cache at least
+	// half of its budget for everything else.
+	r.aheadSpans = min(maxAheadSpans, r.cache.Budget()/(r.span+windowSize+outSlack)/2)
 	r.cps = []checkpoint{{state: stHeader}}
 	r.flight = make(map[int]*flightCall)
 	return r
@@ -123,6 +145,7 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	n := 0
 	need := min(r.size, off+int64(len(p)))
+	r.noteRead(off, need)
 	for n < len(p) && off+int64(n) < r.size {
 		pos := off + int64(n)
 		s, start, err := r.spanAt(pos, need)
@@ -271,18 +294,7 @@ func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
 // extendTo grows the index until it covers output offset off, for a read
 // of [off, end).
 func (r *ReaderAt) extendTo(off, end int64) error {
-	covered := func() (bool, error) {
-		r.mu.RLock()
-		defer r.mu.RUnlock()
-		if r.err != nil {
-			return true, r.err
-		}
-		// A checkpoint exactly at the declared size still has the end of
-		// the stream (and the CRC) to check before anything is served.
-		last := r.cps[len(r.cps)-1].out
-		return r.done || (last > off && last < r.size), nil
-	}
-	if ok, err := covered(); ok {
+	if ok, err := r.covers(off); ok {
 		return err
 	}
 	want := &outRange{off, end}
@@ -290,6 +302,9 @@ func (r *ReaderAt) extendTo(off, end int64) error {
 	r.waiting = append(r.waiting, want)
 	r.mu.Unlock()
 	defer r.stopWaiting(want)
+	if ok, err := r.awaitAhead(off); ok {
+		return err
+	}
 	r.extMu.Lock()
 	defer r.extMu.Unlock()
 	defer func() { // hold no span buffer between reads
@@ -297,20 +312,127 @@ func (r *ReaderAt) extendTo(off, end int64) error {
 		r.extBuf = nil
 	}()
 	for {
-		if ok, err := covered(); ok {
+		if ok, err := r.covers(off); ok {
 			return err
 		}
-		if err := r.extendOne(); err != nil {
-			if isStreamError(err) {
-				// The stream itself is bad: every later read fails alike.
-				// Other errors (reading src) may pass; they are retried.
-				r.mu.Lock()
-				r.err = err
-				r.mu.Unlock()
-			}
+		if err := r.extendOne(false); err != nil {
+			r.recordErr(err)
 			return err
 		}
 	}
+}
+
+// covers reports whether the index covers output offset off, or the
+// stream's error if it has one.
+func (r *ReaderAt) covers(off int64) (bool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.err != nil {
+		return true, r.err
+	}
+	// A checkpoint exactly at the declared size still has the end of
+	// the stream (and the CRC) to check before anything is served.
+	last := r.cps[len(r.cps)-1].out
+	return r.done || (last > off && last < r.size), nil
+}
+
+// awaitAhead waits, while a readAhead runs, until the index covers off,
+// and reports whether it does. A read that took turns with readAhead at
+// extending the index would, when its span is done, often wait for
+// another span past the ones it needs.
+func (r *ReaderAt) awaitAhead(off int64) (bool, error) {
+	r.aheadMu.Lock()
+	defer r.aheadMu.Unlock()
+	for {
+		ok, err := r.covers(off)
+		if ok || !r.aheading {
+			return ok, err
+		}
+		r.aheadDone.Wait()
+	}
+}
+
+// recordErr keeps an error (if any) from extendOne if the stream itself
+// is bad: every later read fails alike. Other errors (reading src) may
+// pass; they are left for the next read to retry.
+func (r *ReaderAt) recordErr(err error) {
+	if err != nil && isStreamError(err) {
+		r.mu.Lock()
+		r.err = err
+		r.mu.Unlock()
+	}
+}
+
+// noteRead follows the reads of [off, end) to tell a sequential reader,
+// and starts readAhead for one that is at the index frontier.
+//
+// Reads within a span of the end of the current run continue it (a
+// sequential reader's requests, several in flight, may come slightly out
+// of order); others start a new, empty run. Read-ahead starts once a run
+// has read a span in order: random reads, however large, never make one,
+// and a run is never deep past the frontier, which each read extends to
+// cover itself.
+func (r *ReaderAt) noteRead(off, end int64) {
+	r.aheadMu.Lock()
+	defer r.aheadMu.Unlock()
+	switch {
+	case off > r.seqEnd+r.span || end < r.seqEnd-r.span:
+		r.seqEnd, r.seqRun = end, 0
+	case end > r.seqEnd:
+		r.seqRun += end - r.seqEnd
+		r.seqEnd = end
+	}
+	if r.aheading || r.aheadSpans == 0 || !r.aheadDue() {
+		return
+	}
+	r.aheading = true
+	r.aheadStarts.Add(1)
+	r.aheadWG.Add(1)
+	go r.readAhead()
+}
+
+// aheadDue reports whether the index should grow ahead of the current
+// run: it is sequential, the stream is not done or bad, and the frontier
+// is less than aheadSpans past the run. r.aheadMu is held.
+func (r *ReaderAt) aheadDue() bool {
+	if r.seqRun < r.span {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	last := r.cps[len(r.cps)-1].out
+	return !r.done && r.err == nil && last < r.seqEnd+r.aheadSpans*r.span
+}
+
+// readAhead extends the index, caching the spans it inflates, until it is
+// aheadSpans past the sequential reader, at the end of the stream or on
+// an error. It then stops: a reader that stops reading leaves no goroutine
+// behind, and one that reads on starts another.
+func (r *ReaderAt) readAhead() {
+	defer r.aheadWG.Done()
+	for r.extendAhead() {
+	}
+}
+
+// extendAhead extends the index by a span for readAhead if that is still
+// due, and reports whether readAhead should go on. Holding r.extMu while
+// deciding keeps the frontier from moving under the decision.
+func (r *ReaderAt) extendAhead() bool {
+	r.extMu.Lock()
+	defer r.extMu.Unlock()
+	r.aheadMu.Lock()
+	defer r.aheadMu.Unlock()
+	defer r.aheadDone.Broadcast()
+	if !r.aheadDue() {
+		r.aheading = false
+		return false
+	}
+	r.aheadMu.Unlock() // reads go on while the span inflates
+	err := r.extendOne(true)
+	r.recordErr(err)
+	r.aheadMu.Lock()
+	r.aheading = err == nil
+	return r.aheading
 }
 
 func (r *ReaderAt) stopWaiting(want *outRange) {
@@ -345,13 +467,13 @@ func isStreamError(err error) bool {
 
 // extendOne inflates the span after the last checkpoint, recording the
 // next checkpoint (or verifying the end of the stream). The span goes into
-// the cache only if a read in extendTo wants part of it: not only the read
-// extending, so that reads issued together (a sequential reader with
-// several requests in flight, as kernel readahead makes) find their spans
-// cached whichever of them extends the index past those spans, but
-// indexing deep into a member does not flush the shared cache. r.extMu is
-// held.
-func (r *ReaderAt) extendOne() error {
+// the cache if ahead (readAhead: a sequential reader is about to read it)
+// or if a read in extendTo wants part of it: not only the read extending,
+// so that reads issued together (a sequential reader with several requests
+// in flight, as kernel readahead makes) find their spans cached whichever
+// of them extends the index past those spans, but indexing deep into a
+// member does not flush the shared cache. r.extMu is held.
+func (r *ReaderAt) extendOne(ahead bool) error {
 	r.mu.RLock()
 	k := len(r.cps) - 1
 	cp := r.cps[k]
@@ -441,7 +563,7 @@ func (r *ReaderAt) extendOne() error {
 		r.cps = append(r.cps, next)
 	}
 	r.pendingWin = nextWin
-	keep := r.wanted(cp.out, endOut)
+	keep := ahead || r.wanted(cp.out, endOut)
 	r.mu.Unlock()
 	if keep {
 		s := newSpan(buf, data)
