@@ -101,23 +101,35 @@ func TestReaderAtConcurrent(t *testing.T) {
 	comp := deflate(t, data, 6)
 	cache := NewCache(200 << 10)
 	ras := []*ReaderAt{newRA(data, comp, 16<<10, cache), newRA(data, comp, 64<<10, cache)}
+	readConcurrently(t, ras, data, 3, 60, func(rng *rand.Rand) (int64, int) {
+		return rng.Int64N(int64(len(data))), 1 + rng.IntN(40000)
+	})
+	if u := cache.Used(); u > cache.Budget() {
+		t.Errorf("cache holds %d bytes, budget %d", u, cache.Budget())
+	}
+}
+
+// readConcurrently has 8 goroutines make reads each of ras (chosen at
+// random), at the offsets and lengths pick gives, and checks every byte
+// against want.
+func readConcurrently(t *testing.T, ras []*ReaderAt, want []byte, seed uint64, reads int, pick func(*rand.Rand) (int64, int)) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 3))
-			for i := 0; i < 60; i++ {
-				ra := ras[rng.IntN(2)]
-				off := rng.Int64N(int64(len(data)))
-				n := 1 + rng.IntN(40000)
+			rng := rand.New(rand.NewPCG(uint64(g), seed))
+			for i := 0; i < reads; i++ {
+				ra := ras[rng.IntN(len(ras))]
+				off, n := pick(rng)
 				p := make([]byte, n)
 				got, err := ra.ReadAt(p, off)
 				if err != nil && err != io.EOF {
 					t.Errorf("ReadAt: %v", err)
 					return
 				}
-				if !bytes.Equal(p[:got], data[off:off+int64(got)]) {
+				if !bytes.Equal(p[:got], want[off:off+int64(got)]) {
 					t.Errorf("goroutine %d: wrong bytes at %d", g, off)
 					return
 				}
@@ -125,9 +137,6 @@ func TestReaderAtConcurrent(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	if u := cache.Used(); u > cache.Budget() {
-		t.Errorf("cache holds %d bytes, budget %d", u, cache.Budget())
-	}
 }
 
 // readAll reads the whole ReaderAt from the front in chunks and returns the
@@ -264,35 +273,13 @@ func TestReaderAtConcurrentRecycling(t *testing.T) {
 	cache := NewCache(3 * (span + windowSize + outSlack))
 	ras := []*ReaderAt{newRA(want, comp, span, cache), newRA(want, comp, span, cache)}
 	size := int64(len(want))
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 14))
-			p := make([]byte, 3*span)
-			for i := 0; i < 150; i++ {
-				ra := ras[rng.IntN(len(ras))]
-				var off int64
-				if rng.IntN(2) == 0 {
-					off = rng.Int64N(4) * span // a few hot spans
-				} else {
-					off = rng.Int64N(size)
-				}
-				q := p[:1+rng.IntN(len(p))]
-				got, err := ra.ReadAt(q, off)
-				if err != nil && err != io.EOF {
-					t.Errorf("ReadAt: %v", err)
-					return
-				}
-				if !bytes.Equal(q[:got], want[off:off+int64(got)]) {
-					t.Errorf("goroutine %d: wrong bytes at %d", g, off)
-					return
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
+	readConcurrently(t, ras, want, 14, 150, func(rng *rand.Rand) (int64, int) {
+		off := rng.Int64N(size)
+		if rng.IntN(2) == 0 {
+			off = rng.Int64N(4) * span // a few hot spans
+		}
+		return off, 1 + rng.IntN(3*span)
+	})
 	if u := cache.Used(); u > cache.Budget() {
 		t.Errorf("cache holds %d bytes, budget %d", u, cache.Budget())
 	}
