@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// nobody is the unprivileged user TestNonRootMount mounts as.
+const nobody = 65534
+
+// asNobody runs a program as the user nobody and waits for it.
+func asNobody(t *testing.T, name string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := result{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("%s %q as nobody: %v", name, args, err)
+	}
+	return r
+}
+
+// TestNonRootMount mounts as an ordinary user, as most users will: the
+// daemon runs as that user and mounts through the setuid fusermount3.
+// Where /dev/fuse is closed to users (0600, as on this project's CI
+// machine), mounting fails with one line that names it; opened to them
+// (0666, as udev sets it on desktops), the user mounts, reads, is the
+// owner of every file, keeps root out without allow_other, and unmounts.
+// It needs root to arrange all that; run as a user, every other test
+// already mounts without root.
+func TestNonRootMount(t *testing.T) {
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the other tests already mount as this user")
+	}
+	needTool(t, "fusermount3")
+	archive, arrays := testArchive(t)
+
+	// Everything nobody needs, in a folder nobody can reach.
+	base, err := os.MkdirTemp("", "npzfs-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	prog := filepath.Join(base, "npzfs")
+	a := filepath.Join(base, "data.npz")
+	mnt := filepath.Join(base, "mnt")
+	for _, c := range []struct{ from, to string }{{bin, prog}, {archive, a}} {
+		b, err := os.ReadFile(c.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(c.to, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(mnt, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clearLater(t, mnt)
+
+	fi, err := os.Stat("/dev/fuse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o006 != 0o006 {
+		r := asNobody(t, prog, "mount", a, mnt)
+		if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "/dev/fuse") {
+			t.Errorf("mount as nobody with /dev/fuse %v: exit %d, stderr %q; want 1 and one line naming /dev/fuse", mode, r.code, r.stderr)
+		}
+		if isMounted(mnt) {
+			t.Fatalf("%s mounted anyway", mnt)
+		}
+		if err := os.Chmod("/dev/fuse", mode|0o666); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.Chmod("/dev/fuse", mode); err != nil {
+				t.Errorf("restoring /dev/fuse to %v: %v", mode, err)
+			}
+		})
+	}
+
+	if r := asNobody(t, prog, "mount", a, mnt); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("mount as nobody: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	m, ok := mountOf(mnt)
+	if !ok || m.fstype != "fuse.npzfs" {
+		t.Fatalf("mount as nobody: %+v, %v", m, ok)
+	}
+	for _, pid := range daemons(mnt) {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+		if !strings.Contains(string(b), "\nUid:\t65534\t") {
+			t.Errorf("daemon %d does not run as nobody", pid)
+		}
+	}
+	for _, arr := range arrays {
+		key := strings.TrimSuffix(arr.name, ".npy")
+		r := asNobody(t, "cat", filepath.Join(mnt, arr.name))
+		if r.code != 0 || r.stdout != string(arr.data) {
+			t.Errorf("cat %s as nobody: exit %d, %d bytes, want %d (%s)", arr.name, r.code, len(r.stdout), len(arr.data), r.stderr)
+		}
+		r = asNobody(t, "cat", filepath.Join(mnt, key, "raw.bin"))
+		if r.code != 0 || r.stdout != string(arr.raw) {
+			t.Errorf("cat %s/raw.bin as nobody: exit %d, %d bytes, want %d (%s)", key, r.code, len(r.stdout), len(arr.raw), r.stderr)
+		}
+		r = asNobody(t, "stat", "-c", "%u:%g %a", filepath.Join(mnt, arr.name), filepath.Join(mnt, key))
+		if r.code != 0 || r.stdout != "65534:65534 444\n65534:65534 555\n" {
+			t.Errorf("stat %s as nobody: exit %d: %q %s", arr.name, r.code, r.stdout, r.stderr)
+		}
+	}
+	// Without allow_other the mount is the user's alone, root included.
+	if _, err := os.ReadDir(mnt); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("root listing nobody's mount: %v, want permission denied", err)
+	}
+
+	pids := daemons(mnt)
+	if r := asNobody(t, prog, "unmount", mnt); r.code != 0 || r.stderr != "" {
+		t.Fatalf("unmount as nobody: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if isMounted(mnt) {
+		t.Errorf("%s still mounted after unmount", mnt)
+	}
+	for _, pid := range pids {
+		if !waitGone(pid) {
+			t.Errorf("daemon %d still running after unmount", pid)
+		}
+	}
+}
