@@ -173,7 +173,12 @@ func npzfs(t *testing.T, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	return run(t, exec.CommandContext(ctx, bin, args...))
+}
+
+// run runs cmd and collects its output and exit status.
+func run(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -184,7 +189,7 @@ func npzfs(t *testing.T, args ...string) result {
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	default:
-		t.Fatalf("npzfs %q: %v", args, err)
+		t.Fatalf("%q: %v", cmd.Args, err)
 	}
 	return r
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -26,19 +25,7 @@ func asNobody(t *testing.T, name string, args ...string) result {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	r := result{stdout: so.String(), stderr: se.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("%s %q as nobody: %v", name, args, err)
-	}
-	return r
+	return run(t, cmd)
 }
 
 // TestNonRootMount mounts as an ordinary user, as most users will: the
