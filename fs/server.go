@@ -43,7 +43,7 @@ type mountState struct {
 // The tree never changes while mounted, so npzfs keeps no inode objects:
 // a node ID is the entry's inode number, and the only per-node state is
 // the entry the kernel may still name, in the table of known nodes, with
-// the count of lookups it has not yet forgotten. That is about 60 bytes a
+// the count of lookups it has not yet forgotten. That is about 70 bytes a
 // node where a go-fuse node-API inode costs several hundred, which is most
 // of the daemon's memory once the files of a 100,000-array archive have
 // been opened.
@@ -74,16 +74,15 @@ type known struct {
 // of different names rarely wait for each other. The root is not in it:
 // the kernel never forgets the root.
 type knownNodes struct {
-	shards [32]struct {
-		mu sync.Mutex
-		m  map[uint64]known
-	}
+	shards [32]nodeShard
 }
 
-func (t *knownNodes) shard(id uint64) *struct {
+type nodeShard struct {
 	mu sync.Mutex
 	m  map[uint64]known
-} {
+}
+
+func (t *knownNodes) shard(id uint64) *nodeShard {
 	return &t.shards[id%uint64(len(t.shards))]
 }
 
@@ -124,18 +123,6 @@ func (t *knownNodes) get(id uint64) (known, bool) {
 	k, ok := sh.m[id]
 	sh.mu.Unlock()
 	return k, ok
-}
-
-// len is the number of nodes the kernel knows besides the root.
-func (t *knownNodes) len() int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
 }
 
 // node returns the entry with node ID id and its parent's node ID. A node

@@ -268,6 +268,19 @@ func TestTypeStrings(t *testing.T) {
 // (docs/header-json.md lists why).
 var strictSyntax = []string{`\N{BULLET}`}
 
+// versionText decodes the format version and header text that start a
+// case of syntax.json or random_descr.json.
+func versionText(t *testing.T, c [3]json.RawMessage) (version, text string) {
+	t.Helper()
+	if err := json.Unmarshal(c[0], &version); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(c[1], &text); err != nil {
+		t.Fatal(err)
+	}
+	return version, text
+}
+
 func TestSyntaxCases(t *testing.T) {
 	var cases [][3]json.RawMessage
 	readJSON(t, "syntax.json", &cases)
@@ -275,13 +288,7 @@ func TestSyntaxCases(t *testing.T) {
 		t.Fatalf("only %d syntax cases", len(cases))
 	}
 	for _, c := range cases {
-		var version, text string
-		if err := json.Unmarshal(c[0], &version); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(c[1], &text); err != nil {
-			t.Fatal(err)
-		}
+		version, text := versionText(t, c)
 		major := int(version[0] - '0')
 		var raw []byte
 		if major == 3 {
@@ -341,13 +348,7 @@ func TestRandomDescrs(t *testing.T) {
 	readJSON(t, "random_descr.json", &cases)
 	accepted, refused := 0, 0
 	for _, c := range cases {
-		var version, text string
-		if err := json.Unmarshal(c[0], &version); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(c[1], &text); err != nil {
-			t.Fatal(err)
-		}
+		version, text := versionText(t, c)
 		raw := mk(int(version[0]-'0'), text)
 		if version == "1.0" {
 			l, _ := latin1(text)
