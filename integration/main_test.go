@@ -273,7 +273,13 @@ func daemons(dir string) []int {
 	return pids
 }
 
-// processAlive is false for a process that is gone or a zombie.
+// processAlive is false for a process that is gone, or whose every
+// thread has finished exiting. A zombie thread-group leader is not enough:
+// the leader of a killed Go process turns zombie while its other threads
+// are still exiting, and until the last of them closes /dev/fuse the
+// kernel keeps the connection, so a stat then fails with EIO, not ENOTCONN.
+// The zombie's thread count (the 20th field of /proc/PID/stat) falls to one
+// once the others are released, after their files were closed.
 func processAlive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -281,7 +287,17 @@ func processAlive(pid int) bool {
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+	if i < 0 {
+		return true
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3, the state
+	if len(f) < 18 {
+		return true
+	}
+	if f[0] != "Z" && f[0] != "X" {
+		return true
+	}
+	return f[17] != "1"
 }
 
 // waitGone waits for pid to exit. It polls: the daemon is not our child.
