@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -131,8 +133,8 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			logw = f
 		}
 		logger := log.New(logw, "npzfs: ", log.LstdFlags)
-		err := serve(&ma, logger, func() {
-			logger.Printf("serving %s on %s (Ctrl-C to unmount)", ma.archive, ma.mountpoint)
+		err := serve(&ma, logger, func(settings string) {
+			logger.Printf("serving %s on %s (%s; Ctrl-C to unmount)", ma.archive, ma.mountpoint, settings)
 		})
 		if err != nil {
 			return fail(stderr, "mount", err)
@@ -217,10 +219,11 @@ func runDaemon(ma *mountArgs) int {
 	} else {
 		logger = log.New(io.Discard, "", 0)
 	}
-	err := serve(ma, logger, func() {
+	err := serve(ma, logger, func(settings string) {
+		// Logged first, so the log says so once npzfs mount returns.
+		logger.Printf("serving %s on %s (%s)", ma.archive, ma.mountpoint, settings)
 		fmt.Fprintln(ready, "ok")
 		ready.Close()
-		logger.Printf("serving %s on %s", ma.archive, ma.mountpoint)
 	})
 	if err != nil {
 		logger.Printf("mount failed: %v", err)
@@ -239,9 +242,39 @@ func oneLine(s string) string {
 // daemonGCPercent is the daemon's GOGC unless the environment sets one.
 const daemonGCPercent = 50
 
-// serve checks everything, mounts, calls ready once the mount is live, and
-// serves until unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
-func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
+// tuneRuntime sets the daemon's Go runtime up for serving, where the
+// environment leaves a setting alone, and says what it runs with.
+//
+// GOGC: most of the daemon's heap lives as long as the mount (the archive's
+// index), and serving allocates little, so a heap goal of 1.5x the live heap
+// rather than Go's 2x costs little CPU and keeps the daemon's memory near
+// what it holds: about 25% less resident memory for 100,000 arrays.
+//
+// GOMAXPROCS: twice Go's default (the CPUs it may use). go-fuse sizes its
+// pool of goroutines blocked in read(2) on /dev/fuse by GOMAXPROCS, so with
+// the default every P can be held by a blocked reader. The runtime's monitor
+// thread then takes the Ps back from them, polling every 20 us while it does,
+// and threads are woken to run them. With twice the Ps some are always idle,
+// which stops that. Measured on 2 CPUs, np.load of 20,000 small members: 6.5
+// daemon context switches a member instead of 9 (the monitor's went from
+// about 55,000 to 20,000), a quarter less daemon CPU; deflated reads about 6%
+// faster; stored reads and random reads unchanged.
+func tuneRuntime() string {
+	gc := os.Getenv("GOGC")
+	if gc == "" {
+		debug.SetGCPercent(daemonGCPercent)
+		gc = strconv.Itoa(daemonGCPercent)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
+	}
+	return fmt.Sprintf("GOGC=%s GOMAXPROCS=%d", gc, runtime.GOMAXPROCS(0))
+}
+
+// serve checks everything, mounts, calls ready with the Go runtime's
+// settings once the mount is live, and serves until unmounted (by npzfs
+// unmount, or here on SIGINT/SIGTERM).
+func serve(ma *mountArgs, logger *log.Logger, ready func(settings string)) error {
 	// Catch the signals before mounting: one that arrives while the mount
 	// is being made is handled (unmount, exit 0) once it is live, rather
 	// than killing the process and leaving a dead mount.
@@ -268,14 +301,8 @@ func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
 		return err
 	}
 
-	if os.Getenv("GOGC") == "" {
-		// Most of the daemon's heap lives as long as the mount (the
-		// archive's index), and serving allocates little, so a heap
-		// goal of 1.5x the live heap rather than Go's 2x costs little
-		// CPU and keeps the daemon's memory near what it holds: about
-		// 25% less resident memory for an archive of 100,000 arrays.
-		debug.SetGCPercent(daemonGCPercent)
-	}
+	// Before fs.Mount: go-fuse reads GOMAXPROCS when it starts serving.
+	settings := tuneRuntime()
 	a, err := npz.Open(archive, &npz.Options{
 		CacheBytes:   int64(ma.cacheMB) << 20,
 		MaxHeaderLen: ma.maxHeaderKB << 10,
@@ -330,7 +357,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func()) error {
 			}
 		}
 	}()
-	ready()
+	ready(settings)
 	srv.Wait()
 	logger.Printf("unmounted %s", mnt)
 	return nil
