@@ -139,6 +139,15 @@ func (s *server) node(id uint64) (Entry, uint64, syscall.Errno) {
 	return k.e, k.parent, 0
 }
 
+// resolve makes the checks of a request that names a node: that its caller
+// may use the mount (EACCES) and that the node is known (ESTALE).
+func (s *server) resolve(h *fuse.InHeader) (Entry, uint64, syscall.Errno) {
+	if s.st.denied(&h.Caller) {
+		return nil, 0, syscall.EACCES
+	}
+	return s.node(h.NodeId)
+}
+
 // request turns a request header into the context the Entry and Content
 // calls see: the caller, and cancellation when the kernel interrupts.
 func request(cancel <-chan struct{}, h *fuse.InHeader) *fuse.Context {
@@ -202,10 +211,7 @@ func (s *server) entryOut(e Entry, parent uint64, out *fuse.EntryOut) {
 // Lookup finds a child by name. A missing name is answered with node ID 0
 // and a timeout, which the kernel caches as a negative entry.
 func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	if s.st.denied(&h.Caller) {
-		return fuse.Status(syscall.EACCES)
-	}
-	dir, parent, errno := s.node(h.NodeId)
+	dir, parent, errno := s.resolve(h)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
@@ -239,10 +245,7 @@ func (s *server) Forget(nodeid, nlookup uint64) {
 
 // GetAttr answers stat.
 func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	if s.st.denied(&in.Caller) {
-		return fuse.Status(syscall.EACCES)
-	}
-	e, _, errno := s.node(in.NodeId)
+	e, _, errno := s.resolve(&in.InHeader)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
@@ -266,10 +269,7 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 }
 
 func (s *server) open(h *fuse.InHeader, flags uint32) syscall.Errno {
-	if s.st.denied(&h.Caller) {
-		return syscall.EACCES
-	}
-	e, _, errno := s.node(h.NodeId)
+	e, _, errno := s.resolve(h)
 	if errno != 0 {
 		return errno
 	}
@@ -395,10 +395,7 @@ func (st *mountState) nodeCount() uint64 {
 
 // Access: nothing is writable, files are not executable.
 func (s *server) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	if s.st.denied(&in.Caller) {
-		return fuse.Status(syscall.EACCES)
-	}
-	e, _, errno := s.node(in.NodeId)
+	e, _, errno := s.resolve(&in.InHeader)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
@@ -536,10 +533,7 @@ func (t *dirHandles) remove(fh uint64) {
 // OpenDir lists the folder once per open; the handle serves readdir from
 // that snapshot.
 func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	if s.st.denied(&in.Caller) {
-		return fuse.Status(syscall.EACCES)
-	}
-	e, parent, errno := s.node(in.NodeId)
+	e, parent, errno := s.resolve(&in.InHeader)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}

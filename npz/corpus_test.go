@@ -62,12 +62,18 @@ func readManifest(t *testing.T, path string) *manifest {
 	return &m
 }
 
-// readAll reads a whole file through ReadAt in odd-sized pieces. It
-// allocates as bytes arrive, not the Size a hostile archive may claim.
+// readAll reads a whole file through ReadAt in odd-sized pieces.
 func readAll(t testing.TB, f *File) ([]byte, error) {
 	t.Helper()
+	return readPieces(f, 4093)
+}
+
+// readPieces reads a whole file through ReadAt in pieces of piece bytes,
+// checking that only the last is short and that io.EOF comes at Size. It
+// allocates as bytes arrive, not the Size a hostile archive may claim.
+func readPieces(f *File, piece int) ([]byte, error) {
 	out := make([]byte, 0, min(f.Size(), 1<<20))
-	buf := make([]byte, 4093)
+	buf := make([]byte, piece)
 	for off := int64(0); ; {
 		n, err := f.ReadAt(buf, off)
 		out = append(out, buf[:n]...)

@@ -2,7 +2,6 @@ package npz
 
 import (
 	"bytes"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -98,18 +97,9 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		if f.Size() != int64(len(want)) {
 			t.Errorf("%s: header.json size %d, want %d", c.name, f.Size(), len(want))
 		}
-		var got []byte
-		buf := make([]byte, 1000)
-		for off := int64(0); ; {
-			n, err := f.ReadAt(buf, off)
-			got = append(got, buf[:n]...)
-			off += int64(n)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: read at %d: %v", c.name, off, err)
-			}
+		got, err := readPieces(f, 1000)
+		if err != nil {
+			t.Fatalf("%s: reading header.json in 1,000-byte pieces: %v", c.name, err)
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: header.json read in 1,000-byte pieces differs (%d bytes, want %d)", c.name, len(got), len(want))

@@ -166,17 +166,13 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	if vs.err != nil || vs.json != nil {
 		return vs.json, vs.err
 	}
-	return m.renderJSON()
-}
-
-// renderJSON renders header.json from the parsed header, which a member
-// with views always holds.
-func (m *Member) renderJSON() ([]byte, error) {
-	nv := m.npy()
-	if nv.err != nil {
-		return nil, nv.err
+	// Not kept: render it again from the parsed header, which a member
+	// with views always holds.
+	h, err := m.Header()
+	if err != nil {
+		return nil, err
 	}
-	return nv.hdr.JSON(m.size)
+	return h.JSON(m.size)
 }
 
 // HasViews reports whether the member's KEY/ folder is served with views
