@@ -1,0 +1,118 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// File is a local file as a source. Every read first checks that the
+// file's size and modification time are those it had when opened, and
+// fails with an error wrapping ErrChanged once they differ. It is safe for
+// concurrent use.
+type File struct {
+	f       *os.File
+	name    string
+	size    int64
+	modTime time.Time
+}
+
+// OpenFile opens the regular file at path.
+func OpenFile(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return &File{f: f, name: path, size: fi.Size(), modTime: fi.ModTime()}, nil
+}
+
+// NewFile makes a source of an open file, taking its size and
+// modification time now. Close closes f.
+func NewFile(f *os.File) (*File, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return &File{f: f, name: f.Name(), size: fi.Size(), modTime: fi.ModTime()}, nil
+}
+
+// Size is the file's size when it was opened.
+func (s *File) Size() int64 { return s.size }
+
+// ModTime is the file's modification time when it was opened.
+func (s *File) ModTime() time.Time { return s.modTime }
+
+// Identity is the file's size and modification time when it was opened.
+func (s *File) Identity() string {
+	return "file:" + strconv.FormatInt(s.size, 10) + ":" + strconv.FormatInt(s.modTime.UnixNano(), 10)
+}
+
+// String is the path the file was opened by.
+func (s *File) String() string { return s.name }
+
+// Check reports an error wrapping ErrChanged once the file's size or
+// modification time differs from what it was when opened.
+func (s *File) Check() error {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() == s.size && fi.ModTime().Equal(s.modTime) {
+		return nil
+	}
+	return &ChangedError{Was: s.size, Now: fi.Size()}
+}
+
+// ReadAt checks the file (see Check), then reads it.
+func (s *File) ReadAt(p []byte, off int64) (int, error) {
+	if err := s.Check(); err != nil {
+		return 0, err
+	}
+	return s.f.ReadAt(p, off)
+}
+
+// ReadAtContext is ReadAt; a local read is not interrupted, but one whose
+// ctx is already done is not started.
+func (s *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.ReadAt(p, off)
+}
+
+// FileExtent is the file's descriptor: the source's bytes are the file's.
+func (s *File) FileExtent() (fd uintptr, base int64) { return s.f.Fd(), 0 }
+
+// Close closes the file.
+func (s *File) Close() error { return s.f.Close() }
+
+// ChangedError is a source found changed since it was opened. It wraps
+// ErrChanged.
+type ChangedError struct {
+	Was, Now int64 // sizes when opened and now (-1 where unknown)
+	Detail   string
+}
+
+func (e *ChangedError) Error() string {
+	msg := ErrChanged.Error()
+	if e.Was >= 0 && e.Now >= 0 {
+		msg += fmt.Sprintf(": was %d bytes, now %d", e.Was, e.Now)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+func (e *ChangedError) Unwrap() error { return ErrChanged }

@@ -1,0 +1,84 @@
+// Package source is what npz reads an archive from: a run of bytes whose
+// size and identity are fixed when it is opened. npz takes any io.ReaderAt
+// and its size, as archive/zip does, and discovers what else a source can
+// do through the small optional interfaces below; this package also holds
+// the local file, the common case. Network sources live in packages of
+// their own that implement the same interfaces, so npz and fs never learn
+// what a source is.
+package source
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrChanged is the cause of every read of a source whose object changed
+// after it was opened (a local file truncated or rewritten, a remote
+// object replaced): nothing more is read from it, so old and new bytes are
+// never mixed. Sources wrap it in the errors they return; bytes read before
+// the change stay valid.
+var ErrChanged = errors.New("the archive changed after it was opened (truncated or rewritten)")
+
+// ContextReaderAt is implemented by sources whose reads can be cancelled:
+// a read whose ctx is done returns early with an error. npz passes the
+// FUSE request's context down to it.
+type ContextReaderAt interface {
+	ReadAtContext(ctx context.Context, p []byte, off int64) (n int, err error)
+}
+
+// Identifier is implemented by sources that can name the object they read
+// as it was when opened: for a local file its size and modification time,
+// for HTTP its strong ETag (else its Last-Modified), for S3 its ETag and
+// version. Two sources with the same identity hold the same bytes, so it
+// can key a cache that outlives the mount.
+type Identifier interface {
+	Identity() string
+}
+
+// Checker is implemented by sources that can tell, before a read that
+// bypasses them (a splice from their file descriptor), whether their
+// object has changed: Check returns an error wrapping ErrChanged once it
+// has.
+type Checker interface {
+	Check() error
+}
+
+// FileBacked is implemented by sources whose bytes are those of an open
+// file, so that reads can be spliced from it: bytes [off, off+n) of the
+// source are bytes [base+off, base+off+n) of fd.
+type FileBacked interface {
+	FileExtent() (fd uintptr, base int64)
+}
+
+// ModTimer is implemented by sources that know when their object was last
+// modified; npz gives that time to folders and views.
+type ModTimer interface {
+	ModTime() time.Time
+}
+
+// ReadAt reads from r with ctx when r is a ContextReaderAt, and as a plain
+// io.ReaderAt otherwise (after checking that ctx is not already done).
+func ReadAt(ctx context.Context, r io.ReaderAt, p []byte, off int64) (int, error) {
+	if cr, ok := r.(ContextReaderAt); ok {
+		return cr.ReadAtContext(ctx, p, off)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.ReadAt(p, off)
+}
+
+// WithContext returns an io.ReaderAt whose reads of r carry ctx, for code
+// that takes a plain io.ReaderAt.
+func WithContext(ctx context.Context, r io.ReaderAt) io.ReaderAt {
+	return ctxReaderAt{ctx, r}
+}
+
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) { return ReadAt(c.ctx, c.r, p, off) }
