@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ type memContent struct {
 }
 
 func (c *memContent) Size() int64 { return int64(len(c.data)) }
-func (c *memContent) ReadAt(p []byte, off int64) (int, error) {
+func (c *memContent) ReadAtContext(_ context.Context, p []byte, off int64) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}

@@ -330,7 +330,7 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 		// want is already clamped to this file's end.
 		return fuse.ReadResultFd(fd, base+off, int(want)), 0
 	}
-	got, err := f.ReadAt(dest[:want], off)
+	got, err := f.ReadAtContext(ctx, dest[:want], off)
 	if got == int(want) {
 		return fuse.ReadResultData(dest[:got]), 0 // err may be io.EOF at the end
 	}

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"time"
 
 	"github.com/npzfs/npzfs/npz"
@@ -28,8 +29,10 @@ type Entry interface {
 type Content interface {
 	// Size is the exact size in bytes.
 	Size() int64
-	// ReadAt is io.ReaderAt, safe for concurrent use.
-	ReadAt(p []byte, off int64) (int, error)
+	// ReadAtContext is io.ReaderAt, safe for concurrent use, for a read
+	// that ctx cancels when the kernel interrupts the request: the
+	// content should then stop what it is doing and return ctx's error.
+	ReadAtContext(ctx context.Context, p []byte, off int64) (int, error)
 	// Extent reports that bytes [0, Size()) of the file are bytes
 	// [off, off+Size()) of the open file fd, when ok.
 	Extent() (fd uintptr, off int64, ok bool, err error)

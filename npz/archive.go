@@ -1,16 +1,17 @@
 package npz
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz/inflate"
+	"github.com/npzfs/npzfs/source"
 )
 
 // DefaultSpanSize is the default distance between checkpoints in deflated
@@ -62,11 +63,13 @@ type Options struct {
 
 // Archive is an open .npz archive. It is safe for concurrent use.
 type Archive struct {
-	f       *os.File // the file Open opened, closed by Close
-	r       io.ReaderAt
+	closer  io.Closer // what Open opened, closed by Close
+	r       *reader   // every read of the archive's bytes
 	size    int64
-	fd      uintptr
+	fd      uintptr // with hasFD: the archive's bytes are fd's from fdBase
+	fdBase  int64
 	hasFD   bool
+	checker source.Checker // nil when the source cannot tell a change
 	opts    Options
 	modTime time.Time
 	comment string
@@ -75,6 +78,8 @@ type Archive struct {
 	root     *Node
 	problems []string
 	notes    int // per-member log lines written while opening (see notef)
+
+	changedLogged atomic.Bool // the source was found changed, and logged
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
@@ -96,42 +101,39 @@ type Archive struct {
 // lock is the mutex that guards m's lazy resolution.
 func (a *Archive) lock(m *Member) *sync.Mutex { return &a.locks[uint32(m.index)%uint32(len(a.locks))] }
 
-// Open opens the archive at path and reads its central directory. It reads
-// no local header and no member data: those are resolved lazily, once.
-// It fails only when the archive itself is unreadable (no end record, no
-// readable central directory); unusable members are listed with a reason.
+// Open opens the archive file at path (a source.File, which fails every
+// read once the file's size or modification time changes) and reads its
+// central directory; Close closes the file.
 func Open(path string, opts *Options) (*Archive, error) {
-	f, err := os.Open(path)
+	f, err := source.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("npz: %s is not a regular file", path)
-	}
-	a, err := openReader(f, fi.Size(), opts, fi.ModTime())
+	a, err := NewReader(f, f.Size(), opts)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	a.f = f
+	a.closer = f
 	return a, nil
 }
 
-// OpenReader opens an archive of size bytes read from r. File.Extent
-// reports ok only when r is an *os.File (which Close does not close).
-// Folders and views take the latest modification time of any member.
-func OpenReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
-	return openReader(r, size, opts, time.Time{})
-}
-
-func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*Archive, error) {
-	a := &Archive{r: r, size: size}
+// NewReader opens an archive of size bytes read from r and reads its
+// central directory. It reads no local header and no member data: those
+// are resolved lazily, once. It fails only when the archive itself is
+// unreadable (no end record, no readable central directory); unusable
+// members are listed with a reason.
+//
+// What else r can do is discovered through the optional interfaces of
+// package source: reads carry the caller's context to a
+// source.ContextReaderAt; a source.FileBacked source lets File.Extent
+// report its stored files for splicing, after asking a source.Checker
+// whether the source changed; a source.ModTimer gives folders and views
+// their time (otherwise the latest of any member's). Close does not close
+// r.
+func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
+	a := &Archive{size: size}
+	a.r = &reader{a: a, src: r}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -144,18 +146,15 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 	if a.opts.ViewBytes <= 0 {
 		a.opts.ViewBytes = min(64<<20+4*max(size, 0), 160<<20)
 	}
-	if f, ok := r.(*os.File); ok {
-		a.fd, a.hasFD = f.Fd(), true
-		g, err := newFileGuard(f, a)
-		if err != nil {
-			return nil, err
-		}
-		a.r = g
+	if fb, ok := r.(source.FileBacked); ok {
+		a.fd, a.fdBase = fb.FileExtent()
+		a.hasFD = true
 	}
+	a.checker, _ = r.(source.Checker)
 	if size < 0 {
 		return nil, &FormatError{Offset: 0, Msg: "negative archive size"}
 	}
-	d, err := findDirectory(r, size)
+	d, err := findDirectory(a.r, size)
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +181,12 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 			m.file.size = 0
 		}
 	}
-	if modTime.IsZero() {
-		modTime = time.Unix(latest, 0).UTC()
+	if mt, ok := r.(source.ModTimer); ok {
+		a.modTime = mt.ModTime()
 	}
-	a.modTime = modTime
+	if a.modTime.IsZero() {
+		a.modTime = time.Unix(latest, 0).UTC()
+	}
 	a.buildTree()
 	for i := range a.members {
 		m := &a.members[i]
@@ -201,57 +202,87 @@ func openReader(r io.ReaderAt, size int64, opts *Options, modTime time.Time) (*A
 	return a, nil
 }
 
-// ErrChanged is the cause of every read of an archive file that changed
-// (its size or modification time) after it was opened: nothing more is
-// read from it, so a truncated or rewritten archive is never served as a
-// mix of old and new bytes. Bytes already read stay valid.
-var ErrChanged = errors.New("the archive file changed after it was opened (truncated or rewritten)")
+// ErrChanged is the cause of every read of an archive whose source
+// changed (a file's size or modification time, a remote object's
+// identity) after it was opened: nothing more is read from it, so a
+// truncated or rewritten archive is never served as a mix of old and new
+// bytes. Bytes already read stay valid. It is source.ErrChanged.
+var ErrChanged = source.ErrChanged
 
-// fileGuard reads the archive file after checking that its size and
-// modification time are still those it had when opened.
-type fileGuard struct {
-	f       *os.File
-	a       *Archive
-	size    int64
-	modTime time.Time
-	logged  atomic.Bool
+// reader is how an archive reads its source: with the read's context when
+// the source takes one, and noting the first read that finds the source
+// changed.
+type reader struct {
+	a   *Archive
+	src io.ReaderAt
 }
 
-func newFileGuard(f *os.File, a *Archive) (*fileGuard, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return &fileGuard{f: f, a: a, size: fi.Size(), modTime: fi.ModTime()}, nil
+func (r *reader) ReadAt(p []byte, off int64) (int, error) {
+	return r.ReadAtContext(context.Background(), p, off)
 }
 
-// check reports ErrChanged (as a *FormatError) once the file has changed.
-func (g *fileGuard) check() error {
-	fi, err := g.f.Stat()
-	if err != nil {
-		return err
+func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := source.ReadAt(ctx, r.src, p, off)
+	if err != nil && errors.Is(err, ErrChanged) {
+		err = r.a.changed(err, off)
 	}
-	if fi.Size() == g.size && fi.ModTime().Equal(g.modTime) {
+	return n, err
+}
+
+// changed logs (once) that the source changed, and wraps err, which wraps
+// ErrChanged, as a *FormatError.
+func (a *Archive) changed(err error, off int64) error {
+	if !a.changedLogged.Swap(true) {
+		a.logf("npz: %v; every read that needs the archive fails from now on", err)
+	}
+	return &FormatError{Offset: off, Msg: "cannot read the archive", Err: err}
+}
+
+// check asks the source, when it can tell, whether it changed.
+func (a *Archive) check() error {
+	if a.checker == nil {
 		return nil
 	}
-	if !g.logged.Swap(true) {
-		g.a.logf("npz: %v: was %d bytes, now %d; every read that needs the file fails from now on", ErrChanged, g.size, fi.Size())
+	if err := a.checker.Check(); err != nil {
+		if errors.Is(err, ErrChanged) {
+			return a.changed(err, 0)
+		}
+		return err
 	}
-	return &FormatError{Offset: min(fi.Size(), g.size), Msg: "cannot read the archive", Err: ErrChanged}
+	return nil
 }
 
-func (g *fileGuard) ReadAt(p []byte, off int64) (int, error) {
-	if err := g.check(); err != nil {
-		return 0, err
-	}
-	return g.f.ReadAt(p, off)
+// section is n bytes of the archive from off, for the inflater: an
+// io.ReaderAt that also passes a read's context on.
+type section struct {
+	r      *reader
+	off, n int64
 }
 
-// Close closes the archive file (when Open opened it). Reads after Close
+func (s *section) ReadAt(p []byte, off int64) (int, error) {
+	return s.ReadAtContext(context.Background(), p, off)
+}
+
+func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 || off >= s.n {
+		return 0, io.EOF
+	}
+	short := false
+	if rest := s.n - off; int64(len(p)) > rest {
+		p, short = p[:rest], true
+	}
+	n, err := s.r.ReadAtContext(ctx, p, s.off+off)
+	if err == nil && short {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// Close closes the archive file when Open opened it. Reads after Close
 // fail.
 func (a *Archive) Close() error {
-	if a.f != nil {
-		return a.f.Close()
+	if a.closer != nil {
+		return a.closer.Close()
 	}
 	return nil
 }

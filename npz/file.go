@@ -1,6 +1,7 @@
 package npz
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,12 @@ func (f *File) Size() int64 { return f.size }
 // its central directory says (truncated after Open) gives a *FormatError
 // wrapping io.ErrUnexpectedEOF; an unreadable method gives a *MethodError.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	return f.ReadAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext is ReadAt for a read that ctx may cancel: a read that has
+// to fetch or inflate stops once ctx is done and returns ctx's error.
+func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errNegativeOffset
 	}
@@ -58,7 +65,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 			n = copy(want, js[off:])
 		}
 	} else {
-		n, err = f.m.readAt(want, f.base+off)
+		n, err = f.m.readAt(ctx, want, f.base+off)
 	}
 	if err == nil && n < len(p) {
 		err = io.EOF
@@ -69,7 +76,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // Extent reports where a stored file's bytes lie in the archive file, so
 // the mount can splice them: bytes [0, Size()) of the file are bytes
 // [off, off+Size()) of fd. ok is false for deflated members, header.json,
-// unreadable members, and archives not opened from an *os.File; err
+// unreadable members, and archives whose source is not a
+// source.FileBacked (a local file); err
 // reports a stored member whose local header cannot be resolved, or an
 // archive file that changed since it was opened (ErrChanged).
 func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
@@ -86,10 +94,8 @@ func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
 	}
 	// The bytes are read from fd after this returns: check now that the
 	// file has not changed, as every other read of it does.
-	if g, ok := a.r.(*fileGuard); ok {
-		if err := g.check(); err != nil {
-			return 0, 0, false, err
-		}
+	if err := a.check(); err != nil {
+		return 0, 0, false, err
 	}
-	return a.fd, l.dataOff + f.base, true, nil
+	return a.fd, a.fdBase + l.dataOff + f.base, true, nil
 }

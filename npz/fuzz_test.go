@@ -23,7 +23,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Add(makeZip(f, []zent{{name: "a.npy", data: bigNPY(f, 2000, 5), method: 8}, {name: "a/", data: nil}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := OpenReader(bytes.NewReader(b), int64(len(b)), &Options{SpanSize: 64 << 10, CacheBytes: 256 << 10, MaxHeaderLen: 64 << 10})
+		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{SpanSize: 64 << 10, CacheBytes: 256 << 10, MaxHeaderLen: 64 << 10})
 		if err != nil {
 			if a != nil {
 				t.Fatal("an archive and an error")

@@ -19,7 +19,7 @@ func TestLongHeadersServedByDefault(t *testing.T) {
 		ms = append(ms, hostile.Member{Name: name, Data: hostile.WideNPY(6000), Deflate: name == "w1.npy"})
 	}
 	z := hostile.Zip(ms)
-	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestLongHeadersServedByDefault(t *testing.T) {
 // length leaves that member without views, and says why.
 func TestHeaderLimitOption(t *testing.T) {
 	z := hostile.Zip([]hostile.Member{{Name: "w.npy", Data: hostile.WideNPY(6000)}})
-	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), &Options{MaxHeaderLen: 100 << 10})
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{MaxHeaderLen: 100 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		{Name: "short.npy", Data: npyOf(t, "abc")},
 		{Name: "wide.npy", Data: hostile.WideNPY(2000)},
 	})
-	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func rawDeflate(t testing.TB, data []byte, level int) []byte {
 
 func openBytes(t testing.TB, b []byte) *Archive {
 	t.Helper()
-	a, err := OpenReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: t.Logf})
+	a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,7 +258,7 @@ func TestViewBudget(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), &Options{ViewBytes: 12 << 20, Logf: log.logf})
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{ViewBytes: 12 << 20, Logf: log.logf})
 	if err != nil {
 		t.Fatal(err)
 	}

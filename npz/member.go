@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -254,7 +255,7 @@ func (m *Member) locate() *location {
 		}
 	}
 	if l.err == nil && m.method == methodDeflated {
-		src := io.NewSectionReader(m.a.r, l.dataOff, m.csize)
+		src := &section{r: m.a.r, off: l.dataOff, n: m.csize}
 		l.inf = inflate.NewReaderAt(src, m.csize, m.size, m.crc,
 			&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: m.a.spanCache()})
 	}
@@ -265,25 +266,25 @@ func (m *Member) locate() *location {
 // readAt reads exactly len(p) bytes at off of the member's uncompressed
 // bytes; the caller keeps off+len(p) within Size. The first failure of a
 // member that could be located is logged (locate logs its own).
-func (m *Member) readAt(p []byte, off int64) (int, error) {
+func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	l := m.locate()
 	if l.err != nil {
 		return 0, l.err
 	}
-	n, err := m.readData(l, p, off)
-	if err != nil && !errors.Is(err, ErrChanged) && !m.readFailed.Swap(true) {
+	n, err := m.readData(ctx, l, p, off)
+	if err != nil && !errors.Is(err, ErrChanged) && ctx.Err() == nil && !m.readFailed.Swap(true) {
 		m.a.logf("npz: %q: read failed: %v", m.name, err)
 	}
 	return n, err
 }
 
-func (m *Member) readData(l *location, p []byte, off int64) (int, error) {
+func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64) (int, error) {
 	dataOff := l.dataOff
 	if len(p) == 0 {
 		return 0, nil
 	}
 	if m.method == methodStored {
-		n, err := m.a.r.ReadAt(p, dataOff+off)
+		n, err := m.a.r.ReadAtContext(ctx, p, dataOff+off)
 		if n == len(p) {
 			return n, nil
 		}
@@ -294,9 +295,12 @@ func (m *Member) readData(l *location, p []byte, off int64) (int, error) {
 		}
 		return n, err
 	}
-	n, err := l.inf.ReadAt(p, off)
+	n, err := l.inf.ReadAtContext(ctx, p, off)
 	if n == len(p) {
 		return n, nil
+	}
+	if ctx.Err() != nil {
+		return n, ctx.Err()
 	}
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF

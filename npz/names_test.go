@@ -256,7 +256,7 @@ func TestOpenLogIsCapped(t *testing.T) {
 	ents = append(ents, zent{name: "good.npy", data: npyOf(t, "<f4")})
 	z := makeZip(t, ents)
 	var lines []string
-	a, err := OpenReader(bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
 		lines = append(lines, fmt.Sprintf(f, args...))
 	}})
 	if err != nil {

@@ -2,12 +2,15 @@ package npz
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/npzfs/npzfs/source"
 )
 
 // Node kinds.
@@ -139,6 +142,7 @@ func (n *Node) resolveViews() {
 	if len(todo) == 0 {
 		return
 	}
+	n.a.prefetchHeaders(todo)
 	if len(todo) == 1 {
 		todo[0].viewSet()
 		return
@@ -159,6 +163,32 @@ func (n *Node) resolveViews() {
 		}()
 	}
 	wg.Wait()
+}
+
+// prefetchGuess is how many bytes past a member's local header and name
+// reading its npy header usually needs: the extra field (numpy writes a
+// zip64 one) and a header of the common sizes, or its start when deflated.
+const prefetchGuess = 1 << 10
+
+// prefetchHeaders tells a source that merges requests (source.Prefetcher)
+// which bytes reading the npy headers of ms will need, so that a remote
+// archive fetches many headers in a few requests, not one each.
+func (a *Archive) prefetchHeaders(ms []*Member) {
+	p, ok := a.r.src.(source.Prefetcher)
+	if !ok {
+		return
+	}
+	rs := make([]source.Range, 0, len(ms))
+	for _, m := range ms {
+		if m.loc.Load() != nil || m.lhOff >= a.size {
+			continue
+		}
+		n := localLen + int64(len(m.name)) + min(m.csize, prefetchGuess)
+		rs = append(rs, source.Range{Off: m.lhOff, Len: min(n, a.size-m.lhOff)})
+	}
+	if len(rs) > 0 {
+		p.Prefetch(context.Background(), rs)
+	}
 }
 
 // nodeAlloc hands out nodes from chunks, so a tree of many nodes costs few

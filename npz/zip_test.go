@@ -73,7 +73,7 @@ func TestEndRecord(t *testing.T) {
 		}(), "bad central directory entry signature", 0, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			a, err := OpenReader(bytes.NewReader(tc.archive), int64(len(tc.archive)), nil)
+			a, err := NewReader(bytes.NewReader(tc.archive), int64(len(tc.archive)), nil)
 			if tc.err != "" {
 				var fe *FormatError
 				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &fe) {
@@ -243,7 +243,7 @@ func TestOpenReadsOnlyDirectory(t *testing.T) {
 	z := manyMembers(t, 3000)
 	cr := &countingReader{r: bytes.NewReader(z)}
 	cr.low.Store(1 << 62)
-	a, err := OpenReader(cr, int64(len(z)), nil)
+	a, err := NewReader(cr, int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,3 +82,18 @@ type ctxReaderAt struct {
 }
 
 func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) { return ReadAt(c.ctx, c.r, p, off) }
+
+// Range is n bytes of a source from Off.
+type Range struct {
+	Off, Len int64
+}
+
+// Prefetcher is implemented by sources for which many small reads cost
+// more than one large one (a remote object): npz calls Prefetch with the
+// ranges it is about to read (the local and npy headers of many members)
+// so the source can fetch them in a few merged requests. It is advice:
+// Prefetch may return before the bytes arrive, and reads must work
+// whether or not it was called.
+type Prefetcher interface {
+	Prefetch(ctx context.Context, ranges []Range)
+}

@@ -1,6 +1,7 @@
 package inflate
 
 import (
+	"context"
 	"errors"
 	"hash/crc32"
 	"io"
@@ -137,6 +138,15 @@ func (r *ReaderAt) IndexStats() (checkpoints int, windowBytes int64) {
 
 // ReadAt implements io.ReaderAt over the inflated bytes.
 func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	return r.ReadAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext is ReadAt for a read that ctx may cancel: it stops
+// inflating (between spans, and in its reads of the compressed source when
+// the source takes a context, see ContextReaderAt) once ctx is done, and
+// returns ctx's error. The index stays consistent: what was indexed before
+// the cancellation stays, and the next read goes on from there.
+func (r *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errors.New("inflate: negative offset")
 	}
@@ -148,7 +158,7 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	r.noteRead(off, need)
 	for n < len(p) && off+int64(n) < r.size {
 		pos := off + int64(n)
-		s, start, err := r.spanAt(pos, need)
+		s, start, err := r.spanAt(ctx, pos, need)
 		if err != nil {
 			return n, err
 		}
@@ -170,8 +180,8 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // as such; a later read past that prefix inflates and caches the whole
 // span, so reading a span in order costs little more than inflating it
 // once.
-func (r *ReaderAt) spanAt(off, need int64) (*span, int64, error) {
-	if err := r.extendTo(off, need); err != nil {
+func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, error) {
+	if err := r.extendTo(ctx, off, need); err != nil {
 		return nil, 0, err
 	}
 	r.mu.RLock()
@@ -198,6 +208,9 @@ func (r *ReaderAt) spanAt(off, need int64) (*span, int64, error) {
 			c.waiters++
 			r.flightMu.Unlock()
 			c.wg.Wait()
+			if c.err != nil && isCancel(c.err) && ctx.Err() == nil {
+				continue // the read inflating it was cancelled, not this one
+			}
 			if c.err != nil {
 				return nil, 0, c.err
 			}
@@ -212,7 +225,7 @@ func (r *ReaderAt) spanAt(off, need int64) (*span, int64, error) {
 		r.flight[k] = c
 		r.flightMu.Unlock()
 
-		c.span, c.err = r.inflateSpan(&cp, end, target)
+		c.span, c.err = r.inflateSpan(ctx, &cp, end, target)
 		if c.err == nil {
 			r.cache.put(key, c.span)
 		}
@@ -230,8 +243,8 @@ func (r *ReaderAt) spanAt(off, need int64) (*span, int64, error) {
 
 // resume prepares d to decode from cp into buf, whose first cp.winLen
 // bytes the caller has filled with the window.
-func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
-	d.r, d.ra, d.raSize = nil, r.src, r.csize
+func (r *ReaderAt) resume(ctx context.Context, d *decoder, cp *checkpoint, buf []byte) error {
+	d.r, d.ra, d.raSize = nil, withContext(ctx, r.src), r.csize
 	d.out = buf
 	d.pos = int(cp.winLen)
 	d.minPos = 0
@@ -261,7 +274,7 @@ func (r *ReaderAt) resume(d *decoder, cp *checkpoint, buf []byte) error {
 // inflateSpan inflates the indexed span [cp.out, end) as far as the
 // first symbol boundary at or after target (end itself is one), into a
 // span held for the caller.
-func (r *ReaderAt) inflateSpan(cp *checkpoint, end, target int64) (*span, error) {
+func (r *ReaderAt) inflateSpan(ctx context.Context, cp *checkpoint, end, target int64) (*span, error) {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	w := int(cp.winLen)
@@ -270,7 +283,7 @@ func (r *ReaderAt) inflateSpan(cp *checkpoint, end, target int64) (*span, error)
 	if err := unpackWindow(d, cp.win, buf, w); err != nil {
 		return nil, err
 	}
-	if err := r.resume(d, cp, buf); err != nil {
+	if err := r.resume(ctx, d, cp, buf); err != nil {
 		return nil, r.wrapDecodeErr(d, err, cp.out)
 	}
 	if err := d.decode(w + n); err != nil {
@@ -292,8 +305,8 @@ func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
 }
 
 // extendTo grows the index until it covers output offset off, for a read
-// of [off, end).
-func (r *ReaderAt) extendTo(off, end int64) error {
+// of [off, end), or until ctx is done.
+func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 	if ok, err := r.covers(off); ok {
 		return err
 	}
@@ -315,7 +328,10 @@ func (r *ReaderAt) extendTo(off, end int64) error {
 		if ok, err := r.covers(off); ok {
 			return err
 		}
-		if err := r.extendOne(false); err != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.extendOne(ctx, false); err != nil {
 			r.recordErr(err)
 			return err
 		}
@@ -428,7 +444,7 @@ func (r *ReaderAt) extendAhead() bool {
 		return false
 	}
 	r.aheadMu.Unlock() // reads go on while the span inflates
-	err := r.extendOne(true)
+	err := r.extendOne(context.Background(), true)
 	r.recordErr(err)
 	r.aheadMu.Lock()
 	r.aheading = err == nil
@@ -460,6 +476,11 @@ func (r *ReaderAt) wanted(start, end int64) bool {
 	return false
 }
 
+// isCancel reports an error that ended a read because its context was done.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
 func isStreamError(err error) bool {
 	var ce *CorruptError
 	return errors.As(err, &ce) || errors.Is(err, ErrTooLong) || errors.Is(err, ErrTooShort) || errors.Is(err, ErrChecksum)
@@ -473,7 +494,7 @@ func isStreamError(err error) bool {
 // in flight, as kernel readahead makes) find their spans cached whichever
 // of them extends the index past those spans, but indexing deep into a
 // member does not flush the shared cache. r.extMu is held.
-func (r *ReaderAt) extendOne(ahead bool) error {
+func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	r.mu.RLock()
 	k := len(r.cps) - 1
 	cp := r.cps[k]
@@ -499,7 +520,7 @@ func (r *ReaderAt) extendOne(ahead bool) error {
 
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
-	if err := r.resume(d, &cp, buf); err != nil {
+	if err := r.resume(ctx, d, &cp, buf); err != nil {
 		return r.wrapDecodeErr(d, err, cp.out)
 	}
 	if r.touched == nil {
