@@ -366,3 +366,31 @@ func TestAllowRootDeniesOthers(t *testing.T) {
 		t.Errorf("open by another uid without allow_root: %v", got)
 	}
 }
+
+// ctxContent is content whose reads wait for their context, as a read
+// inflating deep into a member or fetching from a server does.
+type ctxContent struct{ memContent }
+
+func (c *ctxContent) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// TestReadPassesRequestContext: a read's content gets the request's
+// context, so the kernel interrupting the request (go-fuse closes its
+// cancel channel) stops the content's work, and the reply is EINTR.
+func TestReadPassesRequestContext(t *testing.T) {
+	cancel := make(chan struct{})
+	in := &fuse.InHeader{}
+	ctx := request(cancel, in)
+	c := &ctxContent{memContent{data: pattern(8192, 1)}}
+	done := make(chan syscall.Errno)
+	go func() {
+		_, errno := readContent(ctx, c, make([]byte, 4096), 0)
+		done <- errno
+	}()
+	close(cancel)
+	if errno := <-done; errno != syscall.EINTR {
+		t.Errorf("interrupted read: errno %v, want EINTR", errno)
+	}
+}
