@@ -218,6 +218,16 @@ func reasonText(err error) string {
 	return strings.TrimPrefix(err.Error(), "npz: ")
 }
 
+// ReadError says why no byte of the member can be read (an unsupported
+// method, encryption, sizes that cannot be right), from the central
+// directory alone; nil when reads may succeed.
+func (m *Member) ReadError() error {
+	if m.dir {
+		return nil
+	}
+	return m.readable()
+}
+
 // readable reports a member npzfs cannot read at all.
 func (m *Member) readable() error {
 	if m.Encrypted() {

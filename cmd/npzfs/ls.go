@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,14 +20,18 @@ import (
 func init() {
 	register("ls", &command{
 		summary: "list an archive's members: dtype, shape, order, size, method, and why any is not served",
-		usage:   "ARCHIVE",
-		run:     runLs,
+		usage:   "[--verify] [--json] ARCHIVE",
+		help: "With --verify every member is read whole and its CRC-32 checked, as unzip -t does: " +
+			"the exit code is 1 when any member cannot be read or fails. " +
+			"With --json the listing is one JSON document (see the README) instead of a table.",
+		run: runLs,
 	})
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("ls", stdout, stderr)
-	verify := fl.Bool("verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error)")
+	verify := fl.Bool("verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error), and exit 1 if any does")
+	asJSON := fl.Bool("json", false, "print one JSON document: the archive's problems and one object per member")
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}
@@ -42,7 +47,18 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if *verify {
 		failures = verifyMembers(a.Members())
 	}
-	writeListing(stdout, a, failures)
+	l := listArchive(a, failures)
+	if *asJSON {
+		err = l.writeJSON(stdout, fl.Arg(0), *verify)
+	} else {
+		l.writeTable(stdout)
+	}
+	if err != nil {
+		return fail(stderr, "ls", err)
+	}
+	if *verify && (l.counts.unreadable > 0 || l.counts.failed > 0) {
+		return exitFail
+	}
 	return exitOK
 }
 
@@ -96,26 +112,106 @@ func readWhole(f *npz.File, checkCRC bool, want uint32) error {
 // so that one long name does not push every other column aside.
 const nameWidth = 40
 
-// writeListing prints one aligned line per member of a, then the archive's
-// own problems.
-func writeListing(w io.Writer, a *npz.Archive, failures map[*npz.Member]string) {
-	rows := [][]string{{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}}
-	served := 0
+// Member states in a listing.
+const (
+	stateServed     = "served"     // in the tree, and read whole if verified
+	stateUnreadable = "unreadable" // in the tree, but no byte can be read
+	stateFailed     = "failed"     // in the tree, but reading it whole failed
+	stateNotServed  = "not served" // not in the tree
+	stateFolder     = "folder"     // a directory entry
+)
+
+// listing is what ls says of an archive, for the table and for JSON.
+type listing struct {
+	a       *npz.Archive
+	members []memberRow
+	counts  struct{ served, unreadable, failed, notServed int }
+}
+
+type memberRow struct {
+	m                    *npz.Member
+	state                string
+	dtype, shape, order  string
+	note                 string
+	verifyErr, readError string
+}
+
+// listArchive reads what a listing shows of every member; failures are
+// verifyMembers' findings, nil when not verifying.
+func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
+	l := &listing{a: a}
 	members := a.Members()
 	resolveHeaders(members)
 	for _, m := range members {
-		if m.Served() {
-			served++
-		}
-		dtype, shape, order := "-", "-", "-"
+		r := memberRow{m: m, dtype: "-", shape: "-", order: "-"}
 		if m.IsNPY() && m.Served() {
 			if h, err := m.Header(); err == nil {
-				dtype, shape, order = dtypeString(h.DType), shapeString(h.Shape), "C"
+				r.dtype, r.shape, r.order = dtypeString(h.DType), shapeString(h.Shape), "C"
 				if h.FortranOrder {
-					order = "F"
+					r.order = "F"
 				}
 			}
 		}
+		r.verifyErr = failures[m]
+		if err := m.ReadError(); err != nil {
+			r.readError = strings.TrimPrefix(err.Error(), "npz: ")
+		}
+		switch {
+		case !m.Served():
+			r.state = stateNotServed
+			l.counts.notServed++
+		case m.IsDir():
+			r.state = stateFolder
+		case r.readError != "":
+			r.state = stateUnreadable
+			l.counts.unreadable++
+		case r.verifyErr != "":
+			r.state = stateFailed
+			l.counts.failed++
+		default:
+			r.state = stateServed
+			l.counts.served++
+		}
+		r.note = join(m.Reason(), r.verifyErr)
+		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
+			r.note = join("served as "+quoteName(m.Path()), r.note)
+		}
+		l.members = append(l.members, r)
+	}
+	return l
+}
+
+// summary is the listing's last line: how many members are served, and
+// how many are not, by why.
+func (l *listing) summary() string {
+	folders := 0
+	for _, r := range l.members {
+		if r.state == stateFolder {
+			folders++
+		}
+	}
+	s := fmt.Sprintf("%d members, %d served", len(l.members), l.counts.served+folders)
+	for _, part := range []struct {
+		n    int
+		what string
+	}{
+		{l.counts.unreadable, "unreadable"},
+		{l.counts.failed, "failed verification"},
+		{l.counts.notServed, "not served"},
+	} {
+		if part.n > 0 {
+			s += fmt.Sprintf(", %d %s", part.n, part.what)
+		}
+	}
+	return s
+}
+
+// writeTable prints one aligned line per member, the summary, then the
+// archive's own problems.
+func (l *listing) writeTable(w io.Writer) {
+	rows := [][]string{{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}}
+	for _, r := range l.members {
+		m := r.m
 		method := npz.MethodName(m.Method())
 		if m.Encrypted() {
 			method += "+encrypted"
@@ -124,21 +220,88 @@ func writeListing(w io.Writer, a *npz.Archive, failures map[*npz.Member]string) 
 		if m.Size() > 0 {
 			ratio = strconv.FormatFloat(100*float64(m.CompressedSize())/float64(m.Size()), 'f', 1, 64) + "%"
 		}
-		note := join(m.Reason(), failures[m])
-		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
-			note = join("served as "+quoteName(m.Path()), note)
-		}
-		size := strconv.FormatInt(m.Size(), 10)
+		dtype, size := r.dtype, strconv.FormatInt(m.Size(), 10)
 		if m.IsDir() {
 			dtype, method, ratio, size = "(folder)", "-", "-", "-"
 		}
-		rows = append(rows, []string{quoteName(m.Name()), dtype, shape, order, size, method, ratio, note})
+		rows = append(rows, []string{quoteName(m.Name()), dtype, r.shape, r.order, size, method, ratio, r.note})
 	}
 	writeTable(w, rows)
-	fmt.Fprintf(w, "%d members, %d served\n", len(members), served)
-	for _, p := range a.Problems() {
+	fmt.Fprintln(w, l.summary())
+	for _, p := range l.a.Problems() {
 		fmt.Fprintf(w, "archive: %s\n", p)
 	}
+}
+
+// jsonMember is one member in ls --json, documented in the README.
+type jsonMember struct {
+	Name           string  `json:"name"`
+	Path           string  `json:"path,omitempty"`
+	State          string  `json:"state"`
+	Folder         bool    `json:"folder,omitempty"`
+	Method         string  `json:"method"`
+	Encrypted      bool    `json:"encrypted,omitempty"`
+	Size           int64   `json:"size"`
+	CompressedSize int64   `json:"compressed_size"`
+	CRC32          string  `json:"crc32"`
+	DType          string  `json:"dtype,omitempty"`
+	Shape          []int64 `json:"shape,omitempty"`
+	FortranOrder   bool    `json:"fortran_order,omitempty"`
+	Views          bool    `json:"views"`
+	Reason         string  `json:"reason,omitempty"`
+	ReadError      string  `json:"read_error,omitempty"`
+	Verify         string  `json:"verify,omitempty"`
+}
+
+type jsonListing struct {
+	Archive  string       `json:"archive"`
+	Members  []jsonMember `json:"members"`
+	Problems []string     `json:"problems"`
+	Counts   struct {
+		Members    int `json:"members"`
+		Served     int `json:"served"`
+		Unreadable int `json:"unreadable"`
+		Failed     int `json:"failed"`
+		NotServed  int `json:"not_served"`
+	} `json:"counts"`
+}
+
+// writeJSON prints the listing as one indented JSON document.
+func (l *listing) writeJSON(w io.Writer, archive string, verified bool) error {
+	out := jsonListing{Archive: archive, Members: []jsonMember{}, Problems: l.a.Problems()}
+	if out.Problems == nil {
+		out.Problems = []string{}
+	}
+	for _, r := range l.members {
+		m := r.m
+		j := jsonMember{
+			Name: m.Name(), Path: m.Path(), State: r.state, Folder: m.IsDir(),
+			Method: npz.MethodName(m.Method()), Encrypted: m.Encrypted(),
+			Size: m.Size(), CompressedSize: m.CompressedSize(), CRC32: fmt.Sprintf("%08x", m.CRC32()),
+			Views: m.HasViews(), Reason: m.Reason(), ReadError: r.readError,
+		}
+		if m.IsNPY() && m.Served() {
+			if h, err := m.Header(); err == nil {
+				j.DType, j.Shape, j.FortranOrder = r.dtype, h.Shape, h.FortranOrder
+				if j.Shape == nil {
+					j.Shape = []int64{}
+				}
+			}
+		}
+		if verified && !m.IsDir() && m.Served() && r.readError == "" {
+			j.Verify = "ok"
+			if r.verifyErr != "" {
+				j.Verify = r.verifyErr
+			}
+		}
+		out.Members = append(out.Members, j)
+	}
+	out.Counts.Members = len(l.members)
+	out.Counts.Served, out.Counts.Unreadable = l.counts.served, l.counts.unreadable
+	out.Counts.Failed, out.Counts.NotServed = l.counts.failed, l.counts.notServed
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 // writeTable aligns rows in columns two spaces apart; the first column is

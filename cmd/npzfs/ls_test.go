@@ -207,10 +207,16 @@ func TestLsVerify(t *testing.T) {
 	if err := os.WriteFile(path, z, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, plain, _ := runCmd("ls", path)
+	code, plain, _ := runCmd("ls", path)
+	if code != exitOK {
+		t.Errorf("ls without --verify: exit %d, want 0", code)
+	}
 	code, out, errs := runCmd("ls", "--verify", path)
-	if code != exitOK || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
+	if code != exitFail || errs != "" {
+		t.Fatalf("exit %d, stderr %q; want exit 1 (two members fail)", code, errs)
+	}
+	if !strings.Contains(out, "\n3 members, 1 served, 2 failed verification\n") {
+		t.Errorf("summary does not count the failures apart:\n%s", out)
 	}
 	if strings.Contains(plain, "reading fails") {
 		t.Errorf("ls without --verify read the members:\n%s", plain)
@@ -227,6 +233,86 @@ func TestLsVerify(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no line for %s:\n%s", prefix, out)
+		}
+	}
+}
+
+// unreadableArchive has a good stored member and one of method 14 (LZMA),
+// which npzfs serves but cannot read.
+func unreadableArchive(t *testing.T) string {
+	t.Helper()
+	data := []byte("some bytes")
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "good.txt", Method: zip.Store})
+	w.Write(data)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "lzma.txt", Method: 14, CompressedSize64: 4, UncompressedSize64: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("junk"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "u.npz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLsVerifyUnreadable: a member of a method npzfs cannot read is
+// counted as unreadable, not served, and --verify exits 1 for it as
+// unzip -t would.
+func TestLsVerifyUnreadable(t *testing.T) {
+	path := unreadableArchive(t)
+	code, out, _ := runCmd("ls", path)
+	if code != exitOK || !strings.Contains(out, "\n2 members, 1 served, 1 unreadable\n") {
+		t.Errorf("ls: exit %d\n%s", code, out)
+	}
+	if code, out, _ := runCmd("ls", "--verify", path); code != exitFail {
+		t.Errorf("ls --verify: exit %d, want 1\n%s", code, out)
+	}
+}
+
+// TestLsJSON: --json gives one object per member with the table's facts
+// and reasons, and the counts, as a program would read them.
+func TestLsJSON(t *testing.T) {
+	code, out, errs := runCmd("ls", "--json", "--verify", unreadableArchive(t))
+	if code != exitFail || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	var got struct {
+		Members []map[string]any `json:"members"`
+		Counts  map[string]int   `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(got.Members) != 2 {
+		t.Fatalf("%d members", len(got.Members))
+	}
+	good, lzma := got.Members[0], got.Members[1]
+	if good["name"] != "good.txt" || good["state"] != "served" || good["verify"] != "ok" || good["size"] != 10.0 || good["method"] != "stored" {
+		t.Errorf("good.txt: %v", good)
+	}
+	if lzma["state"] != "unreadable" || !strings.Contains(lzma["reason"].(string), "method 14") || lzma["verify"] != nil {
+		t.Errorf("lzma.txt: %v", lzma)
+	}
+	if got.Counts["served"] != 1 || got.Counts["unreadable"] != 1 || got.Counts["members"] != 2 {
+		t.Errorf("counts %v", got.Counts)
+	}
+
+	code, out, _ = runCmd("ls", "--json", corpusDir+"numpy_savez_compressed.npz")
+	var corpus struct {
+		Members []map[string]any `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(out), &corpus); code != exitOK || err != nil {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	for _, m := range corpus.Members {
+		if m["name"] == "fortran.npy" && (m["dtype"] != "<f8" || m["fortran_order"] != true || m["views"] != true || len(m["shape"].([]any)) != 2) {
+			t.Errorf("fortran.npy: %v", m)
 		}
 	}
 }
