@@ -51,7 +51,7 @@ func testMain(m *testing.M) int {
 	if err != nil {
 		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	build := exec.Command(gobin, "build", "-o", bin, "./cmd/npzfs")
+	build := exec.Command(gobin, "build", "-buildvcs=auto", "-o", bin, "./cmd/npzfs")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building npzfs: %v\n%s", err, out)

@@ -30,5 +30,5 @@ ensure_deps() {
 
 # build_npzfs OUT: build the command line into OUT.
 build_npzfs() {
-  go build -trimpath -o "$1" ./cmd/npzfs
+  go build -buildvcs=auto -trimpath -o "$1" ./cmd/npzfs
 }

@@ -23,14 +23,45 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	switch fl.NArg() {
 	case 1:
+		if kind, _ := sniff(fl.Arg(0)); kind == kindArchive {
+			return inspectArchive(fl.Arg(0), "", stdout, stderr) // lists the keys
+		}
 		return inspectFile(fl.Arg(0), stdout, stderr)
 	case 2:
 		return inspectArchive(fl.Arg(0), fl.Arg(1), stdout, stderr) // in ls.go
 	}
-	return usageError(stderr, "inspect", "takes FILE.npy, or ARCHIVE KEY")
+	return argsError(stderr, "inspect", fl.Args(), 2, "FILE.npy, or ARCHIVE KEY")
 }
 
-// inspectFile prints the header.json of one .npy file.
+// File kinds sniff tells apart by their first bytes.
+const (
+	kindOther   = iota
+	kindArchive // a zip archive: "PK"
+	kindNPY     // a .npy file: "\x93NUMPY"
+)
+
+// sniff reads the first bytes of the file at path to tell an archive from
+// a .npy file.
+func sniff(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return kindOther, err
+	}
+	defer f.Close()
+	var b [6]byte
+	n, _ := io.ReadFull(f, b[:])
+	switch {
+	case n == 6 && string(b[:]) == npy.Magic:
+		return kindNPY, nil
+	case n >= 2 && string(b[:2]) == "PK":
+		return kindArchive, nil
+	}
+	return kindOther, nil
+}
+
+// inspectFile prints the header.json of one .npy file, after checking
+// that the file holds all the data its header declares (numpy refuses to
+// load one that does not).
 func inspectFile(path string, stdout, stderr io.Writer) int {
 	f, err := os.Open(path)
 	if err != nil {
@@ -48,6 +79,11 @@ func inspectFile(path string, stdout, stderr io.Writer) int {
 	h, err := npy.ReadHeader(f, size, nil)
 	if err != nil {
 		return fail(stderr, "inspect", fmt.Errorf("%s: %v", path, err))
+	}
+	if size >= 0 {
+		if have, want := size-h.DataOffset, h.DataLength(size); have < want {
+			return fail(stderr, "inspect", fmt.Errorf("%s: the header declares %d bytes of data but the file holds %d after it (truncated?)", path, want, have))
+		}
 	}
 	js, err := h.JSON(size)
 	if err != nil {

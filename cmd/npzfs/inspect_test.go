@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/npzfs/npzfs/npy"
 )
 
 func TestInspectFile(t *testing.T) {
@@ -45,6 +47,15 @@ func TestInspectErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("\x93NUMPY\x01\x00\x10\x00{'descr': 5}   \n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A header for three float64s, with the data of one.
+	hdr, err := npy.EncodeHeader("<f8", false, []int64{3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.npy")
+	if err := os.WriteFile(short, append(hdr, make([]byte, 8)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -52,8 +63,11 @@ func TestInspectErrors(t *testing.T) {
 	}{
 		{[]string{"inspect", bad}, exitFail, "header does not contain exactly the keys"},
 		{[]string{"inspect", filepath.Join(dir, "missing.npy")}, exitFail, "no such file"},
-		{[]string{"inspect"}, exitUsage, "takes FILE.npy, or ARCHIVE KEY"},
-		{[]string{"inspect", "a", "b", "c"}, exitUsage, "takes FILE.npy, or ARCHIVE KEY"},
+		{[]string{"inspect"}, exitUsage, "needs FILE.npy, or ARCHIVE KEY"},
+		{[]string{"inspect", "a", "b", "c"}, exitUsage, `unexpected argument "c"`},
+		{[]string{"inspect", short}, exitFail, "the header declares 24 bytes of data but the file holds 8 after it"},
+		{[]string{"inspect", corpusDir + "numpy_savez_compressed.npz"}, exitUsage, "is an archive: name one of its keys: "},
+		{[]string{"inspect", corpusDir + "numpy_savez_compressed.npz", "nope"}, exitFail, `no member "nope"; its keys: `},
 		{[]string{"inspect", "--nope", bad}, exitUsage, ""},
 	} {
 		var out, errb bytes.Buffer

@@ -36,7 +36,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fl.NArg() != 1 {
-		return usageError(stderr, "ls", "takes one argument: the archive")
+		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
 	}
 	a, err := npz.Open(fl.Arg(0), nil)
 	if err != nil {
@@ -431,13 +431,17 @@ func shapeString(shape []int64) string {
 
 // inspectArchive prints the header.json of one member of an archive; key
 // is the member's name with or without ".npy". It is the two-argument form
-// of "npzfs inspect".
+// of "npzfs inspect"; with key "" (the one-argument form given an archive)
+// it says which keys there are.
 func inspectArchive(path, key string, stdout, stderr io.Writer) int {
 	a, err := npz.Open(path, nil)
 	if err != nil {
 		return fail(stderr, "inspect", err)
 	}
 	defer a.Close()
+	if key == "" {
+		return usageError(stderr, "inspect", fmt.Sprintf("%s is an archive: name one of its keys: %s", path, keyList(a)))
+	}
 	var m *npz.Member
 	if strings.HasSuffix(key, ".npy") {
 		m = a.Member(key)
@@ -445,7 +449,7 @@ func inspectArchive(path, key string, stdout, stderr io.Writer) int {
 		m = a.Member(key)
 	}
 	if m == nil {
-		return fail(stderr, "inspect", fmt.Errorf("%s: no member %q", path, key))
+		return fail(stderr, "inspect", fmt.Errorf("%s: no member %q; its keys: %s", path, key, keyList(a)))
 	}
 	js, err := m.HeaderJSON()
 	if err != nil {
@@ -455,4 +459,27 @@ func inspectArchive(path, key string, stdout, stderr io.Writer) int {
 		return fail(stderr, "inspect", err)
 	}
 	return exitOK
+}
+
+// maxKeys is how many keys an error message names before it counts the
+// rest.
+const maxKeys = 20
+
+// keyList names the keys of a's served .npy members (their paths without
+// ".npy"), the first maxKeys of them.
+func keyList(a *npz.Archive) string {
+	var keys []string
+	for _, m := range a.Members() {
+		if m.Served() && m.IsNPY() {
+			keys = append(keys, quoteName(strings.TrimSuffix(m.Path(), ".npy")))
+		}
+	}
+	if len(keys) == 0 {
+		return "none (it holds no .npy members)"
+	}
+	out := strings.Join(keys[:min(len(keys), maxKeys)], ", ")
+	if len(keys) > maxKeys {
+		out += fmt.Sprintf(", and %d more (npzfs ls lists them)", len(keys)-maxKeys)
+	}
+	return out
 }

@@ -92,8 +92,8 @@ func TestLsErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"ls"}, exitUsage, "takes one argument"},
-		{[]string{"ls", "a", "b"}, exitUsage, "takes one argument"},
+		{[]string{"ls"}, exitUsage, "needs ARCHIVE"},
+		{[]string{"ls", "a", "b"}, exitUsage, `unexpected argument "b"`},
 		{[]string{"ls", "--bogus", "x"}, exitUsage, ""}, // main.go's parseFlags prints nothing for a bad flag
 		{[]string{"ls", corpusDir + "missing.npz"}, exitFail, "no such file"},
 		{[]string{"ls", corpusDir + "names.json"}, exitFail, "not a zip archive"},

@@ -26,8 +26,9 @@ const (
 	exitUsage = 2
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, when set at build time with -ldflags "-X main.version=...",
+// overrides the version Go records in the binary (see versionString).
+var version = ""
 
 // command is one subcommand: its one-line summary, usage line, longer
 // help, and body.
@@ -56,7 +57,7 @@ func init() {
 			if fl.NArg() != 0 {
 				return usageError(stderr, "version", "takes no arguments")
 			}
-			fmt.Fprintf(stdout, "npzfs %s\n", version)
+			fmt.Fprintf(stdout, "npzfs %s\n", versionString())
 			return exitOK
 		},
 	})
@@ -74,7 +75,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	name := args[0]
 	switch name {
 	case "help", "-h", "--help":
-		if len(args) > 1 {
+		switch {
+		case len(args) > 2:
+			return usageError(stderr, "help", fmt.Sprintf("takes at most one command, not also %q", args[2]))
+		case len(args) == 2 && (args[1] == "help" || args[1] == "-h" || args[1] == "--help"):
+			fmt.Fprint(stdout, helpHelp)
+			return exitOK
+		case len(args) == 2:
 			if c, ok := lookup(args[1]); ok {
 				return c.run([]string{"--help"}, stdout, stderr)
 			}
@@ -91,6 +98,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return c.run(args[1:], stdout, stderr)
 }
+
+// helpHelp is what "npzfs help help" prints.
+const helpHelp = `Usage: npzfs help [COMMAND]
+
+show the list of commands, or the full help of one (the same as
+npzfs COMMAND --help)
+
+Exit codes: 0 success, 1 the operation failed, 2 bad command line.
+`
 
 func lookup(name string) (*command, bool) {
 	if a, ok := aliases[name]; ok {
@@ -154,11 +170,22 @@ func parseFlags(fl *pflag.FlagSet, args []string) (code int, done bool) {
 	return 0, false
 }
 
-// usageError prints one line about a bad command line and returns exitUsage.
+// usageError prints one line about a bad command line and returns
+// exitUsage; cmd is "" for npzfs itself.
 func usageError(stderr io.Writer, cmd, msg string) int {
 	name := strings.TrimSpace("npzfs " + cmd)
-	fmt.Fprintf(stderr, "%s: %s (see 'npzfs help %s')\n", name, msg, cmd)
+	see := strings.TrimSpace("npzfs help " + cmd)
+	fmt.Fprintf(stderr, "%s: %s (see '%s')\n", name, msg, see)
 	return exitUsage
+}
+
+// argsError is the usage error for a wrong number of arguments: it names
+// what is missing, or the first argument too many.
+func argsError(stderr io.Writer, cmd string, args []string, want int, what string) int {
+	if len(args) > want {
+		return usageError(stderr, cmd, fmt.Sprintf("unexpected argument %q: takes %s", args[want], what))
+	}
+	return usageError(stderr, cmd, "needs "+what)
 }
 
 // fail prints one line about a failed operation and returns exitFail.

@@ -61,7 +61,7 @@ func TestBadCommandLines(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, errs := runCLI(args...)
-		if code != exitOK || out != "npzfs "+version+"\n" || errs != "" {
+		if code != exitOK || out != "npzfs "+versionString()+"\n" || errs != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
 	}

@@ -92,7 +92,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fl.NArg() != 2 {
-		return usageError(stderr, "mount", "needs ARCHIVE and MOUNTPOINT")
+		return argsError(stderr, "mount", fl.Args(), 2, "ARCHIVE and MOUNTPOINT")
 	}
 	ma.archive, ma.mountpoint = fl.Arg(0), fl.Arg(1)
 	for _, o := range opts {

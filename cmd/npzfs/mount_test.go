@@ -40,7 +40,7 @@ func TestMountCommandLine(t *testing.T) {
 	}{
 		{[]string{"mount"}, exitUsage, "needs ARCHIVE and MOUNTPOINT"},
 		{[]string{"mount", "a.npz"}, exitUsage, "needs ARCHIVE and MOUNTPOINT"},
-		{[]string{"mount", "a.npz", dir, "extra"}, exitUsage, "needs ARCHIVE and MOUNTPOINT"},
+		{[]string{"mount", "a.npz", dir, "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"mount", "-o", "ro,rw", "a.npz", dir}, exitUsage, `"rw" is refused`},
 		{[]string{"mount", "-o", "allow_other", "-o", "suid,bogus", "a.npz", dir}, exitUsage, `unsupported mount option "bogus"`},
 		{[]string{"mount", "--cache-mb", "0", "a.npz", dir}, exitUsage, "--cache-mb"},

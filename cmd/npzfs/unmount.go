@@ -34,7 +34,7 @@ func runUnmount(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fl.NArg() != 1 {
-		return usageError(stderr, "unmount", "needs MOUNTPOINT")
+		return argsError(stderr, "unmount", fl.Args(), 1, "MOUNTPOINT")
 	}
 	if err := unmount(fl.Arg(0), *lazy); err != nil {
 		return fail(stderr, "unmount", err)
