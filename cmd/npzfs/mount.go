@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -285,6 +286,11 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(settings string)) error
 	if err != nil {
 		return err
 	}
+	// Two mounts started together on one mount point must not both pass
+	// the check below and stack: hold a lock on the mount point's folder
+	// from the check until this mount is live (or has failed).
+	unlock := lockMountpoint(ma.mountpoint)
+	defer unlock()
 	mnt, err := checkMountpoint(ma.mountpoint)
 	if err != nil {
 		return err
@@ -357,6 +363,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(settings string)) error
 			}
 		}
 	}()
+	unlock()
 	ready(settings)
 	srv.Wait()
 	logger.Printf("unmounted %s", mnt)
@@ -393,6 +400,31 @@ func mountCapturingStderr(mnt string, root npzfs.Entry, cfg npzfs.Config) (*npzf
 		return nil, fmt.Errorf("cannot mount on %s: %s", mnt, strings.TrimSpace(lines[len(lines)-1]))
 	}
 	return nil, fmt.Errorf("cannot mount on %s: %v", mnt, err)
+}
+
+// lockMountpoint takes an exclusive flock(2) on the folder dir (the folder
+// itself, before anything is mounted on it) and returns what releases it,
+// which may be called more than once. A mount started while another is
+// being made on the same folder waits here, then finds that one in the
+// mount table. Where the folder cannot be opened or locked there is no
+// lock: checkMountpoint then says what is wrong.
+func lockMountpoint(dir string) (unlock func()) {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return func() {}
+	}
+	for {
+		err = syscall.Flock(fd, syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return func() {}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { syscall.Close(fd) }) }
 }
 
 // checkMountpoint resolves dir and checks that a mount can go there.

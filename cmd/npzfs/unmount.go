@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	npzfs "github.com/npzfs/npzfs/fs"
 )
 
 const unmountHelp = `Unmounts an npzfs mount; its daemon then exits. A mount whose daemon was
-killed ("Transport endpoint is not connected") is cleared too. A mount with
-files still open is busy: close them, or pass --lazy to detach it now (it
-goes away when the last file closes).
+killed ("Transport endpoint is not connected") or stopped is cleared too:
+unmount never waits on the daemon. A mount with files still open, or with
+another mount inside it, is busy: close them (or unmount the inner mount),
+or pass --lazy to detach it now (it goes away when the last file closes).
+npzfs mounts stacked on one mount point are all removed.
 
 Exit codes: 0 unmounted, 1 not mounted, not an npzfs mount, or busy,
 2 bad command line.`
@@ -42,13 +45,23 @@ func runUnmount(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// maxStack is how many npzfs mounts stacked on one mount point unmount
+// removes before it gives up.
+const maxStack = 16
+
+// unmount removes the npzfs mount on dir and any npzfs mounts stacked
+// under it. It never touches the mount itself (no stat, no lookup inside
+// it): it finds the mount in /proc/self/mountinfo and unmounts it, so it
+// returns at once even when the daemon is stopped or dead. A mount whose
+// daemon was killed unmounts like any other (the kernel needs nothing from
+// the daemon to unmount), unless files are still open in it.
 func unmount(dir string, lazy bool) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
 	// Resolve symlinks in the parent only: the mount point itself may
-	// be a dead mount that cannot be stat'ed.
+	// be a dead mount, or one whose daemon does not answer.
 	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
 		abs = filepath.Join(parent, filepath.Base(abs))
 	}
@@ -59,27 +72,45 @@ func unmount(dir string, lazy bool) error {
 	if m.fstype != "fuse."+npzfs.FSType {
 		return fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.fstype)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(abs, &st); errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
-		// The daemon is gone; nothing can be busy in a useful way.
-		lazy = true
-	}
-	if lazy {
-		err = npzfs.LazyUnmount(abs)
-	} else {
-		err = npzfs.Unmount(abs)
-	}
-	if err != nil {
-		if errors.Is(err, syscall.EBUSY) {
-			return fmt.Errorf("%s is busy: close the files open in it, or use: npzfs unmount --lazy %s", abs, abs)
+	for range maxStack {
+		if lazy {
+			err = npzfs.LazyUnmount(abs)
+		} else {
+			err = npzfs.Unmount(abs)
 		}
-		if errors.Is(err, npzfs.ErrNoFusermount) {
-			return err
+		if err != nil {
+			return unmountError(abs, err)
 		}
-		return fmt.Errorf("cannot unmount %s: %v", abs, err)
+		if m, ok := findMount(abs); !ok || m.fstype != "fuse."+npzfs.FSType {
+			return nil
+		}
+		// Another npzfs mount was under it (two mounts raced onto one
+		// mount point before npzfs locked it): remove it too.
 	}
-	if _, still := findMount(abs); still && !lazy {
-		return fmt.Errorf("%s is still mounted", abs)
+	return fmt.Errorf("%s is still mounted after %d unmounts", abs, maxStack)
+}
+
+// unmountError says why unmounting abs failed and what to do.
+func unmountError(abs string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EBUSY) || strings.Contains(err.Error(), "busy"):
+		if inner := mountsInside(abs); len(inner) > 0 {
+			return fmt.Errorf("%s is busy: %s is mounted inside it; unmount that first", abs, strings.Join(inner, ", "))
+		}
+		return fmt.Errorf("%s is busy: close the files open in it, or use: npzfs unmount --lazy %s", abs, abs)
+	case errors.Is(err, npzfs.ErrNoFusermount):
+		return err
 	}
-	return nil
+	return fmt.Errorf("cannot unmount %s: %v", abs, err)
+}
+
+// mountsInside lists the mount points below dir.
+func mountsInside(dir string) []string {
+	var out []string
+	for _, m := range readMounts() {
+		if strings.HasPrefix(m.dir, dir+"/") {
+			out = append(out, m.dir)
+		}
+	}
+	return out
 }
