@@ -80,8 +80,8 @@ func TestNonRootMount(t *testing.T) {
 	mode := fi.Mode().Perm()
 	if mode&0o006 != 0o006 {
 		r := asNobody(t, prog, "mount", a, mnt)
-		if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "/dev/fuse") {
-			t.Errorf("mount as nobody with /dev/fuse %v: exit %d, stderr %q; want 1 and one line naming /dev/fuse", mode, r.code, r.stderr)
+		if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "/dev/fuse is not open to your user") || !strings.Contains(r.stderr, "ask an administrator") {
+			t.Errorf("mount as nobody with /dev/fuse %v: exit %d, stderr %q; want 1 and one line naming /dev/fuse and what to ask for", mode, r.code, r.stderr)
 		}
 		if isMounted(mnt) {
 			t.Fatalf("%s mounted anyway", mnt)

@@ -105,9 +105,15 @@ type ChangedError struct {
 }
 
 func (e *ChangedError) Error() string {
-	msg := ErrChanged.Error()
-	if e.Was >= 0 && e.Now >= 0 {
-		msg += fmt.Sprintf(": was %d bytes, now %d", e.Was, e.Now)
+	msg := "the archive changed after it was opened"
+	switch {
+	case e.Was < 0 || e.Now < 0:
+	case e.Now > e.Was:
+		msg += fmt.Sprintf(": it grew from %d to %d bytes (appended to, or rewritten)", e.Was, e.Now)
+	case e.Now < e.Was:
+		msg += fmt.Sprintf(": it shrank from %d to %d bytes (truncated, or rewritten)", e.Was, e.Now)
+	default:
+		msg += fmt.Sprintf(": same size (%d bytes), new modification time (rewritten or touched)", e.Now)
 	}
 	if e.Detail != "" {
 		msg += ": " + e.Detail

@@ -19,7 +19,7 @@ import (
 // object replaced): nothing more is read from it, so old and new bytes are
 // never mixed. Sources wrap it in the errors they return; bytes read before
 // the change stay valid.
-var ErrChanged = errors.New("the archive changed after it was opened (truncated or rewritten)")
+var ErrChanged = errors.New("the archive changed after it was opened")
 
 // ContextReaderAt is implemented by sources whose reads can be cancelled:
 // a read whose ctx is done returns early with an error. npz passes the

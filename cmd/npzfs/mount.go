@@ -35,8 +35,10 @@ it prints one line saying why and leaves no mount and no daemon behind.
 
 Daemon messages: with --log FILE they are appended to FILE (which also
 receives the daemon's stdout and stderr). Without --log they go to syslog
-(facility daemon, tag "npzfs") when a syslog socket answers, and are
-discarded otherwise. With -f they go to stderr, or to FILE with --log.
+(facility daemon, tag "npzfs") when a syslog socket answers, and otherwise
+to $XDG_STATE_HOME/npzfs/npzfs.log (~/.local/state/npzfs/npzfs.log). With
+-f they go to stderr, or to FILE with --log. A mount that succeeds says in
+one line when some members cannot be served or read.
 
 Mount options (-o, comma-separated, repeatable): allow_other, allow_root,
 default_permissions, nosuid, nodev, noexec, exec, suid, dev, noatime, atime,
@@ -134,8 +136,17 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			logw = f
 		}
 		logger := log.New(logw, "npzfs: ", log.LstdFlags)
-		err := serve(&ma, logger, func(settings string) {
-			logger.Printf("serving %s on %s (%s; Ctrl-C to unmount)", ma.archive, ma.mountpoint, settings)
+		err := serve(&ma, logger, func(st mountStatus) {
+			logger.Printf("serving %s on %s (%s; Ctrl-C to unmount)", st.archive, st.mountpoint, st.settings)
+			for _, w := range st.warnings() {
+				fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
+			}
+			if ma.logFile != "" {
+				// From now on the Go runtime's own output (a panic, the
+				// goroutine dump of SIGQUIT) goes to the log too, not
+				// to the terminal.
+				redirectStderr(logw.(*os.File))
+			}
 		})
 		if err != nil {
 			return fail(stderr, "mount", err)
@@ -189,9 +200,15 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 		}
 	}()
 	line, _ := bufio.NewReader(r).ReadString('\n')
-	line = strings.TrimSpace(line)
-	if line == "ok" && !interrupted.Load() {
+	line = strings.TrimSuffix(line, "\n")
+	if st, ok := parseReady(line); ok && !interrupted.Load() {
 		cmd.Process.Release()
+		if st.logCreated != "" {
+			fmt.Fprintf(stderr, "npzfs mount: no syslog answers here: the daemon's messages go to %s\n", st.logCreated)
+		}
+		for _, w := range st.warnings() {
+			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
+		}
 		return exitOK
 	}
 	werr := cmd.Wait()
@@ -211,19 +228,29 @@ func runDaemon(ma *mountArgs) int {
 	ready := os.NewFile(uintptr(ma.readyFD), "ready")
 	signal.Ignore(syscall.SIGHUP)
 	var logger *log.Logger
+	prefix := fmt.Sprintf("npzfs[%d]: ", os.Getpid())
+	logCreated := ""
 	if ma.logFile != "" {
 		// The parent opened the file as our stderr.
-		logger = log.New(os.Stderr, fmt.Sprintf("npzfs[%d]: ", os.Getpid()), log.LstdFlags)
+		logger = log.New(os.Stderr, prefix, log.LstdFlags)
 	} else if sl, err := syslog.New(syslog.LOG_DAEMON|syslog.LOG_INFO, "npzfs"); err == nil {
 		defer sl.Close()
 		logger = log.New(sl, "", 0)
+	} else if f, created, err := openStateLog(); err == nil {
+		defer f.Close()
+		logger = log.New(f, prefix, log.LstdFlags)
+		redirectStderr(f) // a panic or SIGQUIT's dump lands there too
+		if created {
+			logCreated = f.Name()
+		}
 	} else {
 		logger = log.New(io.Discard, "", 0)
 	}
-	err := serve(ma, logger, func(settings string) {
+	err := serve(ma, logger, func(st mountStatus) {
 		// Logged first, so the log says so once npzfs mount returns.
-		logger.Printf("serving %s on %s (%s)", ma.archive, ma.mountpoint, settings)
-		fmt.Fprintln(ready, "ok")
+		logger.Printf("serving %s on %s (%s)", st.archive, st.mountpoint, st.settings)
+		st.logCreated = logCreated
+		fmt.Fprintln(ready, st.readyLine())
 		ready.Close()
 	})
 	if err != nil {
@@ -272,10 +299,10 @@ func tuneRuntime() string {
 	return fmt.Sprintf("GOGC=%s GOMAXPROCS=%d", gc, runtime.GOMAXPROCS(0))
 }
 
-// serve checks everything, mounts, calls ready with the Go runtime's
-// settings once the mount is live, and serves until unmounted (by npzfs
+// serve checks everything, mounts, calls ready with how the mount went
+// (the Go runtime's settings, members that cannot be read) once it is live, and serves until unmounted (by npzfs
 // unmount, or here on SIGINT/SIGTERM).
-func serve(ma *mountArgs, logger *log.Logger, ready func(settings string)) error {
+func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	// Catch the signals before mounting: one that arrives while the mount
 	// is being made is handled (unmount, exit 0) once it is live, rather
 	// than killing the process and leaving a dead mount.
@@ -295,6 +322,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(settings string)) error
 	if err != nil {
 		return err
 	}
+	hidden := entriesIn(mnt)
 	if fi, err := os.Stat(archive); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("archive %s does not exist (check the path)", archive)
@@ -364,7 +392,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(settings string)) error
 		}
 	}()
 	unlock()
-	ready(settings)
+	ready(mountStatus{archive: archive, mountpoint: mnt, settings: settings, members: len(a.Members()), unreadable: unreadableMembers(a), hidden: hidden})
 	srv.Wait()
 	logger.Printf("unmounted %s", mnt)
 	return nil
@@ -467,6 +495,9 @@ func checkFuse() error {
 		}
 		if !npzfs.HaveFusermount() {
 			return errors.New("fusermount3 not found: install the fuse3 package (a non-root user needs it to mount)")
+		}
+		if err := syscall.Access("/dev/fuse", 6); err != nil { // read and write
+			return fmt.Errorf("/dev/fuse is not open to your user (%v): ask an administrator to allow FUSE mounts for users (mode 0666 on /dev/fuse, as most distributions set it), or mount as root", err)
 		}
 		return nil
 	}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/npzfs/npzfs/npz"
+)
+
+// mountStatus is what a mount tells its user once it is live.
+type mountStatus struct {
+	archive, mountpoint string // absolute
+	settings            string // the Go runtime's (see tuneRuntime)
+	members, unreadable int    // members, and those not served or unreadable
+	hidden              int    // entries of the mount point hidden by the mount
+	logCreated          string // the state log file, when the daemon created it
+}
+
+// unreadableLine is the one line npzfs mount prints when some members
+// cannot be served or read, or "".
+func (st mountStatus) unreadableLine() string {
+	if st.unreadable == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d members cannot be served or read: see npzfs ls %s", st.unreadable, st.members, st.archive)
+}
+
+// warnings are the lines npzfs mount prints on stderr about a mount that
+// succeeded.
+func (st mountStatus) warnings() []string {
+	var out []string
+	if st.hidden > 0 {
+		out = append(out, fmt.Sprintf("warning: %s is not empty: what it holds (%d entries) is hidden while it is mounted", st.mountpoint, st.hidden))
+	}
+	if line := st.unreadableLine(); line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+
+// readyLine is what the daemon writes on the readiness pipe once the mount
+// is live: "ok", then tab-separated counts and the log it created.
+func (st mountStatus) readyLine() string {
+	return fmt.Sprintf("ok\t%d\t%d\t%d\t%s\t%s\t%s", st.members, st.unreadable, st.hidden, st.archive, st.mountpoint, st.logCreated)
+}
+
+// parseReady reads a readyLine; ok is false for anything else (the
+// daemon's one-line reason for failing).
+func parseReady(line string) (st mountStatus, ok bool) {
+	f := strings.Split(line, "\t")
+	if len(f) != 7 || f[0] != "ok" {
+		return st, false
+	}
+	var err1, err2, err3 error
+	st.members, err1 = strconv.Atoi(f[1])
+	st.unreadable, err2 = strconv.Atoi(f[2])
+	st.hidden, err3 = strconv.Atoi(f[3])
+	st.archive, st.mountpoint, st.logCreated = f[4], f[5], f[6]
+	return st, err1 == nil && err2 == nil && err3 == nil
+}
+
+// unreadableMembers counts the members a mount of a does not serve or
+// cannot read a byte of (folders aside).
+func unreadableMembers(a *npz.Archive) int {
+	n := 0
+	for _, m := range a.Members() {
+		if !m.Served() || m.ReadError() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// entriesIn counts what the folder dir holds, up to 1,000.
+func entriesIn(dir string) int {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1000)
+	return len(names)
+}
+
+// stateDir is where a daemon logs when it has neither --log nor syslog:
+// $XDG_STATE_HOME/npzfs, by default ~/.local/state/npzfs.
+func stateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "npzfs"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "state", "npzfs"), nil
+}
+
+// openStateLog opens (appending) npzfs.log in stateDir, and reports
+// whether it made the file.
+func openStateLog() (f *os.File, created bool, err error) {
+	dir, err := stateDir()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, err
+	}
+	path := filepath.Join(dir, "npzfs.log")
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		return f, true, nil
+	}
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	return f, false, err
+}
+
+// redirectStderr makes f the process's standard error (file descriptor
+// 2), where the Go runtime writes a panic and the goroutine dump of
+// SIGQUIT.
+func redirectStderr(f *os.File) {
+	syscall.Dup3(int(f.Fd()), 2, 0)
+}
