@@ -63,7 +63,8 @@ type ReaderAt struct {
 	mu         sync.RWMutex
 	cps        []checkpoint
 	done       bool
-	err        error
+	err        error // the stream's error, found inflating the span from errAt
+	errAt      int64
 	pendingWin []byte // unpacked window of the last checkpoint
 	winBytes   int64
 	waiting    []*outRange // what the reads in extendTo want
@@ -339,11 +340,14 @@ func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 }
 
 // covers reports whether the index covers output offset off, or the
-// stream's error if it has one.
+// stream's error if off is in or past the span where it was found: bytes
+// before that span inflated without error and are served whether or not
+// the error was found first (by read-ahead, or by another reader), so the
+// answer to a read never depends on timing.
 func (r *ReaderAt) covers(off int64) (bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.err != nil {
+	if r.err != nil && off >= r.errAt {
 		return true, r.err
 	}
 	// A checkpoint exactly at the declared size still has the end of
@@ -369,12 +373,15 @@ func (r *ReaderAt) awaitAhead(off int64) (bool, error) {
 }
 
 // recordErr keeps an error (if any) from extendOne if the stream itself
-// is bad: every later read fails alike. Other errors (reading src) may
-// pass; they are left for the next read to retry.
+// is bad: every later read of the span that failed, or past it, fails
+// alike (see covers). Other errors (reading src) may pass; they are left
+// for the next read to retry. r.extMu is held, so the last checkpoint is
+// where the failed span starts.
 func (r *ReaderAt) recordErr(err error) {
 	if err != nil && isStreamError(err) {
 		r.mu.Lock()
 		r.err = err
+		r.errAt = r.cps[len(r.cps)-1].out
 		r.mu.Unlock()
 	}
 }
