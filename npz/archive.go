@@ -73,6 +73,7 @@ type Archive struct {
 	opts    Options
 	modTime time.Time
 	comment string
+	prefix  int64 // bytes before the zip data (see Prefix)
 
 	members  []Member
 	root     *Node
@@ -159,14 +160,21 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 		return nil, err
 	}
 	a.comment = d.comment
+	a.prefix = d.shift
 	if err := a.parseDirectory(d); err != nil {
 		return nil, err
+	}
+	if a.prefix > 0 {
+		a.problemf("%d bytes precede the zip data (prepended without adjusting the archive's offsets, as a script or stub before the zip is): read with every offset shifted by them, as Info-ZIP and Go's archive/zip do", a.prefix)
 	}
 	var latest int64
 	for i := range a.members {
 		m := &a.members[i]
 		m.file = File{m: m, kind: fileMember, size: m.size}
 		latest = max(latest, m.mtime)
+		if reason := m.impossibleSize(); reason != "" && !m.skipped() && !isDirName(m.name) {
+			m.skip(reason)
+		}
 		if m.skipped() {
 			a.notef("npz: %q: not served: %s", m.name, m.reason)
 			continue
@@ -201,6 +209,9 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	}
 	return a, nil
 }
+
+// isDirName reports a directory entry's name (ending in "/").
+func isDirName(name string) bool { return len(name) > 0 && name[len(name)-1] == '/' }
 
 // ErrChanged is the cause of every read of an archive whose source
 // changed (a file's size or modification time, a remote object's
@@ -316,6 +327,12 @@ func (a *Archive) Member(name string) *Member {
 	}
 	return found
 }
+
+// Prefix is how many bytes precede the zip data when they were prepended
+// without adjusting the offsets the archive records (a script before the
+// zip, without zip -A): every offset is read shifted by them. It is 0 for
+// an ordinary archive.
+func (a *Archive) Prefix() int64 { return a.prefix }
 
 // Comment is the archive comment.
 func (a *Archive) Comment() string { return a.comment }

@@ -45,6 +45,11 @@ type directory struct {
 	size    int64  // its length in bytes
 	zip64   bool   // the values came from a zip64 end record
 	comment string // the archive comment
+	// shift is how many bytes precede the zip data: offsets recorded in
+	// the archive are that much short when data was prepended to it (a
+	// script or stub before the zip, without zip -A to fix the offsets).
+	// offset above already includes it.
+	shift int64
 }
 
 // readAtFull reads len(p) bytes at off; a short read is reported as
@@ -113,6 +118,14 @@ func findDirectory(r io.ReaderAt, size int64) (directory, error) {
 		if err := readAtFull(r, loc, endOff-loc64Len); err == nil && le.Uint32(loc) == sigLoc64 {
 			off := le.Uint64(loc[8:])
 			d64, err := readEnd64(r, off, endOff-loc64Len)
+			if p := endOff - loc64Len - end64Len; err != nil && p >= 0 && uint64(p) > off {
+				// Data prepended to the archive moves the zip64 end
+				// record from where the locator says: it is usually
+				// just before the locator.
+				if d, err2 := readEnd64(r, uint64(p), endOff-loc64Len); err2 == nil {
+					d64, err, off = d, nil, uint64(p)
+				}
+			}
 			switch {
 			case err == nil:
 				d.entries, d.offset, d.size, d.zip64 = d64.entries, d64.offset, d64.size, true
@@ -129,7 +142,32 @@ func findDirectory(r io.ReaderAt, size int64) (directory, error) {
 	if d.offset < 0 || d.size < 0 || d.offset > limit || d.size > limit-d.offset {
 		return d, &FormatError{Offset: endOff, Msg: fmt.Sprintf("central directory (%d bytes at byte %d) does not lie before the end record at byte %d", d.size, d.offset, limit)}
 	}
+	d.shift = prependedBytes(r, d, limit)
+	d.offset += d.shift
 	return d, nil
+}
+
+// prependedBytes finds data prepended to an archive, as Info-ZIP ("extra
+// bytes at beginning") and Go's archive/zip do: the central directory
+// normally ends where the end record (or the zip64 one) starts, so a gap
+// there, with no directory entry where the end record says the directory
+// starts but one where the gap moves it, is that many bytes before the zip
+// data, and every offset the archive records is short by as many. A gap
+// with the directory where it is said to be is bytes between the directory
+// and the end record instead, and shifts nothing.
+func prependedBytes(r io.ReaderAt, d directory, limit int64) int64 {
+	gap := limit - (d.offset + d.size)
+	if gap <= 0 || d.size < centralLen {
+		return 0
+	}
+	sig := make([]byte, 4)
+	if readAtFull(r, sig, d.offset) == nil && le.Uint32(sig) == sigCentral {
+		return 0
+	}
+	if readAtFull(r, sig, d.offset+gap) == nil && le.Uint32(sig) == sigCentral {
+		return gap
+	}
+	return 0
 }
 
 // readEnd64 reads the zip64 end of central directory record at off, which
@@ -236,7 +274,7 @@ func (a *Archive) parseDirectory(d directory) error {
 		a.members = append(a.members, Member{a: a, index: int32(len(a.members))})
 		m := &a.members[len(a.members)-1]
 		nameStart := pos - base + centralLen
-		m.parseEntry(e, all[nameStart:nameStart+nameLen], buf[nameStart+nameLen:nameStart+nameLen+extraLen], off, a.size)
+		m.parseEntry(e, all[nameStart:nameStart+nameLen], buf[nameStart+nameLen:nameStart+nameLen+extraLen], off, a.size, d.shift)
 		pos += n
 	}
 	if uint16(len(a.members)) != uint16(d.entries) && !(d.zip64 && uint64(len(a.members)) == d.entries) {
@@ -246,8 +284,9 @@ func (a *Archive) parseDirectory(d directory) error {
 }
 
 // parseEntry fills m from the fixed part e of a central directory entry,
-// its raw name and its extra field. off is the entry's offset.
-func (m *Member) parseEntry(e []byte, rawName string, extra []byte, off, archiveSize int64) {
+// its raw name and its extra field. off is the entry's offset; shift is
+// added to the local header offset it records (see directory.shift).
+func (m *Member) parseEntry(e []byte, rawName string, extra []byte, off, archiveSize, shift int64) {
 	m.flags = le.Uint16(e[8:])
 	m.method = le.Uint16(e[10:])
 	dosTime, dosDate := le.Uint16(e[12:]), le.Uint16(e[14:])
@@ -303,6 +342,7 @@ func (m *Member) parseEntry(e []byte, rawName string, extra []byte, off, archive
 			}
 		}
 	}
+	lhOff += uint64(shift)
 	switch {
 	case needZip64:
 		m.skip(fmt.Sprintf("central directory entry at byte %d lacks the zip64 sizes or offset it needs", off))
@@ -318,6 +358,33 @@ func (m *Member) parseEntry(e []byte, rawName string, extra []byte, off, archive
 		size, csize, lhOff = min(size, 1<<62), min(csize, 1<<62), min(lhOff, 1<<62)
 	}
 	m.csize, m.size, m.lhOff = int64(csize), int64(size), int64(lhOff)
+}
+
+// maxInflateRatio bounds what deflate can make of each compressed byte.
+// The longest match is 258 bytes, and the shortest codes are 1 bit: a
+// block whose literal/length code gives 1 bit to length 258 and to end of
+// block, and whose distance code has one 1-bit code, makes 258 bytes from
+// every 2 bits, 1,032 from a byte, and its header, first literal and end
+// take more. So a member declaring more than 1,032 bytes per compressed
+// byte cannot be what its stream holds.
+const maxInflateRatio = 1032
+
+// impossibleSize says why m's declared size cannot be right, from the
+// central directory alone, or "": a stored member whose size is not its
+// compressed size, or a deflated one declaring more than deflate can make
+// of its compressed bytes.
+func (m *Member) impossibleSize() string {
+	switch m.method {
+	case methodStored:
+		if m.csize != m.size && !m.Encrypted() {
+			return fmt.Sprintf("stored member declares %d bytes but holds %d: its size cannot be right", m.size, m.csize)
+		}
+	case methodDeflated:
+		if !m.Encrypted() && m.csize < (1<<62)/maxInflateRatio && m.size > maxInflateRatio*m.csize {
+			return fmt.Sprintf("deflated member declares %d bytes, more than deflate can make of its %d compressed bytes (at most %d)", m.size, m.csize, maxInflateRatio*m.csize)
+		}
+	}
+	return ""
 }
 
 // dosToUnix converts an MS-DOS date and time (taken as UTC, as there is no

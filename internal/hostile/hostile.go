@@ -354,12 +354,13 @@ func buildCases() []Case {
 		Absent:  []string{"d"},
 		Reasons: map[string]string{"d.npy": "local header"},
 	}, Case{
+		// A size that cannot be right is known from the directory alone:
+		// the member is left out rather than served with a lying size.
 		Name:    "central-stored-size",
 		Archive: patch(base, func(b []byte) { put32(b, centralEntry(b, "s.npy")+24, uint32(len(StoredNPY)+1)) }),
 		Good:    map[string][]byte{"d.npy": DeflatedNPY, "d/raw.bin": deflatedRaw},
-		Bad:     []string{"s.npy"},
-		Absent:  []string{"s"},
-		Reasons: map[string]string{"s.npy": "compressed size"},
+		Absent:  []string{"s.npy", "s"},
+		Reasons: map[string]string{"s.npy": "its size cannot be right"},
 	})
 
 	// Bytes flipped in a local header.
@@ -435,7 +436,21 @@ func buildCases() []Case {
 		Name:    "deflated-claims-1TiB",
 		Archive: Zip(append(goodMembers(), raw("huge.npy", zip.Deflate, 0, smallDeflated, 1<<40, crc32.ChecksumIEEE(small)))),
 		Good:    goodFiles(),
-		Bad:     []string{"huge.npy", "huge/raw.bin"},
+		Absent:  []string{"huge.npy", "huge"},
+		Reasons: map[string]string{"huge.npy": "more than deflate can make"},
+	}, Case{
+		// Declaring what deflate can just make of its bytes is not
+		// impossible: served, and reads fail where the stream ends.
+		Name:    "deflated-claims-1032x",
+		Archive: Zip(append(goodMembers(), raw("big.npy", zip.Deflate, 0, smallDeflated, uint64(len(smallDeflated))*1032, crc32.ChecksumIEEE(small)))),
+		Good:    goodFiles(),
+		Bad:     []string{"big.npy", "big/raw.bin"},
+	}, Case{
+		// A script before the zip, without zip -A: read shifted.
+		Name:     "prepended-script",
+		Archive:  append([]byte("#!/bin/sh\necho self-extracting\nexit 0\n"), base...),
+		Good:     goodFiles(),
+		Problems: []string{"bytes precede the zip data"},
 	})
 
 	// npy headers that lie.
