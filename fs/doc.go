@@ -18,8 +18,10 @@
 //     attributes and failed lookups are cached for an hour: the archive
 //     does not change while mounted, and mmap needs the page cache;
 //   - reads are asked for in requests of up to MaxRead (1 MiB less 8 KiB,
-//     so that a reply fits the splice pipe); stored members answer with
-//     fuse.ReadResultFd clamped to the member's end, spliced;
+//     so that a reply fits the splice pipe); stored members are spliced
+//     from the archive file into a pipe, whole or the read fails (EIO,
+//     never short), checked for a change before and after, and the pipe
+//     is spliced on to /dev/fuse (readExact);
 //   - errors become errnos in Errno alone (default EIO, never ENOSYS);
 //     getxattr and listxattr answer ENOSYS on purpose, so the kernel stops
 //     asking for attributes that do not exist.

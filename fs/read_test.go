@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -392,5 +395,78 @@ func TestReadPassesRequestContext(t *testing.T) {
 	close(cancel)
 	if errno := <-done; errno != syscall.EINTR {
 		t.Errorf("interrupted read: errno %v, want EINTR", errno)
+	}
+}
+
+// changingContent is spliced content whose second Extent call (the check
+// after the bytes are read) reports a change, as a rewrite of the archive
+// during the read would.
+type changingContent struct {
+	memContent
+	calls int
+}
+
+func (c *changingContent) Extent() (uintptr, int64, bool, error) {
+	c.calls++
+	if c.calls > 1 {
+		return 0, 0, false, errors.New("the archive changed after it was opened")
+	}
+	return c.memContent.Extent()
+}
+
+// TestSplicedReadIsWholeOrEIO: a stored read that the archive file cannot
+// serve whole (truncated under the read, or failing) is EIO, never a short
+// reply, which the kernel would take for the end of the file; one that
+// saw the archive change while it read is EIO too; a whole one is exact,
+// through the pipe and through the read fallback.
+func TestSplicedReadIsWholeOrEIO(t *testing.T) {
+	data := pattern(300000, 9)
+	path := filepath.Join(t.TempDir(), "archive")
+	if err := os.WriteFile(path, append(make([]byte, 100), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := &memContent{data: data, f: f, off: 100}
+	got, errno := readAll(t, c, 1000, 200000)
+	if errno != 0 || !bytes.Equal(got, data[1000:201000]) {
+		t.Fatalf("whole spliced read: errno %v, %d bytes", errno, len(got))
+	}
+	if r, err := readFull(f.Fd(), 1100, make([]byte, 5000)); err != nil {
+		t.Fatalf("read fallback: %v", err)
+	} else if b, _ := r.Bytes(nil); !bytes.Equal(b, data[1000:6000]) {
+		t.Fatal("read fallback: wrong bytes")
+	}
+
+	// The archive file cut short under the content.
+	if err := os.Truncate(path, 100+150000); err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{140000, 150000, 200000} {
+		if _, errno := readContent(context.Background(), c, make([]byte, 65536), off); errno != syscall.EIO {
+			t.Errorf("read at %d of a truncated archive: errno %v, want EIO", off, errno)
+		}
+	}
+	if _, err := readFull(f.Fd(), 100+140000, make([]byte, 65536)); !errors.Is(err, errShortFile) {
+		t.Errorf("read fallback past the cut: %v, want errShortFile", err)
+	}
+
+	// A descriptor that cannot be read from (a folder) fails the read.
+	dir, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	if _, errno := readContent(context.Background(), &memContent{data: data, f: dir}, make([]byte, 4096), 0); errno != syscall.EIO {
+		t.Errorf("read from a failing descriptor: errno %v, want EIO", errno)
+	}
+
+	// A change seen after the bytes were read.
+	ch := &changingContent{memContent: memContent{data: data[:1000], f: f, off: 100}}
+	if _, errno := readContent(context.Background(), ch, make([]byte, 4096), 0); errno != syscall.EIO {
+		t.Errorf("read during a change: errno %v, want EIO", errno)
 	}
 }

@@ -326,9 +326,23 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 		return nil, Errno(err)
 	}
 	if ok {
-		// ReadResultFd only stops at the end of the whole archive file:
-		// want is already clamped to this file's end.
-		return fuse.ReadResultFd(fd, base+off, int(want)), 0
+		// want is already clamped to this file's end: the read is of
+		// bytes the archive file must hold, whole, or it fails.
+		r, err := readExact(fd, base+off, int(want), dest)
+		if err != nil {
+			// Whatever the archive file's own error (EINVAL, ENXIO
+			// from a failing device...), the file cannot be read:
+			// EIO, as for every other read that fails.
+			return nil, syscall.EIO
+		}
+		// Checked again now that the bytes are read: a change of the
+		// archive file while they were read fails the read rather than
+		// serving what may be a mix.
+		if _, _, _, err := f.Extent(); err != nil {
+			r.Done()
+			return nil, Errno(err)
+		}
+		return r, 0
 	}
 	got, err := f.ReadAtContext(ctx, dest[:want], off)
 	if got == int(want) {

@@ -1,0 +1,77 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/hanwen/go-fuse/v2/splice"
+)
+
+// errShortFile is a stored file's bytes ending before its size: the
+// archive file was truncated (or its file system failed) under the read.
+var errShortFile = errors.New("fs: the archive file ended before the file's bytes did (truncated under the read?)")
+
+// readExact serves want bytes at off of fd, whole or not at all. go-fuse's
+// own ReadResultFd sends whatever a splice or read returns, so a short one
+// (the archive truncated, or its file system failing, under the read)
+// would reach the kernel as a short reply, which it takes for the end of
+// the file (and shrinks its size). Here the bytes are first loaded into a
+// pipe of our own, checking the count, and the pipe is handed to go-fuse,
+// which splices it on to /dev/fuse: still no copy through user space.
+// Where pipes cannot be used, the bytes are read into dest, again whole or
+// not at all.
+func readExact(fd uintptr, off int64, want int, dest []byte) (fuse.ReadResult, error) {
+	pair, err := splice.Get()
+	if err == nil {
+		if err = pair.Grow(want + os.Getpagesize()); err == nil {
+			var n int
+			if n, err = loadPipe(pair, fd, off, want); err == nil {
+				return fuse.ReadResultPipe(pair, n), nil
+			}
+			splice.Drop(pair) // it holds part of the bytes
+			return nil, err
+		}
+		splice.Done(pair)
+	}
+	return readFull(fd, off, dest[:want])
+}
+
+// loadPipe splices want bytes at off of fd into pair, in as many calls as
+// it takes.
+func loadPipe(pair *splice.Pair, fd uintptr, off int64, want int) (int, error) {
+	n := 0
+	for n < want {
+		k, err := pair.LoadFromAt(fd, want-n, off+int64(n))
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return n, fmt.Errorf("fs: splicing %d bytes at %d of the archive: %w", want, off, err)
+		case k == 0:
+			return n, fmt.Errorf("%w: %d of %d bytes at %d", errShortFile, n, want, off)
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// readFull preads all of p at off of fd.
+func readFull(fd uintptr, off int64, p []byte) (fuse.ReadResult, error) {
+	n := 0
+	for n < len(p) {
+		k, err := syscall.Pread(int(fd), p[n:], off+int64(n))
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("fs: reading %d bytes at %d of the archive: %w", len(p), off, err)
+		case k == 0:
+			return nil, fmt.Errorf("%w: %d of %d bytes at %d", errShortFile, n, len(p), off)
+		}
+		n += k
+	}
+	return fuse.ReadResultData(p), nil
+}
