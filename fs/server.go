@@ -195,6 +195,9 @@ func (st *mountState) fillAttr(e Entry, a *fuse.Attr) {
 	}
 	a.Blksize = 4096
 	a.Blocks = (a.Size + 511) / 512
+	if du, ok := e.(DiskUser); ok {
+		a.Blocks = uint64(max(du.DiskUsage(), 0)+511) / 512
+	}
 }
 
 // entryOut describes e as the answer to a lookup of it in folder parent,

@@ -25,6 +25,14 @@ type Entry interface {
 	File() Content
 }
 
+// DiskUser is implemented by entries that say how much they take where
+// they come from (an archive member its compressed size, a generated view
+// nothing): it becomes st_blocks, which du(1) adds up. Entries without it
+// take their size.
+type DiskUser interface {
+	DiskUsage() int64
+}
+
 // Content is the content of a served file.
 type Content interface {
 	// Size is the exact size in bytes.
@@ -53,6 +61,7 @@ func (e npzEntry) Name() string       { return e.n.Name() }
 func (e npzEntry) Ino() uint64        { return e.n.Ino() }
 func (e npzEntry) IsDir() bool        { return e.n.IsDir() }
 func (e npzEntry) ModTime() time.Time { return e.n.ModTime() }
+func (e npzEntry) DiskUsage() int64   { return e.n.DiskUsage() }
 
 func (e npzEntry) Lookup(name string) Entry { return FromNPZ(e.n.Lookup(name)) }
 

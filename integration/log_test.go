@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,5 +157,33 @@ func TestMountWarnsOfHiddenFiles(t *testing.T) {
 	}
 	if !isMounted(dir) {
 		t.Error("not mounted")
+	}
+}
+
+// TestDiskUsageCountsMembersOnce: du of a mount adds up each member's
+// compressed size once: the views made from it count nothing.
+func TestDiskUsageCountsMembersOnce(t *testing.T) {
+	archive, _ := testArchive(t)
+	dir := mount(t, archive)
+	out, err := exec.Command("du", "-s", "-B1", dir).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used int64
+	if _, err := fmt.Sscan(string(out), &used); err != nil {
+		t.Fatalf("du said %q", out)
+	}
+	zr, err := zip.OpenReader(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var lo, hi int64
+	for _, f := range zr.File {
+		lo += int64(f.CompressedSize64)
+		hi += (int64(f.CompressedSize64) + 511) / 512 * 512
+	}
+	if used < lo || used > hi {
+		t.Errorf("du of the mount: %d bytes; the members take %d (%d in whole blocks)", used, lo, hi)
 	}
 }

@@ -49,13 +49,25 @@ func (n *Node) Ino() uint64 { return n.ino }
 // IsDir reports whether n is a folder.
 func (n *Node) IsDir() bool { return n.kind == kindDir || n.kind == kindViews }
 
-// ModTime is the member's modification time, or the archive's for folders
-// and generated views.
+// ModTime is, for a member and everything made from it (its views
+// folder, header.json, raw.bin), the member's modification time from the
+// zip; for the root and the folders its name makes, the archive's.
 func (n *Node) ModTime() time.Time {
-	if n.kind == kindFile {
+	if n.m != nil {
 		return n.m.ModTime()
 	}
 	return n.a.modTime
+}
+
+// DiskUsage is what the node takes in the archive: a member's compressed
+// size, and nothing for folders and views, which are made from members
+// that are counted already. du(1) of a mount then adds up to about the
+// archive's size rather than twice its arrays.
+func (n *Node) DiskUsage() int64 {
+	if n.kind == kindFile {
+		return n.m.csize
+	}
+	return 0
 }
 
 // Member is the archive member a file or views folder comes from, or nil
