@@ -208,6 +208,11 @@ func TestHostileMounts(t *testing.T) {
 					t.Errorf("absent %q: %v, want ENOENT", p, err)
 				}
 			}
+			for _, p := range c.Empty {
+				if ents, err := os.ReadDir(filepath.Join(dir, p)); err != nil || len(ents) != 0 {
+					t.Errorf("empty folder %q: %d entries, %v", p, len(ents), err)
+				}
+			}
 			r := npzfs(t, "ls", archive)
 			if r.code != 0 {
 				t.Errorf("npzfs ls: exit %d: %s", r.code, r.stderr)

@@ -43,14 +43,6 @@ type Options struct {
 	// MaxHeaderLen is passed to npy.ReadHeader; 0 means
 	// DefaultMaxHeaderLen.
 	MaxHeaderLen int
-	// ViewBytes bounds the memory the archive's views hold (parsed npy
-	// headers and header.json documents, counted as three times the
-	// length of header.json); a member whose views would pass it has
-	// none. 0 means 64 MiB plus four times the archive's size, at most
-	// 160 MiB: a 100,000-array archive from np.savez needs about 100 MiB,
-	// while headers of many record fields can make views hold hundreds of
-	// times the bytes they take in the archive.
-	ViewBytes int64
 	// SpanSize is the inflated distance between checkpoints in deflated
 	// members; 0 means DefaultSpanSize.
 	SpanSize int64
@@ -78,15 +70,15 @@ type Archive struct {
 	members  []Member
 	root     *Node
 	problems []string
-	notes    int // per-member log lines written while opening (see notef)
+	notes    atomic.Int64 // per-member log lines written (see notef)
 
 	changedLogged atomic.Bool // the source was found changed, and logged
+	opened        atomic.Bool // NewReader is done
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
 
-	viewBytes       atomic.Int64 // held by views, against opts.ViewBytes
-	viewBudgetSpent atomic.Bool  // a member was refused views for it
+	jsonCache jsonCache // long rendered header.json documents
 
 	// Members resolve their local and npy headers under one of these
 	// locks, picked by member index: exactly once per member, no lock
@@ -143,9 +135,6 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	}
 	if a.opts.MaxHeaderLen <= 0 {
 		a.opts.MaxHeaderLen = DefaultMaxHeaderLen
-	}
-	if a.opts.ViewBytes <= 0 {
-		a.opts.ViewBytes = min(64<<20+4*max(size, 0), 160<<20)
 	}
 	if fb, ok := r.(source.FileBacked); ok {
 		a.fd, a.fdBase = fb.FileExtent()
@@ -204,9 +193,10 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 			}
 		}
 	}
-	if n := a.notes - maxOpenNotes; n > 0 {
-		a.logf("npz: and %d more members that are not served or cannot be read (npzfs ls lists them all)", n)
+	if n := a.notes.Load() - maxOpenNotes; n > 0 {
+		a.logf("npz: and %d more members that are not served or cannot be read (npzfs ls lists them all); later notes are not logged", n)
 	}
+	a.opened.Store(true)
 	return a, nil
 }
 
@@ -351,16 +341,19 @@ func (a *Archive) problemf(format string, args ...any) {
 	a.logf("npz: %s", msg)
 }
 
-// maxOpenNotes is how many members Open names in the log (not served,
-// unreadable); past it one line says how many more there are, so that an
-// archive of a million bad entries does not flood the log.
+// maxOpenNotes is how many member notes (not served, unreadable, no
+// views, a failed read) an archive writes to the log; past it one line
+// says that the rest are not logged, so that an archive of a million bad
+// entries does not flood the log. npzfs ls lists them all.
 const maxOpenNotes = 1000
 
-// notef logs one member's note while opening, the first maxOpenNotes times.
+// notef logs one member's note, the first maxOpenNotes times.
 func (a *Archive) notef(format string, args ...any) {
-	a.notes++
-	if a.notes <= maxOpenNotes {
+	switch n := a.notes.Add(1); {
+	case n <= maxOpenNotes:
 		a.logf(format, args...)
+	case n == maxOpenNotes+1 && a.opened.Load():
+		a.logf("npz: more members are not served, cannot be read or have no views; they are not logged (npzfs ls lists them all)")
 	}
 }
 

@@ -63,9 +63,9 @@ func TestHeaderLimitOption(t *testing.T) {
 	}
 }
 
-// TestShortHeaderJSONIsRenderedOnRead: a member's views keep header.json
+// TestShortHeaderJSONIsRenderedOnRead: the archive caches header.json
 // only when it is long (keepJSON or more); a short one is rendered again
-// from the parsed header on every read. Either way header.json reads the
+// from the npy header on every read. Either way header.json reads the
 // same bytes, whole or in pieces, and has the size it claims.
 func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 	z := hostile.Zip([]hostile.Member{
@@ -90,7 +90,7 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		if !bytes.Equal(js, want) {
 			t.Fatalf("%s: HeaderJSON differs from rendering the header", c.name)
 		}
-		if kept := m.vs.Load().json != nil; kept != c.kept || (len(js) >= keepJSON) != c.kept {
+		if kept := a.jsonCache.get(m) != nil; kept != c.kept || (len(js) >= keepJSON) != c.kept {
 			t.Errorf("%s: %d bytes of header.json, kept %v, want kept %v", c.name, len(js), kept, c.kept)
 		}
 		f := a.Root().Lookup(c.name).Lookup("header.json").File()

@@ -86,7 +86,7 @@ func walkTree(t testing.TB, a *Archive, readErrOK bool) []string {
 				t.Errorf("inode %d of %q is also %q's", c.Ino(), p, other)
 			}
 			seen[c.Ino()] = p
-			if n.Lookup(c.Name()) != c {
+			if l := n.Lookup(c.Name()); l == nil || l.Ino() != c.Ino() || l.Name() != c.Name() {
 				t.Errorf("Lookup(%q) in %q does not find the listed child", c.Name(), prefix)
 			}
 			if c.IsDir() {

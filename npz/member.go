@@ -44,8 +44,7 @@ type Member struct {
 	// Resolved lazily, exactly once (see Archive.lock), then read
 	// without a lock.
 	loc atomic.Pointer[location]
-	nv  atomic.Pointer[npyView]
-	vs  atomic.Pointer[viewSet]
+	ni  atomic.Pointer[npyInfo]
 
 	readFailed atomic.Bool // a read failure has been logged
 
@@ -57,27 +56,6 @@ type location struct {
 	dataOff int64
 	err     error
 	inf     *inflate.ReaderAt // deflated members
-}
-
-// npyView is what reading a member's npy header found.
-type npyView struct {
-	hdr *npy.Header
-	err error // why the member is not a valid .npy member
-}
-
-// viewSet is a .npy member's views, built (once) when first needed: on a
-// valid header, header.json rendered (to know its size) and the views'
-// files and nodes.
-type viewSet struct {
-	err error // why the member has no views
-	// json is header.json when it is long enough to be worth keeping;
-	// shorter ones (nearly all) are rendered again when read, from the
-	// parsed header, which stays anyway: that halves what a member's
-	// views hold.
-	json  []byte
-	files [2]File // header.json, raw.bin
-	nodes [2]Node
-	kids  []*Node // sorted: header.json, then raw.bin unless an object array
 }
 
 func (m *Member) skip(reason string) {
@@ -149,39 +127,6 @@ func (m *Member) IsNPY() bool {
 	return !m.dir && strings.HasSuffix(p, ".npy")
 }
 
-// Header reads (once) and returns the member's npy header, or why it is
-// not a valid .npy member.
-func (m *Member) Header() (*npy.Header, error) {
-	nv := m.npy()
-	return nv.hdr, nv.err
-}
-
-// keepJSON is the length from which a member keeps its rendered
-// header.json rather than render it again on every read of it: a read of a
-// page would otherwise cost a rendering of the whole.
-const keepJSON = 16 << 10
-
-// HeaderJSON is the header.json view of the member.
-func (m *Member) HeaderJSON() ([]byte, error) {
-	vs := m.viewSet()
-	if vs.err != nil || vs.json != nil {
-		return vs.json, vs.err
-	}
-	// Not kept: render it again from the parsed header, which a member
-	// with views always holds.
-	h, err := m.Header()
-	if err != nil {
-		return nil, err
-	}
-	return h.JSON(m.size)
-}
-
-// HasViews reports whether the member's KEY/ folder is served with views
-// in it; it reads the npy header if needed.
-func (m *Member) HasViews() bool {
-	return m.state == memberServed && m.views != nil && m.viewSet().err == nil
-}
-
 // Reason says why the member is not served, or, for a .npy member, why it
 // has no views; it is "" otherwise. It reads the npy header if needed.
 func (m *Member) Reason() string {
@@ -192,11 +137,8 @@ func (m *Member) Reason() string {
 		if m.reason != "" {
 			return m.reason
 		}
-		if err := m.npy().err; err != nil {
+		if err := m.info().err; err != nil {
 			return "no views: " + reasonText(err)
-		}
-		if vs := m.vs.Load(); vs != nil && vs.err != nil {
-			return "no views: " + reasonText(vs.err)
 		}
 		return ""
 	}
@@ -261,7 +203,7 @@ func (m *Member) locate() *location {
 	if l.err = m.readable(); l.err == nil {
 		l.dataOff, l.err = m.readLocal()
 		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
-			m.a.logf("npz: %q: every read fails: %v", m.name, l.err)
+			m.a.notef("npz: %q: every read fails: %v", m.name, l.err)
 		}
 	}
 	if l.err == nil && m.method == methodDeflated {
@@ -283,7 +225,7 @@ func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	n, err := m.readData(ctx, l, p, off)
 	if err != nil && !errors.Is(err, ErrChanged) && ctx.Err() == nil && !m.readFailed.Swap(true) {
-		m.a.logf("npz: %q: read failed: %v", m.name, err)
+		m.a.notef("npz: %q: read failed: %v", m.name, err)
 	}
 	return n, err
 }
@@ -344,113 +286,11 @@ func (m *Member) readHeader(maxLen int) (*npy.Header, error) {
 	return npy.ReadHeader(r, m.size, &npy.Options{MaxHeaderLen: maxLen})
 }
 
-// npy reads (once) the member's npy header.
-func (m *Member) npy() *npyView {
-	if nv := m.nv.Load(); nv != nil {
-		return nv
-	}
-	m.locate() // before taking the lock, which locate takes too
-	mu := m.a.lock(m)
-	mu.Lock()
-	defer mu.Unlock()
-	if nv := m.nv.Load(); nv != nil {
-		return nv
-	}
-	nv := m.readNPY()
-	if nv.err != nil && m.views != nil && m.state == memberServed {
-		m.a.logf("npz: %q: no views: %v", m.name, nv.err)
-	}
-	m.nv.Store(nv)
-	return nv
-}
-
-// viewSet builds (once) the member's views from its npy header.
-func (m *Member) viewSet() *viewSet {
-	if vs := m.vs.Load(); vs != nil {
-		return vs
-	}
-	nv := m.npy() // before taking the lock, which npy takes too
-	mu := m.a.lock(m)
-	mu.Lock()
-	defer mu.Unlock()
-	if vs := m.vs.Load(); vs != nil {
-		return vs
-	}
-	vs := &viewSet{err: nv.err}
-	if vs.err == nil {
-		h := nv.hdr
-		if vs.err = m.a.viewsOverBudget(0); vs.err == nil {
-			vs.json, vs.err = h.JSON(m.size)
-		}
-		jsonLen := int64(len(vs.json))
-		if vs.err == nil {
-			// The parsed header stays: about twice header.json.
-			cost := 2 * jsonLen
-			if jsonLen >= keepJSON {
-				cost += jsonLen
-			} else {
-				vs.json = nil
-			}
-			vs.err = m.a.viewsOverBudget(cost)
-		}
-		if errors.Is(vs.err, errViewBudget) {
-			vs.json, jsonLen = nil, 0
-			m.nv.Store(&npyView{err: vs.err}) // let the parsed header go
-		}
-		if vs.err != nil && m.views != nil && m.state == memberServed {
-			m.a.logf("npz: %q: no views: %v", m.name, vs.err)
-		}
-		vs.files[0] = File{m: m, kind: fileJSON, size: jsonLen}
-		vs.files[1] = File{m: m, kind: fileRaw, base: h.DataOffset, size: h.DataLength(m.size)}
-		if v := m.views; v != nil && vs.err == nil {
-			vs.nodes[0] = Node{a: m.a, name: "header.json", ino: v.ino + 1, kind: kindJSON, m: m}
-			vs.nodes[1] = Node{a: m.a, name: "raw.bin", ino: v.ino + 2, kind: kindRaw, m: m}
-			vs.kids = []*Node{&vs.nodes[0]}
-			if !h.DType.HasObject {
-				vs.kids = append(vs.kids, &vs.nodes[1])
-			}
-		}
-	}
-	m.vs.Store(vs)
-	return vs
-}
-
-var errViewBudget = errors.New("views would pass the archive's memory budget for views (Options.ViewBytes)")
-
-// viewsOverBudget takes cost bytes from the views' memory budget, or
-// reports that the budget is spent. Once one member has been refused, so
-// is every later one, before it renders its header.json.
-func (a *Archive) viewsOverBudget(cost int64) error {
-	if a.viewBudgetSpent.Load() {
-		return fmt.Errorf("npz: %w: %d bytes are spent", errViewBudget, a.opts.ViewBytes)
-	}
-	if a.viewBytes.Add(cost) > a.opts.ViewBytes {
-		a.viewBytes.Add(-cost)
-		if !a.viewBudgetSpent.Swap(true) {
-			a.logf("npz: the views of this archive hold nearly %d bytes, their memory budget: members whose views are not built yet will have none", a.opts.ViewBytes)
-		}
-		return fmt.Errorf("npz: %w: %d bytes are spent", errViewBudget, a.opts.ViewBytes)
-	}
-	return nil
-}
-
-// brokenKnown reports a member already found to have no views, without
-// reading anything.
-func (m *Member) brokenKnown() bool {
-	if nv := m.nv.Load(); nv != nil && nv.err != nil {
-		return true
-	}
-	vs := m.vs.Load()
-	return vs != nil && vs.err != nil
-}
-
 // readNPY reads and checks the member's npy header: it must parse and its
 // array data must fit in the member.
-func (m *Member) readNPY() *npyView {
-	nv := &npyView{}
+func (m *Member) readNPY() (*npy.Header, error) {
 	if !m.IsNPY() {
-		nv.err = errors.New("npz: not a .npy member")
-		return nv
+		return nil, errors.New("npz: not a .npy member")
 	}
 	h, err := m.readHeader(min(shortHeaderLen, m.a.opts.MaxHeaderLen))
 	if errors.Is(err, npy.ErrHeaderTooLong) && m.a.opts.MaxHeaderLen > shortHeaderLen {
@@ -459,22 +299,17 @@ func (m *Member) readNPY() *npyView {
 		m.a.longHeaders.Unlock()
 	}
 	if err != nil {
-		nv.err = err
-		return nv
+		return nil, err
 	}
 	if h.DType == nil {
-		nv.err = errors.New("npz: npy header has no dtype")
-		return nv
+		return nil, errors.New("npz: npy header has no dtype")
 	}
 	if h.DataOffset < 0 || h.DataOffset > m.size {
-		nv.err = fmt.Errorf("npz: npy header ends at byte %d, past the member's %d bytes", h.DataOffset, m.size)
-		return nv
+		return nil, fmt.Errorf("npz: npy header ends at byte %d, past the member's %d bytes", h.DataOffset, m.size)
 	}
 	dl := h.DataLength(m.size)
 	if dl < 0 || dl > m.size-h.DataOffset {
-		nv.err = fmt.Errorf("npz: array data (%d bytes from byte %d) is longer than the member's %d bytes", dl, h.DataOffset, m.size)
-		return nv
+		return nil, fmt.Errorf("npz: array data (%d bytes from byte %d) is longer than the member's %d bytes", dl, h.DataOffset, m.size)
 	}
-	nv.hdr = h
-	return nv
+	return h, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/npzfs/npzfs/npy"
@@ -185,16 +186,16 @@ func TestNamesCorpus(t *testing.T) {
 		"abs/", "abs/header.json", "abs/raw.bin", "abs.npy",
 		"b/", "b/c/", "b/c/header.json", "b/c/raw.bin", "b/c.npy",
 		`back\slash/`, `back\slash/header.json`, `back\slash/raw.bin`, `back\slash.npy`,
-		"bad_dict.npy", "bad_magic.npy",
+		"bad_dict/", "bad_dict.npy", "bad_magic/", "bad_magic.npy", // empty views folders: broken headers
 		"c", "c.npy",
 		"café/", "café/header.json", "café/raw.bin", "café.npy",
 		"deep/", "deep/er/", "deep/er/" + y + "/", "deep/er/" + y + "/header.json", "deep/er/" + y + "/raw.bin", "deep/er/" + y + ".npy",
 		"dir/",
 		"dot/", "dot/x/", "dot/x/header.json", "dot/x/raw.bin", "dot/x.npy",
 		"dup/", "dup/header.json", "dup/raw.bin", "dup.npy",
-		"not_npy.npy", "notes.txt",
+		"not_npy/", "not_npy.npy", "notes.txt",
 		"objects/", "objects/header.json", "objects.npy",
-		"short_data.npy",
+		"short_data/", "short_data.npy",
 		"snow☃/", "snow☃/header.json", "snow☃/raw.bin", "snow☃.npy",
 	}
 	got := walk(t, a)
@@ -207,40 +208,51 @@ func TestNamesCorpus(t *testing.T) {
 	}
 }
 
-// TestLargeFolderViews: a folder of more than 1,024 .npy members lists
-// their views folders without reading their headers; a broken member's
-// views folder is then not found by Lookup, and no longer listed.
-func TestLargeFolderViews(t *testing.T) {
-	const n = eagerViews + 6
-	ents := make([]zent, 0, n)
-	for i := range n {
-		name := "m" + strconv.Itoa(i) + ".npy"
-		data := npyOf(t, name)
-		if i == 7 {
-			data = []byte("broken")
+// TestListingsAgreeWithLookups: a folder of .npy members lists their views
+// folders without reading their headers, and every name listed is found,
+// before and after headers are read, whatever the order: a broken
+// member's views folder is there and empty (its reason says why), and the
+// listing never changes.
+func TestListingsAgreeWithLookups(t *testing.T) {
+	for _, n := range []int{10, eagerViews + 6} {
+		ents := make([]zent, 0, n)
+		for i := range n {
+			name := "m" + strconv.Itoa(i) + ".npy"
+			data := npyOf(t, name)
+			if i == 7 {
+				data = []byte("broken")
+			}
+			ents = append(ents, zent{name: name, data: data})
 		}
-		ents = append(ents, zent{name: name, data: data})
-	}
-	a := openBytes(t, makeZip(t, ents))
-	if got := len(a.Root().Children()); got != 2*n {
-		t.Fatalf("%d children, want %d", got, 2*n)
-	}
-	for _, m := range a.Members() {
-		if m.nv.Load() != nil {
-			t.Fatalf("listing read the header of %q", m.Name())
+		a := openBytes(t, makeZip(t, ents))
+		first := a.Root().Children()
+		if len(first) != 2*n {
+			t.Fatalf("%d children, want %d", len(first), 2*n)
 		}
-	}
-	if a.Root().Lookup("m7") != nil {
-		t.Error("broken member's views folder found")
-	}
-	if v := a.Root().Lookup("m8"); v == nil || v.Lookup("raw.bin") == nil {
-		t.Error("m8/raw.bin not found")
-	}
-	if got := len(a.Root().Children()); got != 2*n-1 {
-		t.Errorf("%d children after the lookup, want %d", got, 2*n-1)
-	}
-	if r := a.Member("m7.npy").Reason(); !strings.Contains(r, "no views") {
-		t.Errorf("reason %q", r)
+		for _, m := range a.Members() {
+			if m.ni.Load() != nil {
+				t.Fatalf("listing read the header of %q", m.Name())
+			}
+		}
+		m7 := a.Root().Lookup("m7")
+		if m7 == nil || !m7.IsDir() || len(m7.Children()) != 0 || m7.Lookup("raw.bin") != nil {
+			t.Error("broken member's views folder is not there and empty")
+		}
+		if v := a.Root().Lookup("m8"); v == nil || v.Lookup("raw.bin") == nil || len(v.Children()) != 2 {
+			t.Error("m8/raw.bin not found")
+		}
+		again := a.Root().Children()
+		if len(again) != len(first) {
+			t.Errorf("%d children after lookups, %d before", len(again), len(first))
+		}
+		for _, c := range again {
+			if l := a.Root().Lookup(c.Name()); l == nil || l.Ino() != c.Ino() {
+				t.Errorf("%s listed but not found", c.Name())
+			}
+		}
+		if r := a.Member("m7.npy").Reason(); !strings.Contains(r, "no views") {
+			t.Errorf("reason %q", r)
+		}
 	}
 }
 
@@ -282,5 +294,36 @@ func TestOpenLogIsCapped(t *testing.T) {
 	}
 	if notServed != bad {
 		t.Errorf("%d members not served, want %d (the cap is on the log only)", notServed, bad)
+	}
+}
+
+// TestLazyLogIsCapped: notes written after opening (members found to have
+// no views as their folders are looked into) share the cap: past it, one
+// line says the rest are not logged.
+func TestLazyLogIsCapped(t *testing.T) {
+	const bad = maxOpenNotes + 300
+	var ents []zent
+	for i := 0; i < bad; i++ {
+		ents = append(ents, zent{name: fmt.Sprintf("b%05d.npy", i), data: []byte("not an npy")})
+	}
+	z := makeZip(t, ents)
+	var mu sync.Mutex
+	var lines []string
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
+		mu.Lock()
+		lines = append(lines, fmt.Sprintf(f, args...))
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range a.Root().Children() {
+		c.Children() // looks into every views folder: every header is broken
+	}
+	if len(lines) != maxOpenNotes+1 {
+		t.Fatalf("%d log lines, want %d", len(lines), maxOpenNotes+1)
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "they are not logged") {
+		t.Errorf("last line: %s", last)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/npzfs/npzfs/source"
@@ -18,14 +16,12 @@ const (
 	kindDir   = iota // a folder: the root, from "/" in names, or a directory entry
 	kindFile         // a member's bytes
 	kindViews        // KEY/, the views folder of KEY.npy
-	kindJSON         // KEY/header.json
-	kindRaw          // KEY/raw.bin
+	kindView         // a file in KEY/ (see viewKinds)
 )
 
-// eagerViews is how many unresolved views folders a folder listing
-// resolves (reading their npy headers, in parallel) so that it can leave out
-// the broken ones. Past it a listing shows them unresolved: a root of
-// 100,000 arrays lists without reading 100,000 headers.
+// eagerViews is how many views folders of a listed folder have the bytes
+// of their npy headers prefetched from a source.Prefetcher, which will be
+// read if their folders are looked into: the first 1,024.
 const eagerViews = 1024
 
 // Node is a folder or a file of the served tree. Inode numbers are stable
@@ -37,6 +33,7 @@ type Node struct {
 	m      *Member
 	kids   []*Node // a folder's children, sorted by name
 	kind   uint8
+	view   uint8 // kindView: the index in viewKinds
 	nviews int32 // a folder's views children
 }
 
@@ -79,18 +76,18 @@ func (n *Node) File() *File {
 	switch n.kind {
 	case kindFile:
 		return &n.m.file
-	case kindJSON:
-		return &n.m.viewSet().files[0]
-	case kindRaw:
-		return &n.m.viewSet().files[1]
+	case kindView:
+		return n.m.viewFile(int(n.view))
 	}
 	return nil
 }
 
-// Lookup returns the child of a folder by name, or nil. Views of a .npy
-// member (header.json, raw.bin) exist only once its header has been read
-// and found valid; Lookup reads it if it has not been read yet, and a
-// views folder whose member's header is broken is not found.
+// Lookup returns the child of a folder by name, or nil. The views folder
+// KEY/ of a served KEY.npy exists whenever its name is free, decided from
+// the central directory alone, so that listings and lookups always agree
+// and nothing depends on what was read first; the views in it (see
+// viewKinds) are there when the npy header is valid, and it is empty
+// otherwise (npzfs ls says why). Looking into it reads the header.
 func (n *Node) Lookup(name string) *Node {
 	switch n.kind {
 	case kindDir:
@@ -100,13 +97,9 @@ func (n *Node) Lookup(name string) *Node {
 		if !ok {
 			return nil
 		}
-		c := n.kids[i]
-		if c.kind == kindViews && c.m.viewSet().err != nil {
-			return nil
-		}
-		return c
+		return n.kids[i]
 	case kindViews:
-		for _, c := range n.m.viewSet().kids {
+		for _, c := range n.m.viewNodes() {
 			if c.name == name {
 				return c
 			}
@@ -115,66 +108,38 @@ func (n *Node) Lookup(name string) *Node {
 	return nil
 }
 
-// Children lists a folder's children sorted by name, in a new slice. In a
-// folder with at most 1,024 views folders it first reads the npy headers of
-// those not yet read (in parallel) and leaves out the views folders of
-// broken members; in a larger folder the ones not yet read are listed and
-// resolved by Lookup (which then does not find a broken one).
+// Children lists a folder's children sorted by name, in a new slice. It
+// reads nothing: a views folder is listed whether or not its header is
+// valid (see Lookup). Listing a folder tells a source.Prefetcher the
+// header bytes of its first views folders.
 func (n *Node) Children() []*Node {
 	switch n.kind {
 	case kindDir:
-		if n.nviews > 0 && n.nviews <= eagerViews {
-			n.resolveViews()
+		if n.nviews > 0 {
+			n.prefetchViews()
 		}
-		out := make([]*Node, 0, len(n.kids))
-		for _, c := range n.kids {
-			if c.kind == kindViews {
-				if c.m.brokenKnown() {
-					continue
-				}
-			}
-			out = append(out, c)
-		}
-		return out
+		return slices.Clone(n.kids)
 	case kindViews:
-		return slices.Clone(n.m.viewSet().kids)
+		return n.m.viewNodes()
 	}
 	return nil
 }
 
-// resolveViews reads the npy headers of n's views folders that have not
-// been read, with a few goroutines.
-func (n *Node) resolveViews() {
+// prefetchViews prefetches the header bytes of the first eagerViews views
+// folders of n whose headers have not been read.
+func (n *Node) prefetchViews() {
 	var todo []*Member
 	for _, c := range n.kids {
-		if c.kind == kindViews && c.m.vs.Load() == nil {
+		if c.kind == kindViews && c.m.ni.Load() == nil {
 			todo = append(todo, c.m)
+			if len(todo) == eagerViews {
+				break
+			}
 		}
 	}
-	if len(todo) == 0 {
-		return
+	if len(todo) > 0 {
+		n.a.prefetchHeaders(todo)
 	}
-	n.a.prefetchHeaders(todo)
-	if len(todo) == 1 {
-		todo[0].viewSet()
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(todo), 8) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(todo)) {
-					return
-				}
-				todo[i].viewSet()
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // prefetchGuess is how many bytes past a member's local header and name
@@ -219,7 +184,7 @@ func (al *nodeAlloc) node(a *Archive, kind uint8, name string, m *Member) *Node 
 	al.ino++
 	*n = Node{a: a, kind: kind, name: name, m: m, ino: al.ino}
 	if kind == kindViews {
-		al.ino += 2 // header.json and raw.bin
+		al.ino += uint64(len(viewKinds)) // the views in it
 	}
 	return n
 }

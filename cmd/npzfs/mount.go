@@ -514,16 +514,17 @@ func checkFuse() error {
 
 // fileCount estimates the served nodes for statfs (df -i) without reading
 // any header: the root, each served member, and for each .npy member its
-// folder and two views.
+// folder and views.
 func fileCount(a *npz.Archive) uint64 {
 	n := uint64(1)
+	perArray := uint64(1 + len(npz.ViewNames()))
 	for _, m := range a.Members() {
 		if !m.Served() {
 			continue
 		}
 		n++
 		if m.IsNPY() {
-			n += 3
+			n += perArray
 		}
 	}
 	return n
