@@ -2,6 +2,8 @@ package npz
 
 import (
 	"bytes"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -104,5 +106,37 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: header.json read in 1,000-byte pieces differs (%d bytes, want %d)", c.name, len(got), len(want))
 		}
+	}
+}
+
+// TestDeflatedHeadersReuseDecoders: reading the npy header of a deflated
+// member takes its decoder and buffers (about 350 KB) from a pool and
+// gives them back, so reading many headers allocates far less than a
+// decoder each. (The race detector makes sync.Pool drop some of what it
+// is given, on purpose: the bound is looser there.)
+func TestDeflatedHeadersReuseDecoders(t *testing.T) {
+	const n = 200
+	var ents []zent
+	for i := range n {
+		ents = append(ents, zent{name: fmt.Sprintf("m%03d.npy", i), data: npyOf(t, "<f8"), method: 8})
+	}
+	a := openBytes(t, makeZip(t, ents))
+	a.Members()[0].Header() // the pools' first decoder
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, m := range a.Members()[1:] {
+		if _, err := m.Header(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perHeader := (after.TotalAlloc - before.TotalAlloc) / (n - 1)
+	bound := uint64(100 << 10)
+	if raceEnabled {
+		// Still well under a fresh decoder and buffers (over 370 KB).
+		bound = 300 << 10
+	}
+	if perHeader > bound {
+		t.Errorf("reading a deflated header allocates %d KB", perHeader>>10)
 	}
 }

@@ -273,7 +273,11 @@ func (m *Member) stream() (io.Reader, error) {
 		// 128 bytes, wide records take more).
 		return bufio.NewReaderSize(io.NewSectionReader(m.a.r, dataOff, m.size), 512), nil
 	}
-	return io.LimitReader(inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.csize)), m.size), nil
+	zr := inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.csize))
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(zr, m.size), zr}, nil
 }
 
 // readHeader reads the member's npy header from its start, refusing one
@@ -282,6 +286,9 @@ func (m *Member) readHeader(maxLen int) (*npy.Header, error) {
 	r, err := m.stream()
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := r.(io.Closer); ok {
+		defer c.Close() // a deflated member's decoder goes back to the pool
 	}
 	return npy.ReadHeader(r, m.size, &npy.Options{MaxHeaderLen: maxLen})
 }

@@ -1,27 +1,58 @@
 package inflate
 
-import "io"
+import (
+	"errors"
+	"io"
+	"sync"
+)
 
 const streamChunk = 256 << 10
+
+// streamBufs are the output buffers of stream readers, reused after Close.
+var streamBufs = sync.Pool{New: func() any {
+	b := make([]byte, windowSize+streamChunk+outSlack)
+	return &b
+}}
+
+var errClosed = errors.New("inflate: read after Close")
 
 // NewReader returns a streaming inflater over a raw DEFLATE stream. It
 // reads r in large blocks, so it may read past the end of the stream.
 // Invalid data is reported as *CorruptError and a stream cut short as
-// io.ErrUnexpectedEOF; read errors from r are passed on.
-func NewReader(r io.Reader) io.Reader {
-	d := newDecoder()
+// io.ErrUnexpectedEOF; read errors from r are passed on. Close gives its
+// decoder and buffers (about 350 KB) back for the next reader: reading a
+// few hundred bytes of many streams (npy headers) then costs no more.
+func NewReader(r io.Reader) io.ReadCloser {
+	d := decoders.Get().(*decoder)
 	d.resetStream(r)
-	d.out = make([]byte, windowSize+streamChunk+outSlack)
-	return &streamReader{d: d}
+	buf := streamBufs.Get().(*[]byte)
+	d.out = *buf
+	return &streamReader{d: d, buf: buf}
+}
+
+// Close releases the reader's decoder and buffers; reads after it fail.
+func (s *streamReader) Close() error {
+	if s.d == nil {
+		return nil
+	}
+	s.d.r, s.d.out = nil, nil
+	decoders.Put(s.d)
+	streamBufs.Put(s.buf)
+	s.d, s.buf, s.err = nil, nil, errClosed
+	return nil
 }
 
 type streamReader struct {
 	d    *decoder
+	buf  *[]byte
 	rpos int // d.out[rpos:d.pos] is inflated but not yet returned
 	err  error
 }
 
 func (s *streamReader) Read(p []byte) (int, error) {
+	if s.d == nil {
+		return 0, errClosed
+	}
 	d := s.d
 	for {
 		if s.rpos < d.pos {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package npz
+
+const raceEnabled = false
