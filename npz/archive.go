@@ -159,7 +159,6 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	var latest int64
 	for i := range a.members {
 		m := &a.members[i]
-		m.file = File{m: m, kind: fileMember, size: m.size}
 		latest = max(latest, m.mtime)
 		if reason := m.impossibleSize(); reason != "" && !m.skipped() && !isDirName(m.name) {
 			m.skip(reason)
@@ -173,9 +172,6 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 		if reason != "" {
 			m.skip(reason)
 			a.notef("npz: %q: not served: %s", m.name, reason)
-		}
-		if m.dir {
-			m.file.size = 0
 		}
 	}
 	if mt, ok := r.(source.ModTimer); ok {

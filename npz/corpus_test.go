@@ -182,7 +182,7 @@ func TestCorpus(t *testing.T) {
 				// Served members: the tree holds the same bytes.
 				if m.Served() {
 					n := lookupPath(a, m.Path())
-					if n == nil || n.IsDir() || n.File() != f || n.Member() != m {
+					if n == nil || n.IsDir() || *n.File() != *f || n.Member() != m {
 						t.Errorf("%q: not found at %q in the tree", m.Name(), m.Path())
 					}
 				}

@@ -47,8 +47,6 @@ type Member struct {
 	ni  atomic.Pointer[npyInfo]
 
 	readFailed atomic.Bool // a read failure has been logged
-
-	file File
 }
 
 // location is where a member's data lies, or why it cannot be read.
@@ -114,7 +112,7 @@ func (m *Member) File() *File {
 	if m.dir {
 		return nil
 	}
-	return &m.file
+	return &File{m: m, kind: fileMember, size: m.size}
 }
 
 // IsNPY reports a member whose path (or, if it is not served, name) ends

@@ -25,16 +25,30 @@ const (
 const eagerViews = 1024
 
 // Node is a folder or a file of the served tree. Inode numbers are stable
-// for the life of the Archive.
+// for the life of the Archive. Nodes of files and views folders are 48
+// bytes; a folder's children are in a folder of its own.
 type Node struct {
+	name string
+	ino  uint64
+	m    *Member // the member of a file, views folder or view
+	dir  *folder // a folder's children (kindDir)
+	kind uint8
+	view uint8 // kindView: the index in viewKinds
+}
+
+// folder is what a folder node has beyond a file's.
+type folder struct {
 	a      *Archive
-	name   string
-	ino    uint64
-	m      *Member
-	kids   []*Node // a folder's children, sorted by name
-	kind   uint8
-	view   uint8 // kindView: the index in viewKinds
-	nviews int32 // a folder's views children
+	kids   []*Node // sorted by name
+	nviews int32   // views folders among kids
+}
+
+// archive is the archive n belongs to.
+func (n *Node) archive() *Archive {
+	if n.m != nil {
+		return n.m.a
+	}
+	return n.dir.a
 }
 
 // Name is the node's name within its folder ("" for the root).
@@ -53,7 +67,7 @@ func (n *Node) ModTime() time.Time {
 	if n.m != nil {
 		return n.m.ModTime()
 	}
-	return n.a.modTime
+	return n.archive().modTime
 }
 
 // DiskUsage is what the node takes in the archive: a member's compressed
@@ -75,7 +89,7 @@ func (n *Node) Member() *Member { return n.m }
 func (n *Node) File() *File {
 	switch n.kind {
 	case kindFile:
-		return &n.m.file
+		return n.m.File()
 	case kindView:
 		return n.m.viewFile(int(n.view))
 	}
@@ -91,13 +105,13 @@ func (n *Node) File() *File {
 func (n *Node) Lookup(name string) *Node {
 	switch n.kind {
 	case kindDir:
-		i, ok := slices.BinarySearchFunc(n.kids, name, func(c *Node, name string) int {
+		i, ok := slices.BinarySearchFunc(n.dir.kids, name, func(c *Node, name string) int {
 			return strings.Compare(c.name, name)
 		})
 		if !ok {
 			return nil
 		}
-		return n.kids[i]
+		return n.dir.kids[i]
 	case kindViews:
 		for _, c := range n.m.viewNodes() {
 			if c.name == name {
@@ -115,10 +129,10 @@ func (n *Node) Lookup(name string) *Node {
 func (n *Node) Children() []*Node {
 	switch n.kind {
 	case kindDir:
-		if n.nviews > 0 {
+		if n.dir.nviews > 0 {
 			n.prefetchViews()
 		}
-		return slices.Clone(n.kids)
+		return slices.Clone(n.dir.kids)
 	case kindViews:
 		return n.m.viewNodes()
 	}
@@ -129,7 +143,7 @@ func (n *Node) Children() []*Node {
 // folders of n whose headers have not been read.
 func (n *Node) prefetchViews() {
 	var todo []*Member
-	for _, c := range n.kids {
+	for _, c := range n.dir.kids {
 		if c.kind == kindViews && c.m.ni.Load() == nil {
 			todo = append(todo, c.m)
 			if len(todo) == eagerViews {
@@ -138,7 +152,7 @@ func (n *Node) prefetchViews() {
 		}
 	}
 	if len(todo) > 0 {
-		n.a.prefetchHeaders(todo)
+		n.dir.a.prefetchHeaders(todo)
 	}
 }
 
@@ -182,7 +196,10 @@ func (al *nodeAlloc) node(a *Archive, kind uint8, name string, m *Member) *Node 
 	al.chunk = al.chunk[:len(al.chunk)+1]
 	n := &al.chunk[len(al.chunk)-1]
 	al.ino++
-	*n = Node{a: a, kind: kind, name: name, m: m, ino: al.ino}
+	*n = Node{kind: kind, name: name, m: m, ino: al.ino}
+	if kind == kindDir {
+		n.dir = &folder{a: a}
+	}
 	if kind == kindViews {
 		al.ino += uint64(len(viewKinds)) // the views in it
 	}
@@ -384,9 +401,9 @@ func (a *Archive) buildTree() {
 		}
 		if len(views) > 0 {
 			kids = mergeNodes(kids, views)
-			d.node.nviews = int32(min(len(views), 1<<30))
+			d.node.dir.nviews = int32(min(len(views), 1<<30))
 		}
-		d.node.kids = kids
+		d.node.dir.kids = kids
 		d.cands = nil
 	}
 }

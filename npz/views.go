@@ -151,7 +151,7 @@ func (m *Member) viewNodes() []*Node {
 	var out []*Node
 	for i := range viewKinds {
 		if viewKinds[i].has(ni) {
-			out = append(out, &Node{a: m.a, name: viewKinds[i].name, ino: v.ino + 1 + uint64(i), kind: kindView, view: uint8(i), m: m})
+			out = append(out, &Node{name: viewKinds[i].name, ino: v.ino + 1 + uint64(i), kind: kindView, view: uint8(i), m: m})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
