@@ -26,6 +26,12 @@ const DefaultSpanSize = 512 << 10
 // deflated members of an archive.
 const DefaultCacheBytes = 16 << 20
 
+// DefaultIndexBytes is the default bound on the memory the indexes of an
+// archive's deflated members take: 64 MiB holds the full index of about
+// 1 GiB of incompressible data, and of far more of typical arrays (about
+// 30 KB per GiB of float32 noise).
+const DefaultIndexBytes = 64 << 20
+
 // DefaultMaxHeaderLen bounds a member's npy header unless
 // Options.MaxHeaderLen says otherwise: npy's default of 1 MiB, far above
 // the 10,000 characters np.load accepts by default, because numpy itself
@@ -49,6 +55,10 @@ type Options struct {
 	// CacheBytes is the budget of inflated spans shared by all members;
 	// 0 means DefaultCacheBytes (16 MiB).
 	CacheBytes int64
+	// IndexBytes bounds the memory the deflated members' indexes take
+	// (their checkpoints' windows; see inflate.WindowBudget): past it, a
+	// member extending its index thins it. 0 means DefaultIndexBytes.
+	IndexBytes int64
 	// Logf, when set, is told why a member or view is not served.
 	Logf func(format string, args ...any)
 }
@@ -77,6 +87,7 @@ type Archive struct {
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
+	windows   *inflate.WindowBudget
 
 	jsonCache jsonCache // long rendered header.json documents
 
@@ -367,6 +378,11 @@ func (a *Archive) spanCache() *inflate.Cache {
 			budget = DefaultCacheBytes
 		}
 		a.cache = inflate.NewCache(budget)
+		index := a.opts.IndexBytes
+		if index <= 0 {
+			index = DefaultIndexBytes
+		}
+		a.windows = inflate.NewWindowBudget(index)
 	})
 	return a.cache
 }

@@ -206,8 +206,9 @@ func (m *Member) locate() *location {
 	}
 	if l.err == nil && m.method == methodDeflated {
 		src := &section{r: m.a.r, off: l.dataOff, n: m.csize}
+		cache := m.a.spanCache() // makes the window budget too
 		l.inf = inflate.NewReaderAt(src, m.csize, m.size, m.crc,
-			&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: m.a.spanCache()})
+			&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows})
 	}
 	m.loc.Store(l)
 	return l

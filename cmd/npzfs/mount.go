@@ -73,6 +73,7 @@ type mountArgs struct {
 	options             []string
 	logFile             string
 	cacheMB             int
+	indexMB             int
 	readAheadKB         int
 	maxHeaderKB         int
 	readyFD             int // daemon mode: report readiness on this fd
@@ -87,6 +88,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.StringArrayVarP(&opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
 	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
 	fl.IntVar(&ma.cacheMB, "cache-mb", int(npz.DefaultCacheBytes>>20), "memory for inflated spans of deflated members, in `MiB`")
+	fl.IntVar(&ma.indexMB, "index-mb", int(npz.DefaultIndexBytes>>20), "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
@@ -117,6 +119,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	}
 	if ma.maxHeaderKB < 1 {
 		return usageError(stderr, "mount", "--max-header-kb must be at least 1")
+	}
+	if ma.indexMB < 1 {
+		return usageError(stderr, "mount", "--index-mb must be at least 1")
 	}
 	if ma.cacheMB < 1 {
 		return usageError(stderr, "mount", "--cache-mb must be at least 1")
@@ -339,6 +344,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	settings := tuneRuntime()
 	a, err := npz.Open(archive, &npz.Options{
 		CacheBytes:   int64(ma.cacheMB) << 20,
+		IndexBytes:   int64(ma.indexMB) << 20,
 		MaxHeaderLen: ma.maxHeaderKB << 10,
 		Logf: func(format string, args ...any) {
 			logger.Printf(format, args...)

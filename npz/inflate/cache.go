@@ -24,7 +24,7 @@ type Cache struct {
 
 type cacheKey struct {
 	reader uint64
-	span   int
+	start  int64 // the span's start in the output: spans are found by it, since thinning renumbers them
 }
 
 // span is inflated output, a whole span or a prefix of one, in a buffer

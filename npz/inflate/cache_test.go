@@ -21,7 +21,7 @@ func cached(c *Cache, k cacheKey) bool {
 
 func TestCacheLRU(t *testing.T) {
 	c := NewCache(300)
-	k := func(i int) cacheKey { return cacheKey{1, i} }
+	k := func(i int) cacheKey { return cacheKey{1, int64(i)} }
 	putSpan(c, k(1), "a", 100)
 	putSpan(c, k(2), "b", 100)
 	putSpan(c, k(3), "c", 100)
@@ -62,7 +62,7 @@ func TestCacheLRU(t *testing.T) {
 // buffers count against the budget.
 func TestCacheRecycles(t *testing.T) {
 	c := NewCache(300)
-	k := func(i int) cacheKey { return cacheKey{1, i} }
+	k := func(i int) cacheKey { return cacheKey{1, int64(i)} }
 	same := func(a, b []byte) bool { return &a[:1][0] == &b[:1][0] }
 
 	putSpan(c, k(1), "a", 100)

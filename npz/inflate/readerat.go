@@ -24,11 +24,15 @@ type Options struct {
 	// Cache holds inflated spans, shared by every ReaderAt given it; nil
 	// means a small private cache.
 	Cache *Cache
+	// Windows bounds the memory the checkpoints' windows take, shared by
+	// every ReaderAt given it; nil means no bound (see WindowBudget).
+	Windows *WindowBudget
 }
 
 // checkpoint is a place decoding can resume from: the output offset, the
 // decoder's state there, and the window before it.
 type checkpoint struct {
+	seq    int64 // the checkpoint's number, counting a span each from 0
 	out    int64 // output offset
 	bit    int64 // bit position of the next symbol, block header or stored byte
 	block  int64 // bit position of the current Huffman block's header
@@ -60,6 +64,9 @@ type ReaderAt struct {
 	cache *Cache
 	id    uint64
 
+	windows *WindowBudget // nil: unbounded
+	stride  int64         // with windows: checkpoints kept are this many spans apart (see fitBudget)
+
 	mu         sync.RWMutex
 	cps        []checkpoint
 	done       bool
@@ -75,7 +82,7 @@ type ReaderAt struct {
 	extBuf  []byte // a buffer from cache.alloc that no span holds
 
 	flightMu sync.Mutex
-	flight   map[int]*flightCall
+	flight   map[int64]*flightCall // by span start
 
 	// Read-ahead (see noteRead). Lock order: extMu, aheadMu, mu.
 	aheadMu     sync.Mutex
@@ -112,6 +119,7 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 			r.span = opts.SpanSize
 		}
 		r.cache = opts.Cache
+		r.windows = opts.Windows
 	}
 	if r.cache == nil {
 		r.cache = NewCache(2 * (r.span + windowSize + outSlack))
@@ -122,7 +130,7 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 	// half of its budget for everything else.
 	r.aheadSpans = min(maxAheadSpans, r.cache.Budget()/(r.span+windowSize+outSlack)/2)
 	r.cps = []checkpoint{{state: stHeader}}
-	r.flight = make(map[int]*flightCall)
+	r.flight = make(map[int64]*flightCall)
 	return r
 }
 
@@ -194,7 +202,7 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 	}
 	r.mu.RUnlock()
 	need = min(need, end)
-	key := cacheKey{r.id, k}
+	key := cacheKey{r.id, cp.out}
 	for {
 		target := need
 		if s := r.cache.get(key); s != nil {
@@ -205,7 +213,7 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 			target = end // a second read into this span: inflate all of it
 		}
 		r.flightMu.Lock()
-		if c := r.flight[k]; c != nil {
+		if c := r.flight[cp.out]; c != nil {
 			c.waiters++
 			r.flightMu.Unlock()
 			c.wg.Wait()
@@ -223,7 +231,7 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 		}
 		c := &flightCall{}
 		c.wg.Add(1)
-		r.flight[k] = c
+		r.flight[cp.out] = c
 		r.flightMu.Unlock()
 
 		c.span, c.err = r.inflateSpan(ctx, &cp, end, target)
@@ -231,7 +239,7 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 			r.cache.put(key, c.span)
 		}
 		r.flightMu.Lock()
-		delete(r.flight, k) // no more waiters after this
+		delete(r.flight, cp.out) // no more waiters after this
 		waiters := c.waiters
 		r.flightMu.Unlock()
 		if c.err == nil {
@@ -458,6 +466,52 @@ func (r *ReaderAt) extendAhead() bool {
 	return r.aheading
 }
 
+// fitBudget keeps the index within the archive's window budget. Once
+// an index has been thinned it keeps only the checkpoints whose number is
+// a multiple of its stride (and the last, where indexing goes on), so
+// its checkpoints stay evenly spaced, stride spans apart; while the
+// budget is passed, it doubles its stride. r.mu is held for writing (by
+// extendOne, with r.extMu). Spans are cached and inflated by their
+// start, so reads holding a span or waiting on one are not affected.
+func (r *ReaderAt) fitBudget() {
+	if r.stride > 1 {
+		// The checkpoint before the last was just given its window.
+		if k := len(r.cps) - 2; k > 0 && r.cps[k].seq%r.stride != 0 {
+			r.dropCheckpoints()
+		}
+	}
+	for r.windows.over() && len(r.cps) > 2 {
+		r.stride = max(r.stride, 1) * 2
+		r.windows.thinned.Add(1)
+		if !r.dropCheckpoints() && r.stride > int64(len(r.cps))*4 {
+			return // nothing left to drop
+		}
+	}
+}
+
+// dropCheckpoints removes the checkpoints between the first and the last
+// whose number is not a multiple of r.stride, with their windows, and
+// reports whether it removed any.
+func (r *ReaderAt) dropCheckpoints() bool {
+	last := len(r.cps) - 1
+	kept := r.cps[:1]
+	var freed int64
+	for i := 1; i < last; i++ {
+		if r.cps[i].seq%r.stride != 0 {
+			freed += int64(len(r.cps[i].win))
+			continue
+		}
+		kept = append(kept, r.cps[i])
+	}
+	kept = append(kept, r.cps[last])
+	dropped := len(kept) < len(r.cps)
+	clear(r.cps[len(kept):])
+	r.cps = kept
+	r.winBytes -= freed
+	r.windows.used.Add(-freed)
+	return dropped
+}
+
 func (r *ReaderAt) stopWaiting(want *outRange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -564,6 +618,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		}
 		wl := min(int64(windowSize), endOut)
 		next = checkpoint{
+			seq:    cp.seq + 1,
 			out:    endOut,
 			bit:    d.bitPos(),
 			block:  d.blockBit,
@@ -585,6 +640,9 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	r.mu.Lock()
 	r.cps[k].win = packed
 	r.winBytes += int64(len(packed))
+	if r.windows != nil {
+		r.windows.used.Add(int64(len(packed)))
+	}
 	if d.state == stDone {
 		r.done = true
 	} else {
@@ -592,10 +650,13 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	}
 	r.pendingWin = nextWin
 	keep := ahead || r.wanted(cp.out, endOut)
+	if r.windows != nil {
+		r.fitBudget()
+	}
 	r.mu.Unlock()
 	if keep {
 		s := newSpan(buf, data)
-		r.cache.put(cacheKey{r.id, k}, s)
+		r.cache.put(cacheKey{r.id, cp.out}, s)
 		r.cache.release(s)
 	} else {
 		r.extBuf = buf // nothing else refers to it: reuse it for the next span

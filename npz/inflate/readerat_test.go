@@ -345,7 +345,7 @@ func TestReaderAtCachesWantedSpans(t *testing.T) {
 		t.Fatalf("%d reads waiting, want the 1 left", len(ra.waiting))
 	}
 	for k, want := range []bool{false, true, false, false, false, true, false} {
-		s := cache.get(cacheKey{ra.id, k})
+		s := cache.get(cacheKey{ra.id, ra.cps[k].out})
 		if s != nil {
 			cache.release(s)
 		}

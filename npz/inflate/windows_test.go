@@ -1,0 +1,85 @@
+package inflate
+
+import (
+	"bytes"
+	"hash/crc32"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// repeatedRandom is a random block repeated: every match reaches back the
+// block's length, so each checkpoint's window packs to about that many
+// bytes (random data alone has no matches, and packs to nothing).
+func repeatedRandom(n, block int, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	b := make([]byte, block)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return bytes.Repeat(b, n/block+1)[:n]
+}
+
+// TestWindowBudget: indexes that would pass their budget thin themselves:
+// the windows stay within the budget plus one window a reader, and every
+// read, sequential or random, from one reader or several at once, gets the
+// right bytes.
+func TestWindowBudget(t *testing.T) {
+	data := repeatedRandom(8<<20, 20<<10, 1)
+	comp := deflate(t, data, 6)
+	crc := crc32.ChecksumIEEE(data)
+	const span = 32 << 10
+	// Unbounded, the index would hold about 256 windows of 20 KiB.
+	free := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc, &Options{SpanSize: span})
+	if err := readAllAt(free, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if _, w := free.IndexStats(); w < 4<<20 {
+		t.Fatalf("unbounded index holds %d bytes of windows: the data does not exercise the budget", w)
+	}
+
+	budget := NewWindowBudget(512 << 10)
+	var readers []*ReaderAt
+	for range 2 {
+		readers = append(readers, NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc,
+			&Options{SpanSize: span, Cache: NewCache(1 << 20), Windows: budget}))
+	}
+	var wg sync.WaitGroup
+	for i, r := range readers {
+		wg.Add(2)
+		go func() { // sequential, to the end
+			defer wg.Done()
+			checkRead(t, r, data, 0, len(data))
+		}()
+		go func() { // random reads, deep ones first
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 9))
+			for range 40 {
+				off := rng.Int64N(int64(len(data)) - 5000)
+				checkRead(t, r, data, off, 5000)
+			}
+		}()
+	}
+	wg.Wait()
+	if budget.Thinned() == 0 {
+		t.Error("the indexes were never thinned")
+	}
+	var held int64
+	for _, r := range readers {
+		_, w := r.IndexStats()
+		held += w
+		checkRead(t, r, data, int64(len(data))/2, 100000) // still right after thinning
+		// Evenly thinned: the kept checkpoints are a stride apart.
+		r.mu.RLock()
+		for i := 1; i+2 < len(r.cps); i++ {
+			if d := r.cps[i+1].seq - r.cps[i].seq; r.cps[i].seq%r.stride != 0 || d != r.stride {
+				t.Errorf("checkpoint %d (number %d) is %d spans from the next, stride %d", i, r.cps[i].seq, d, r.stride)
+				break
+			}
+		}
+		r.mu.RUnlock()
+	}
+	if held > budget.Limit()+2*(windowSize*2) || budget.Used() > budget.Limit()+2*windowSize {
+		t.Errorf("windows hold %d bytes (budget says %d) for a budget of %d", held, budget.Used(), budget.Limit())
+	}
+}
