@@ -40,6 +40,15 @@ const (
 	kindNPY     // a .npy file: "\x93NUMPY"
 )
 
+// notAnNPY says, when path is a .npy file given where an archive is
+// expected, what it is and what to do with it.
+func notAnNPY(path string) error {
+	if kind, _ := sniff(path); kind == kindNPY {
+		return fmt.Errorf("%s is a .npy file, not an .npz archive: npzfs mounts archives (a bare .npy cannot be mounted yet); see its header with: npzfs inspect %s", path, path)
+	}
+	return nil
+}
+
 // sniff reads the first bytes of the file at path to tell an archive from
 // a .npy file.
 func sniff(path string) (int, error) {

@@ -86,3 +86,23 @@ func TestInspectErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestNPYWhereAnArchiveIsExpected: a .npy given to ls, to inspect with a
+// key, or to mount is named as one, with what to do instead.
+func TestNPYWhereAnArchiveIsExpected(t *testing.T) {
+	hdr, err := npy.EncodeHeader("<f8", false, []int64{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.npy")
+	if err := os.WriteFile(path, append(hdr, make([]byte, 8)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ls", path}, {"inspect", path, "key"}, {"mount", "-f", path, t.TempDir()}} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if code != exitFail || !strings.Contains(errb.String(), "is a .npy file, not an .npz archive") || !strings.Contains(errb.String(), "npzfs inspect "+path) {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+}

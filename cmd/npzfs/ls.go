@@ -38,6 +38,9 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() != 1 {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
 	}
+	if err := notAnNPY(fl.Arg(0)); err != nil {
+		return fail(stderr, "ls", err)
+	}
 	a, err := npz.Open(fl.Arg(0), nil)
 	if err != nil {
 		return fail(stderr, "ls", err)
@@ -434,6 +437,9 @@ func shapeString(shape []int64) string {
 // of "npzfs inspect"; with key "" (the one-argument form given an archive)
 // it says which keys there are.
 func inspectArchive(path, key string, stdout, stderr io.Writer) int {
+	if err := notAnNPY(path); err != nil {
+		return fail(stderr, "inspect", fmt.Errorf("%v (without a key)", err))
+	}
 	a, err := npz.Open(path, nil)
 	if err != nil {
 		return fail(stderr, "inspect", err)

@@ -336,6 +336,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	} else if fi.IsDir() {
 		return fmt.Errorf("%s is a folder, not an .npz archive", archive)
 	}
+	if err := notAnNPY(archive); err != nil {
+		return err
+	}
 	if err := checkFuse(); err != nil {
 		return err
 	}
