@@ -12,32 +12,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/npzfs/npzfs/internal/hostile"
 )
 
-// unreadableArchive writes an archive of 3 members, one of which (method
-// 14, LZMA) npzfs serves but cannot read and one of which ("../x") it does
-// not serve.
+// unreadableArchive writes hostile.Unreadable: 3 members, one of which
+// (LZMA) npzfs serves but cannot read and one of which ("../escape.txt")
+// it does not serve.
 func unreadableArchive(t *testing.T) string {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range []string{"good.txt", "../escape.txt"} {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte("bytes"))
-	}
-	w, err := zw.CreateRaw(&zip.FileHeader{Name: "lzma.npy", Method: 14, CompressedSize64: 4, UncompressedSize64: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte("junk"))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "u.npz")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, hostile.Unreadable(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/npzfs/npzfs/internal/hostile"
 )
 
 const corpusDir = "../../npz/testdata/"
@@ -237,25 +239,13 @@ func TestLsVerify(t *testing.T) {
 	}
 }
 
-// unreadableArchive has a good stored member and one of method 14 (LZMA),
-// which npzfs serves but cannot read.
+// unreadableArchive writes hostile.Unreadable: a good member, one of
+// method 14 (LZMA), which npzfs serves but cannot read, and one it does
+// not serve.
 func unreadableArchive(t *testing.T) string {
 	t.Helper()
-	data := []byte("some bytes")
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "good.txt", Method: zip.Store})
-	w.Write(data)
-	w, err := zw.CreateRaw(&zip.FileHeader{Name: "lzma.txt", Method: 14, CompressedSize64: 4, UncompressedSize64: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte("junk"))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "u.npz")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, hostile.Unreadable(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -267,7 +257,7 @@ func unreadableArchive(t *testing.T) string {
 func TestLsVerifyUnreadable(t *testing.T) {
 	path := unreadableArchive(t)
 	code, out, _ := runCmd("ls", path)
-	if code != exitOK || !strings.Contains(out, "\n2 members, 1 served, 1 unreadable\n") {
+	if code != exitOK || !strings.Contains(out, "\n3 members, 1 served, 1 unreadable, 1 not served\n") {
 		t.Errorf("ls: exit %d\n%s", code, out)
 	}
 	if code, out, _ := runCmd("ls", "--verify", path); code != exitFail {
@@ -289,17 +279,20 @@ func TestLsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if len(got.Members) != 2 {
+	if len(got.Members) != 3 {
 		t.Fatalf("%d members", len(got.Members))
 	}
-	good, lzma := got.Members[0], got.Members[1]
+	good, escape, lzma := got.Members[0], got.Members[1], got.Members[2]
+	if escape["state"] != "not served" || escape["path"] != nil || !strings.Contains(escape["reason"].(string), "..") {
+		t.Errorf("../escape.txt: %v", escape)
+	}
 	if good["name"] != "good.txt" || good["state"] != "served" || good["verify"] != "ok" || good["size"] != 10.0 || good["method"] != "stored" {
 		t.Errorf("good.txt: %v", good)
 	}
 	if lzma["state"] != "unreadable" || !strings.Contains(lzma["reason"].(string), "method 14") || lzma["verify"] != nil {
 		t.Errorf("lzma.txt: %v", lzma)
 	}
-	if got.Counts["served"] != 1 || got.Counts["unreadable"] != 1 || got.Counts["members"] != 2 {
+	if got.Counts["served"] != 1 || got.Counts["unreadable"] != 1 || got.Counts["not_served"] != 1 || got.Counts["members"] != 3 {
 		t.Errorf("counts %v", got.Counts)
 	}
 

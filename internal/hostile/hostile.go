@@ -569,3 +569,14 @@ func buildCases() []Case {
 	})
 	return cs
 }
+
+// Unreadable is an archive of three members: good.txt, served and read;
+// lzma.npy (method 14), served but unreadable; and ../escape.txt, not
+// served. It is what the commands' diagnostics are tested on.
+func Unreadable() []byte {
+	return Zip([]Member{
+		{Name: "good.txt", Data: []byte("some bytes")},
+		{Name: "../escape.txt", Data: []byte("bytes")},
+		raw("lzma.npy", 14, 0, []byte("junk"), 10, 0),
+	})
+}
