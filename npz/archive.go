@@ -136,6 +136,29 @@ func Open(path string, opts *Options) (*Archive, error) {
 // their time (otherwise the latest of any member's). Close does not close
 // r.
 func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
+	a := newArchive(r, size, opts)
+	if size < 0 {
+		return nil, &FormatError{Offset: 0, Msg: "negative archive size"}
+	}
+	d, err := findDirectory(a.r, size)
+	if err != nil {
+		return nil, err
+	}
+	a.comment = d.comment
+	a.prefix = d.shift
+	if err := a.parseDirectory(d); err != nil {
+		return nil, err
+	}
+	if a.prefix > 0 {
+		a.problemf("%d bytes precede the zip data (prepended without adjusting the archive's offsets, as a script or stub before the zip is): read with every offset shifted by them, as Info-ZIP and Go's archive/zip do", a.prefix)
+	}
+	a.serve(r)
+	return a, nil
+}
+
+// newArchive sets up an archive read from r, before its members are
+// known: the options' defaults and what r offers beyond reading.
+func newArchive(r io.ReaderAt, size int64, opts *Options) *Archive {
 	a := &Archive{size: size}
 	a.r = &reader{a: a, src: r}
 	if opts != nil {
@@ -152,21 +175,12 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 		a.hasFD = true
 	}
 	a.checker, _ = r.(source.Checker)
-	if size < 0 {
-		return nil, &FormatError{Offset: 0, Msg: "negative archive size"}
-	}
-	d, err := findDirectory(a.r, size)
-	if err != nil {
-		return nil, err
-	}
-	a.comment = d.comment
-	a.prefix = d.shift
-	if err := a.parseDirectory(d); err != nil {
-		return nil, err
-	}
-	if a.prefix > 0 {
-		a.problemf("%d bytes precede the zip data (prepended without adjusting the archive's offsets, as a script or stub before the zip is): read with every offset shifted by them, as Info-ZIP and Go's archive/zip do", a.prefix)
-	}
+	return a
+}
+
+// serve decides which members are served and where, builds the tree, and
+// notes what cannot be served or read.
+func (a *Archive) serve(r io.ReaderAt) {
 	var latest int64
 	for i := range a.members {
 		m := &a.members[i]
@@ -204,7 +218,6 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 		a.logf("npz: and %d more members that are not served or cannot be read (npzfs ls lists them all); later notes are not logged", n)
 	}
 	a.opened.Store(true)
-	return a, nil
 }
 
 // isDirName reports a directory entry's name (ending in "/").

@@ -39,6 +39,7 @@ type Member struct {
 	index  int32
 	state  uint8
 	dir    bool
+	bare   bool  // a bare .npy file (NewNPY): no zip, and no CRC-32 to check
 	views  *Node // the KEY/ views folder, when the tree has one
 
 	// Resolved lazily, exactly once (see Archive.lock), then read
@@ -99,7 +100,12 @@ func (m *Member) CompressedSize() int64 { return m.csize }
 // Size is the member's uncompressed size.
 func (m *Member) Size() int64 { return m.size }
 
-// CRC32 is the CRC-32 of the uncompressed bytes, from the central directory.
+// HasCRC reports whether the member has a CRC-32 to check its bytes
+// against: every zip member, but not a bare .npy file.
+func (m *Member) HasCRC() bool { return !m.bare }
+
+// CRC32 is the CRC-32 of the uncompressed bytes, from the central
+// directory (0 for a bare .npy file: see HasCRC).
 func (m *Member) CRC32() uint32 { return m.crc }
 
 // ModTime is the member's modification time: the Unix time of an

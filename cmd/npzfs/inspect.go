@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/npzfs/npzfs/npy"
+	"github.com/npzfs/npzfs/npz"
 )
 
 func init() {
@@ -40,13 +41,23 @@ const (
 	kindNPY     // a .npy file: "\x93NUMPY"
 )
 
-// notAnNPY says, when path is a .npy file given where an archive is
-// expected, what it is and what to do with it.
+// notAnNPY says, when path is a .npy file given where an archive with
+// keys is expected, what it is and what to do with it.
 func notAnNPY(path string) error {
 	if kind, _ := sniff(path); kind == kindNPY {
-		return fmt.Errorf("%s is a .npy file, not an .npz archive: npzfs mounts archives (a bare .npy cannot be mounted yet); see its header with: npzfs inspect %s", path, path)
+		return fmt.Errorf("%s is a .npy file, not an .npz archive: it has no keys; see its header with: npzfs inspect %s", path, path)
 	}
 	return nil
+}
+
+// openArchive opens the .npz archive at path, or, when the file is a .npy
+// (by its magic, whatever its name), that file as an archive of one array
+// (npz.OpenNPY).
+func openArchive(path string, opts *npz.Options) (*npz.Archive, error) {
+	if kind, _ := sniff(path); kind == kindNPY {
+		return npz.OpenNPY(path, opts)
+	}
+	return npz.Open(path, opts)
 }
 
 // sniff reads the first bytes of the file at path to tell an archive from

@@ -38,10 +38,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() != 1 {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
 	}
-	if err := notAnNPY(fl.Arg(0)); err != nil {
-		return fail(stderr, "ls", err)
-	}
-	a, err := npz.Open(fl.Arg(0), nil)
+	a, err := openArchive(fl.Arg(0), nil)
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
@@ -78,7 +75,7 @@ func verifyMembers(members []*npz.Member) map[*npz.Member]string {
 			return
 		}
 		var me *npz.MethodError
-		err := readWhole(f, m.Method() == 0, m.CRC32())
+		err := readWhole(f, m.Method() == 0 && m.HasCRC(), m.CRC32())
 		if err == nil || errors.As(err, &me) {
 			return
 		}

@@ -26,7 +26,8 @@ import (
 const mountHelp = `Mounts ARCHIVE (a NumPy .npz file) read-only on MOUNTPOINT, an existing
 folder. Each member appears byte for byte (images.npy), and each .npy member
 also as a folder of views: images/header.json and images/raw.bin (the array
-data alone, ready for mmap).
+data alone, ready for mmap). ARCHIVE may also be a bare .npy file (known by
+its magic): it is served as an archive of that one array.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until
@@ -336,16 +337,13 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	} else if fi.IsDir() {
 		return fmt.Errorf("%s is a folder, not an .npz archive", archive)
 	}
-	if err := notAnNPY(archive); err != nil {
-		return err
-	}
 	if err := checkFuse(); err != nil {
 		return err
 	}
 
 	// Before fs.Mount: go-fuse reads GOMAXPROCS when it starts serving.
 	settings := tuneRuntime()
-	a, err := npz.Open(archive, &npz.Options{
+	a, err := openArchive(archive, &npz.Options{
 		CacheBytes:   int64(ma.cacheMB) << 20,
 		IndexBytes:   int64(ma.indexMB) << 20,
 		MaxHeaderLen: ma.maxHeaderKB << 10,

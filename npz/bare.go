@@ -1,0 +1,56 @@
+package npz
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+
+	"github.com/npzfs/npzfs/npy"
+	"github.com/npzfs/npzfs/source"
+)
+
+// NewNPY opens a bare .npy file of size bytes read from r as an archive of
+// one member: the whole file, stored, named name (a base name ending in
+// ".npy"), with its views as in any archive (raw.bin spliced when r is a
+// source.FileBacked). It checks only the magic: a broken header leaves
+// the member served with an empty views folder, as in an archive.
+func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
+	if path.Ext(name) != ".npy" || path.Base(name) != name {
+		return nil, fmt.Errorf("npz: a bare .npy is served under a base name ending in .npy, not %q", name)
+	}
+	a := newArchive(r, size, opts)
+	magic := make([]byte, len(npy.Magic))
+	if err := readAtFull(a.r, magic, 0); err != nil || string(magic) != npy.Magic {
+		return nil, &FormatError{Offset: 0, Msg: "not a .npy file (no \\x93NUMPY magic)", Err: err}
+	}
+	a.members = []Member{{a: a, name: name, csize: size, size: size, method: methodStored, bare: true}}
+	m := &a.members[0]
+	if mt, ok := r.(source.ModTimer); ok {
+		m.mtime = mt.ModTime().Unix()
+	}
+	m.loc.Store(&location{}) // its data starts at byte 0: there is no local header
+	a.serve(r)
+	return a, nil
+}
+
+// OpenNPY opens the bare .npy file at path (see NewNPY), served under its
+// base name, with ".npy" added when it does not end so; Close closes the
+// file.
+func OpenNPY(file string, opts *Options) (*Archive, error) {
+	f, err := source.OpenFile(file)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(file)
+	if path.Ext(name) != ".npy" {
+		name += ".npy"
+	}
+	a, err := NewNPY(f, f.Size(), name, opts)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	a.closer = f
+	return a, nil
+}

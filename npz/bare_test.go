@@ -1,0 +1,81 @@
+package npz
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/npzfs/npzfs/npy"
+)
+
+// TestBareNPY: a bare .npy file opens as an archive of one member, the
+// file itself, with its views; raw.bin is the file's data bytes, spliced
+// from the file; a file that is not a .npy is refused, one with a broken
+// header is served with an empty views folder.
+func TestBareNPY(t *testing.T) {
+	hdr, err := npy.EncodeHeader("<i4", true, []int64{3, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0}
+	file := append(append([]byte(nil), hdr...), data...)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "grid.npy")
+	if err := os.WriteFile(p, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenNPY(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if got := walk(t, a); len(got) != 4 || got[0] != "grid/" || got[3] != "grid.npy" {
+		t.Fatalf("tree %q", got)
+	}
+	m := a.Members()[0]
+	if m.HasCRC() || !m.HasViews() || m.Reason() != "" || m.Size() != int64(len(file)) {
+		t.Errorf("member: crc %v views %v reason %q size %d", m.HasCRC(), m.HasViews(), m.Reason(), m.Size())
+	}
+	whole, err := readAll(t, a.Root().Lookup("grid.npy").File())
+	if err != nil || !bytes.Equal(whole, file) {
+		t.Errorf("grid.npy: %d bytes, %v", len(whole), err)
+	}
+	raw := a.Root().Lookup("grid").Lookup("raw.bin").File()
+	got, err := readAll(t, raw)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Errorf("raw.bin: %v, %v", got, err)
+	}
+	fd, off, ok, err := raw.Extent()
+	spliced := make([]byte, len(data))
+	if !ok || err != nil {
+		t.Fatalf("raw.bin Extent: %v %v", ok, err)
+	}
+	if _, err := syscall.Pread(int(fd), spliced, off); err != nil || !bytes.Equal(spliced, data) {
+		t.Errorf("raw.bin spliced from byte %d: %v", off, err)
+	}
+	js, err := m.HeaderJSON()
+	if err != nil || !bytes.Contains(js, []byte(`"fortran_order": true`)) {
+		t.Errorf("header.json %s, %v", js, err)
+	}
+
+	if _, err := Open(p, nil); err == nil {
+		t.Error("Open (a zip archive) took a bare .npy")
+	}
+	notNPY := filepath.Join(dir, "x.npy")
+	os.WriteFile(notNPY, []byte("PK\x03\x04 not an npy"), 0o644)
+	if _, err := OpenNPY(notNPY, nil); err == nil {
+		t.Error("a file that is not a .npy opened")
+	}
+	broken := filepath.Join(dir, "b.npy")
+	os.WriteFile(broken, []byte(npy.Magic+"\x01\x00garbage"), 0o644)
+	b, err := OpenNPY(broken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if v := b.Root().Lookup("b"); v == nil || len(v.Children()) != 0 || b.Root().Lookup("b.npy") == nil {
+		t.Error("a broken .npy is not served with an empty views folder")
+	}
+}
