@@ -44,3 +44,28 @@ print('ok')`, filepath.Join(dir, "grid.npy"), src)
 		t.Errorf("npzfs ls of the .npy: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestArchiveOffsetMapsTheArchive: header.json's archive_offset lets a
+// program that cannot use FUSE map a stored array straight from the
+// archive file, as numpy's issue on mmap_mode for .npz suggests.
+func TestArchiveOffsetMapsTheArchive(t *testing.T) {
+	needNumpy(t)
+	archive := filepath.Join(t.TempDir(), "s.npz")
+	gen := exec.Command(python, "-c", `import numpy as np, sys
+np.savez(sys.argv[1], a=np.arange(60, dtype='<i4').reshape(3, 4, 5), f=np.asfortranarray(np.ones((7, 3), '>f8')))`, archive)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("writing the archive: %v: %s", err, out)
+	}
+	dir := mount(t, archive)
+	check := exec.Command(python, "-c", `import numpy as np, json, sys
+archive, mnt = sys.argv[1], sys.argv[2]
+for key in ('a', 'f'):
+    h = json.load(open(mnt + '/' + key + '/header.json'))
+    m = np.memmap(archive, dtype=np.dtype(h['descr']), mode='r', offset=h['archive_offset'],
+                  shape=tuple(h['shape']), order='F' if h['fortran_order'] else 'C')
+    assert (m == np.load(archive)[key]).all(), key
+print('ok')`, archive, dir)
+	if out, err := check.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Errorf("np.memmap of the archive at archive_offset: %v: %s", err, out)
+	}
+}

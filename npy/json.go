@@ -175,6 +175,15 @@ func (w *jsonWriter) field(f Field, depth int) error {
 // stream; for object arrays data_length is size-DataOffset (null when size
 // is negative, i.e. unknown). The schema is in docs/header-json.md.
 func (h *Header) JSON(size int64) ([]byte, error) {
+	return h.JSONInArchive(size, -1)
+}
+
+// JSONInArchive is JSON with one more field after data_length,
+// "archive_offset": where the array data starts in the file that holds
+// this .npy (an archive whose member is stored), so that a program can map
+// the array from that file directly. A negative archiveOffset leaves the
+// field out, as JSON does.
+func (h *Header) JSONInArchive(size, archiveOffset int64) ([]byte, error) {
 	if h.DType == nil {
 		return nil, fmt.Errorf("npy: header has no dtype")
 	}
@@ -195,6 +204,10 @@ func (h *Header) JSON(size int64) ([]byte, error) {
 			n = 0
 		}
 		w.int(n)
+	}
+	if archiveOffset >= 0 {
+		w.key(false, "archive_offset")
+		w.int(archiveOffset)
 	}
 	w.key(false, "descr")
 	if err := w.literal(h.Descr, 0); err != nil {

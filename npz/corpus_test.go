@@ -284,4 +284,13 @@ func checkViews(t *testing.T, a *Archive, m *Member, member []byte, npyWant *str
 	if ok != mok || err != nil || (ok && (fd != mfd || off != moff+npyWant.DataOffset)) {
 		t.Errorf("%q: raw.bin extent (%d,%d,%v,%v), member (%d,%d,%v)", m.Name(), fd, off, ok, err, mfd, moff, mok)
 	}
+	// archive_offset: where raw.bin's bytes lie in the archive file, for
+	// stored members of a local archive; absent otherwise.
+	ao, has := parsed["archive_offset"]
+	switch {
+	case ok && (!has || ao != float64(off)):
+		t.Errorf("%q: archive_offset %v, want %d", m.Name(), ao, off)
+	case !ok && has:
+		t.Errorf("%q: archive_offset %v for a member that is not stored", m.Name(), ao)
+	}
 }

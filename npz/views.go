@@ -82,7 +82,7 @@ func (m *Member) info() *npyInfo {
 	h, err := m.readNPY()
 	var js []byte
 	if err == nil {
-		js, err = h.JSON(m.size)
+		js, err = m.renderJSON(h)
 	}
 	if err != nil {
 		ni.err = err
@@ -120,7 +120,7 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := h.JSON(m.size)
+	js, err := m.renderJSON(h)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +130,28 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	}
 	m.a.jsonCache.put(m, js)
 	return js, nil
+}
+
+// renderJSON renders the member's header.json from its header: with
+// archive_offset when the array's bytes lie as they are in the archive's
+// file (see archiveOffset).
+func (m *Member) renderJSON(h *npy.Header) ([]byte, error) {
+	if off, ok := m.archiveOffset(); ok {
+		return h.JSONInArchive(m.size, off+h.DataOffset)
+	}
+	return h.JSON(m.size)
+}
+
+// archiveOffset is where the member's bytes start in the archive's file,
+// for a stored member of an archive read from a file (source.FileBacked);
+// ok is false otherwise (deflated, remote, or not located). It reads
+// nothing: the member is located first.
+func (m *Member) archiveOffset() (int64, bool) {
+	l := m.loc.Load()
+	if !m.a.hasFD || m.method != methodStored || l == nil || l.err != nil {
+		return 0, false
+	}
+	return m.a.fdBase + l.dataOff, true
 }
 
 // HasViews reports whether the member's KEY/ folder holds views; it reads
