@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -468,5 +469,51 @@ func TestSplicedReadIsWholeOrEIO(t *testing.T) {
 	ch := &changingContent{memContent: memContent{data: data[:1000], f: f, off: 100}}
 	if _, errno := readContent(context.Background(), ch, make([]byte, 4096), 0); errno != syscall.EIO {
 		t.Errorf("read during a change: errno %v, want EIO", errno)
+	}
+}
+
+// headedContent is memContent whose first bytes are a head made in
+// memory; Extent places the bytes after it.
+type headedContent struct {
+	memContent
+	head []byte
+}
+
+func (c *headedContent) Head() ([]byte, error) { return c.head, nil }
+
+// TestHeadedReadsSpliceAfterTheHead: a view with a head (KEY.ra) reads
+// exactly head then data, from any offset, across the seam or on either
+// side of it, through the pipe and through the pread fallback.
+func TestHeadedReadsSpliceAfterTheHead(t *testing.T) {
+	head := pattern(56, 3)
+	data := pattern(200000, 4)
+	path := filepath.Join(t.TempDir(), "archive")
+	if err := os.WriteFile(path, append(make([]byte, 333), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	whole := append(slices.Clone(head), data...)
+	c := &headedContent{memContent: memContent{data: whole, f: f, off: 333}, head: head}
+	for _, tc := range []struct {
+		off int64
+		n   int
+	}{{0, 56}, {0, 4096}, {10, 20}, {55, 2}, {56, 4096}, {1000, 131072}, {0, len(whole)}, {int64(len(whole)) - 7, 4096}} {
+		got, errno := readAll(t, c, tc.off, tc.n)
+		end := min(tc.off+int64(tc.n), int64(len(whole)))
+		if errno != 0 || !bytes.Equal(got, whole[tc.off:end]) {
+			t.Errorf("read of %d at %d: errno %v, %d bytes, want %d", tc.n, tc.off, errno, len(got), end-tc.off)
+		}
+		// The fallback when no pipe can be had.
+		r, err := readCopy(f.Fd(), 333+max(tc.off-56, 0), head[min(tc.off, 56):min(end, 56)], make([]byte, end-tc.off))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := r.Bytes(nil); !bytes.Equal(b, whole[tc.off:end]) {
+			t.Errorf("copied read of %d at %d: wrong bytes", tc.n, tc.off)
+		}
 	}
 }

@@ -329,9 +329,22 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 		return nil, Errno(err)
 	}
 	if ok {
+		var head []byte
+		if h, isHeaded := f.(Headed); isHeaded {
+			if head, err = h.Head(); err != nil {
+				return nil, Errno(err)
+			}
+		}
+		// The part of the head this read covers, and where the rest
+		// starts in the archive file.
+		var headPart []byte
+		if off < int64(len(head)) {
+			headPart = head[off:min(int64(len(head)), off+want)]
+		}
+		at := base + max(off-int64(len(head)), 0)
 		// want is already clamped to this file's end: the read is of
 		// bytes the archive file must hold, whole, or it fails.
-		r, err := readExact(fd, base+off, int(want), dest)
+		r, err := readExact(fd, at, headPart, int(want), dest)
 		if err != nil {
 			// Whatever the archive file's own error (EINVAL, ENXIO
 			// from a failing device...), the file cannot be read:

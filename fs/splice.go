@@ -14,7 +14,9 @@ import (
 // archive file was truncated (or its file system failed) under the read.
 var errShortFile = errors.New("fs: the archive file ended before the file's bytes did (truncated under the read?)")
 
-// readExact serves want bytes at off of fd, whole or not at all. go-fuse's
+// readExact serves want bytes, whole or not at all: head (the part of a
+// view's head in the read, written into the pipe) then the rest from off
+// of fd. go-fuse's
 // own ReadResultFd sends whatever a splice or read returns, so a short one
 // (the archive truncated, or its file system failing, under the read)
 // would reach the kernel as a short reply, which it takes for the end of
@@ -23,12 +25,17 @@ var errShortFile = errors.New("fs: the archive file ended before the file's byte
 // which splices it on to /dev/fuse: still no copy through user space.
 // Where pipes cannot be used, the bytes are read into dest, again whole or
 // not at all.
-func readExact(fd uintptr, off int64, want int, dest []byte) (fuse.ReadResult, error) {
+func readExact(fd uintptr, off int64, head []byte, want int, dest []byte) (fuse.ReadResult, error) {
 	pair, err := splice.Get()
 	if err == nil {
 		if err = pair.Grow(want + os.Getpagesize()); err == nil {
 			var n int
-			if n, err = loadPipe(pair, fd, off, want); err == nil {
+			if n, err = writePipe(pair, head); err == nil {
+				var k int
+				k, err = loadPipe(pair, fd, off, want-n)
+				n += k
+			}
+			if err == nil {
 				return fuse.ReadResultPipe(pair, n), nil
 			}
 			splice.Drop(pair) // it holds part of the bytes
@@ -36,7 +43,35 @@ func readExact(fd uintptr, off int64, want int, dest []byte) (fuse.ReadResult, e
 		}
 		splice.Done(pair)
 	}
-	return readFull(fd, off, dest[:want])
+	return readCopy(fd, off, head, dest[:want])
+}
+
+// readCopy is readExact without a pipe: head, then the rest of dest
+// preaded from off of fd, whole or not at all.
+func readCopy(fd uintptr, off int64, head []byte, dest []byte) (fuse.ReadResult, error) {
+	n := copy(dest, head)
+	if n < len(dest) {
+		if _, err := readFull(fd, off, dest[n:]); err != nil {
+			return nil, err
+		}
+	}
+	return fuse.ReadResultData(dest), nil
+}
+
+// writePipe writes all of b into pair (which has room for it).
+func writePipe(pair *splice.Pair, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		k, err := pair.Write(b[n:])
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return n, fmt.Errorf("fs: writing a view's head into a pipe: %w", err)
+		}
+		n += k
+	}
+	return n, nil
 }
 
 // loadPipe splices want bytes at off of fd into pair, in as many calls as

@@ -42,8 +42,18 @@ type Content interface {
 	// content should then stop what it is doing and return ctx's error.
 	ReadAtContext(ctx context.Context, p []byte, off int64) (int, error)
 	// Extent reports that bytes [0, Size()) of the file are bytes
-	// [off, off+Size()) of the open file fd, when ok.
+	// [off, off+Size()) of the open file fd, when ok; for a Headed
+	// content, that the bytes after its head are.
 	Extent() (fd uintptr, off int64, ok bool, err error)
+}
+
+// Headed is implemented by content that starts with bytes made in memory
+// (a view's header) before those its Extent places in a file: bytes
+// [0, len(head)) are the head, and bytes [len(head), Size()) are
+// [off, off+Size()-len(head)) of fd. A read across both is one reply:
+// the head is written into the pipe, then the rest spliced after it.
+type Headed interface {
+	Head() ([]byte, error)
 }
 
 // FromNPZ adapts a node of an npz archive's tree (normally Archive.Root())

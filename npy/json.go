@@ -13,11 +13,29 @@ type jsonWriter struct {
 }
 
 func (w *jsonWriter) str(s string) {
+	if plainJSON(s) {
+		w.b.WriteByte('"')
+		w.b.WriteString(s)
+		w.b.WriteByte('"')
+		return
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // strings always encode
 	w.b.Write(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+// plainJSON reports whether s is printable ASCII that encoding/json
+// writes as it is between quotes (the common case: keys, dtype strings),
+// so it needs no encoder.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *jsonWriter) int(n int64) { w.b.WriteString(strconv.FormatInt(n, 10)) }

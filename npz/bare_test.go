@@ -31,7 +31,7 @@ func TestBareNPY(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if got := walk(t, a); len(got) != 4 || got[0] != "grid/" || got[3] != "grid.npy" {
+	if got := walk(t, a); len(got) != 5 || got[0] != "grid/" || got[3] != "grid.npy" || got[4] != "grid.ra" {
 		t.Fatalf("tree %q", got)
 	}
 	m := a.Members()[0]

@@ -59,11 +59,7 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	var err error
 	if off < f.head {
 		var head []byte
-		if head, err = viewKinds[f.view].head(f.m); err == nil {
-			if int64(len(head)) != f.head {
-				// Rendering is deterministic; this would be a bug.
-				return 0, fmt.Errorf("npz: %q: %s rendered a head of %d bytes, not %d", f.m.name, viewKinds[f.view].name, len(head), f.head)
-			}
+		if head, err = f.Head(); err == nil {
 			n = copy(want, head[off:])
 		}
 	}
@@ -78,15 +74,35 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	return n, err
 }
 
-// Extent reports where a stored file's bytes lie in the archive file, so
-// the mount can splice them: bytes [0, Size()) of the file are bytes
-// [off, off+Size()) of fd. ok is false for deflated members, header.json,
-// unreadable members, and archives whose source is not a
-// source.FileBacked (a local file); err
-// reports a stored member whose local header cannot be resolved, or an
-// archive file that changed since it was opened (ErrChanged).
+// Head is the file's head: the bytes made from the npy header that come
+// before the array's data (all of header.json, KEY.ra's RawArray header),
+// nil for a member and raw.bin.
+func (f *File) Head() ([]byte, error) {
+	if f.head == 0 {
+		return nil, nil
+	}
+	v := &viewKinds[f.view]
+	head, err := v.head(f.m)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(head)) != f.head {
+		// Rendering is deterministic: the member's bytes changed.
+		return nil, fmt.Errorf("npz: %q: %s renders a head of %d bytes now, %d before", f.m.name, v.name, len(head), f.head)
+	}
+	return head, nil
+}
+
+// Extent reports where the bytes of a stored file that follow its head
+// (see Head) lie in the archive file, so the mount can splice them: bytes
+// [len(Head), Size()) of the file are bytes [off, off+Size()-len(Head))
+// of fd. ok is false for deflated members, header.json, unreadable
+// members, and archives whose source is not a source.FileBacked (a local
+// file); err reports a stored member whose local header cannot be
+// resolved, or an archive file that changed since it was opened
+// (ErrChanged).
 func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
-	if f.head > 0 || f.m.method != methodStored || f.m.readable() != nil {
+	if f.kind == fileView && !viewKinds[f.view].data || f.m.method != methodStored || f.m.readable() != nil {
 		return 0, 0, false, nil
 	}
 	l := f.m.locate()

@@ -278,8 +278,8 @@ func TestViewsNeedNoBudget(t *testing.T) {
 	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > jsonCacheBytes+DefaultCacheBytes+4<<20 {
 		t.Errorf("the archive holds %d MiB after its views were built", held>>20)
 	}
-	if len(kids) != 40 {
-		t.Errorf("%d names listed, want 40", len(kids))
+	if len(kids) != 60 {
+		t.Errorf("%d names listed, want 60", len(kids))
 	}
 	for _, k := range kids {
 		if a.Root().Lookup(k.Name()) == nil {

@@ -132,7 +132,7 @@ func (m *Member) IsNPY() bool {
 }
 
 // Reason says why the member is not served, or, for a .npy member, why it
-// has no views; it is "" otherwise. It reads the npy header if needed.
+// has no views, or no KEY.ra; it is "" otherwise. It reads the npy header if needed.
 func (m *Member) Reason() string {
 	if m.state != memberServed || m.dir {
 		return m.reason
@@ -141,8 +141,14 @@ func (m *Member) Reason() string {
 		if m.reason != "" {
 			return m.reason
 		}
-		if err := m.info().err; err != nil {
-			return "no views: " + reasonText(err)
+		ni := m.info()
+		if ni.err != nil {
+			return "no views: " + reasonText(ni.err)
+		}
+		if ni.raLen == 0 {
+			if _, err := m.RawArray(); err != nil {
+				return "no .ra: " + reasonText(err)
+			}
 		}
 		return ""
 	}

@@ -169,8 +169,8 @@ func TestPrefetchHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	kids := a.Root().Children()
-	if len(kids) != 2*n {
-		t.Fatalf("root lists %d entries, want %d", len(kids), 2*n)
+	if len(kids) != 3*n {
+		t.Fatalf("root lists %d entries, want %d", len(kids), 3*n)
 	}
 	if src.calls != 1 || len(src.ranges) != n {
 		t.Errorf("Prefetch called %d times with %d ranges, want once with %d", src.calls, len(src.ranges), n)

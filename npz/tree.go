@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/npzfs/npzfs/source"
@@ -101,17 +103,29 @@ func (n *Node) File() *File {
 // the central directory alone, so that listings and lookups always agree
 // and nothing depends on what was read first; the views in it (see
 // viewKinds) are there when the npy header is valid, and it is empty
-// otherwise (npzfs ls says why). Looking into it reads the header.
+// otherwise (npzfs ls says why). Looking into it reads the header. A view
+// beside KEY.npy (KEY.ra) exists when its name is free and the header
+// gives the array that view, so looking it up reads the header too.
 func (n *Node) Lookup(name string) *Node {
 	switch n.kind {
 	case kindDir:
-		i, ok := slices.BinarySearchFunc(n.dir.kids, name, func(c *Node, name string) int {
-			return strings.Compare(c.name, name)
-		})
-		if !ok {
-			return nil
+		if c, ok := findNode(n.dir.kids, name); ok {
+			return c
 		}
-		return n.dir.kids[i]
+		// A view beside KEY.npy?
+		for _, suffix := range BesideSuffixes() {
+			key, ok := strings.CutSuffix(name, suffix)
+			if !ok {
+				continue
+			}
+			if f, ok := findNode(n.dir.kids, key+".npy"); ok && f.kind == kindFile && f.m.IsNPY() {
+				for _, c := range besideNodes(f, n.dir.kids) {
+					if c.name == name {
+						return c
+					}
+				}
+			}
+		}
 	case kindViews:
 		for _, c := range n.m.viewNodes() {
 			if c.name == name {
@@ -122,21 +136,77 @@ func (n *Node) Lookup(name string) *Node {
 	return nil
 }
 
-// Children lists a folder's children sorted by name, in a new slice. It
-// reads nothing: a views folder is listed whether or not its header is
-// valid (see Lookup). Listing a folder tells a source.Prefetcher the
-// header bytes of its first views folders.
+// Children lists a folder's children sorted by name, in a new slice. A
+// views folder is listed whether or not its header is valid (see Lookup);
+// the views beside a KEY.npy depend on its header, so listing a folder
+// reads the npy headers of the arrays in it (once each: what the views
+// need of them is kept). Listing a folder first tells a
+// source.Prefetcher the header bytes of its first views folders.
 func (n *Node) Children() []*Node {
 	switch n.kind {
 	case kindDir:
 		if n.dir.nviews > 0 {
 			n.prefetchViews()
 		}
-		return slices.Clone(n.dir.kids)
+		var arrays []*Node
+		for _, k := range n.dir.kids {
+			if k.kind == kindFile && k.m.state == memberServed && k.m.IsNPY() {
+				arrays = append(arrays, k)
+			}
+		}
+		readInfos(arrays)
+		var beside []*Node
+		for _, k := range arrays {
+			beside = append(beside, besideNodes(k, n.dir.kids)...)
+		}
+		if len(beside) == 0 {
+			return slices.Clone(n.dir.kids)
+		}
+		return mergeNodes(n.dir.kids, beside)
 	case kindViews:
 		return n.m.viewNodes()
 	}
 	return nil
+}
+
+// infoReaders is how many goroutines read the npy headers of a folder's
+// arrays when it is listed: more than the cores, as the reads wait on a
+// disk or a network.
+const infoReaders = 8
+
+// readInfos reads the npy headers of the members of files (what their
+// views need of them) from a few goroutines, skipping those already read.
+func readInfos(files []*Node) {
+	var todo []*Member
+	for _, f := range files {
+		if f.m.ni.Load() == nil {
+			todo = append(todo, f.m)
+		}
+	}
+	if len(todo) < 2 {
+		return // read when needed, in this goroutine
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(infoReaders, len(todo)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(todo)); i = next.Add(1) - 1 {
+				todo[i].info()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// findNode finds the node named name in kids, which are sorted by name.
+func findNode(kids []*Node, name string) (*Node, bool) {
+	i, ok := slices.BinarySearchFunc(kids, name, func(c *Node, name string) int {
+		return strings.Compare(c.name, name)
+	})
+	if !ok {
+		return nil, false
+	}
+	return kids[i], true
 }
 
 // prefetchViews prefetches the header bytes of the first eagerViews views
@@ -200,8 +270,11 @@ func (al *nodeAlloc) node(a *Archive, kind uint8, name string, m *Member) *Node 
 	if kind == kindDir {
 		n.dir = &folder{a: a}
 	}
-	if kind == kindViews {
+	switch {
+	case kind == kindViews:
 		al.ino += uint64(len(viewKinds)) // the views in it
+	case kind == kindFile && m.IsNPY():
+		al.ino += uint64(nBeside) // the views beside it
 	}
 	return n
 }

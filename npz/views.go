@@ -4,22 +4,26 @@ import (
 	"container/list"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/npzfs/npzfs/npy"
 )
 
-// A viewKind is one kind of file in the views folder KEY/ of a .npy
-// member: header.json, raw.bin. Adding a kind is adding an entry to
-// viewKinds (and its tests): inode numbers, listings, lookups and the
-// mount's node count all follow the table.
+// A viewKind is one kind of view of a .npy member: a file in its views
+// folder KEY/ (header.json, raw.bin) or beside it (KEY.ra). Adding a kind
+// is adding an entry to viewKinds (and its tests): inode numbers,
+// listings, lookups and the mount's node count all follow the table.
 //
 // A view's bytes are a head made from the npy header (all of header.json;
-// none of raw.bin) followed by the array's data bytes, taken from the
-// member unchanged (so a stored member's data is still spliced where the
-// head is empty).
+// none of raw.bin; KEY.ra's RawArray header) followed by the array's data
+// bytes, taken from the member unchanged (so a stored member's data is
+// still spliced after the head).
 type viewKind struct {
-	name string
+	// name is the view's name in the views folder KEY/, or for a view
+	// beside KEY.npy, the suffix of its name KEY+name.
+	name   string
+	beside bool
 	// has reports whether an array with this header has the view.
 	has func(info *npyInfo) bool
 	// headLen is the length of the head; head renders it.
@@ -42,14 +46,49 @@ var viewKinds = []viewKind{
 		has:  func(info *npyInfo) bool { return !info.object },
 		data: true,
 	},
+	{
+		// KEY.ra: the array in the RawArray format (see
+		// npy.RawArrayHeader), for arrays that have a faithful one.
+		name:    ".ra",
+		beside:  true,
+		has:     func(info *npyInfo) bool { return info.raLen > 0 },
+		headLen: func(info *npyInfo) int64 { return int64(info.raLen) },
+		head:    (*Member).RawArray,
+		data:    true,
+	},
 }
+
+// nBeside is how many kinds of view lie beside KEY.npy; each .npy file
+// node is followed by as many inode numbers for them.
+var nBeside = func() (n int) {
+	for _, v := range viewKinds {
+		if v.beside {
+			n++
+		}
+	}
+	return n
+}()
 
 // ViewNames are the names a views folder may hold, in the order of the
 // table (which is the order of their inode numbers after the folder's).
 func ViewNames() []string {
-	out := make([]string, len(viewKinds))
-	for i, v := range viewKinds {
-		out[i] = v.name
+	var out []string
+	for _, v := range viewKinds {
+		if !v.beside {
+			out = append(out, v.name)
+		}
+	}
+	return out
+}
+
+// BesideSuffixes are the suffixes of the views beside KEY.npy: KEY.ra is
+// KEY + ".ra".
+func BesideSuffixes() []string {
+	var out []string
+	for _, v := range viewKinds {
+		if v.beside {
+			out = append(out, v.name)
+		}
 	}
 	return out
 }
@@ -63,6 +102,7 @@ type npyInfo struct {
 	dataOff int64 // where the array data starts in the member
 	dataLen int64
 	jsonLen int64 // length of header.json
+	raLen   int32 // length of KEY.ra's header; 0 when it has none
 	object  bool  // an object array (no raw bytes)
 }
 
@@ -92,6 +132,9 @@ func (m *Member) info() *npyInfo {
 	} else {
 		ni.dataOff, ni.dataLen = h.DataOffset, h.DataLength(m.size)
 		ni.jsonLen, ni.object = int64(len(js)), h.DType.HasObject
+		if ra, err := h.RawArrayHeader(); err == nil {
+			ni.raLen = int32(len(ra))
+		}
 		m.a.jsonCache.put(m, js)
 	}
 	m.ni.Store(ni)
@@ -172,12 +215,54 @@ func (m *Member) viewNodes() []*Node {
 	}
 	var out []*Node
 	for i := range viewKinds {
-		if viewKinds[i].has(ni) {
+		if !viewKinds[i].beside && viewKinds[i].has(ni) {
 			out = append(out, &Node{name: viewKinds[i].name, ino: v.ino + 1 + uint64(i), kind: kindView, view: uint8(i), m: m})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// besideNodes makes the nodes of the views beside file, the node of a
+// served .npy member, whose names are free in the folder whose children
+// are kids. The views are made on demand, as viewNodes are; whether they
+// exist depends on the npy header, which this reads.
+func besideNodes(file *Node, kids []*Node) []*Node {
+	m := file.m
+	key, ok := strings.CutSuffix(file.name, ".npy")
+	if !ok || key == "" || m.state != memberServed {
+		return nil
+	}
+	var out []*Node
+	j := uint64(0)
+	for i := range viewKinds {
+		v := &viewKinds[i]
+		if !v.beside {
+			continue
+		}
+		j++
+		name := key + v.name
+		if _, taken := findNode(kids, name); taken || len(name) > maxComponent {
+			continue
+		}
+		if ni := m.info(); ni.err == nil && v.has(ni) {
+			out = append(out, &Node{name: name, ino: file.ino + j, kind: kindView, view: uint8(i), m: m})
+		}
+	}
+	return out
+}
+
+// RawArray is the RawArray header of the member's array (the head of
+// KEY.ra), or why it has none.
+func (m *Member) RawArray() ([]byte, error) {
+	if err := m.info().err; err != nil {
+		return nil, err
+	}
+	h, err := m.readNPY()
+	if err != nil {
+		return nil, err
+	}
+	return h.RawArrayHeader()
 }
 
 // viewFile is the content of view i of the member.

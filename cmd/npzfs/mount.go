@@ -521,10 +521,10 @@ func checkFuse() error {
 
 // fileCount estimates the served nodes for statfs (df -i) without reading
 // any header: the root, each served member, and for each .npy member its
-// folder and views.
+// folder, the views in it and those beside it.
 func fileCount(a *npz.Archive) uint64 {
 	n := uint64(1)
-	perArray := uint64(1 + len(npz.ViewNames()))
+	perArray := uint64(1 + len(npz.ViewNames()) + len(npz.BesideSuffixes()))
 	for _, m := range a.Members() {
 		if !m.Served() {
 			continue
