@@ -67,8 +67,8 @@ func TestForgottenNodesComeBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(names) != 2*n {
-			t.Fatalf("round %d: %d entries, want %d", round, len(names), 2*n)
+		if len(names) != 3*n {
+			t.Fatalf("round %d: %d entries, want %d", round, len(names), 3*n)
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)

@@ -35,7 +35,7 @@ func TestListAndExactSizes(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	want := []string{"big", "big.npy", "images", "images.npy", "labels", "labels.npy"}
+	want := []string{"big", "big.npy", "big.ra", "images", "images.npy", "images.ra", "labels", "labels.npy", "labels.ra"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("ls %s: %q, want %q", dir, names, want)
 	}
@@ -316,8 +316,8 @@ func TestModesAndNoSymlinks(t *testing.T) {
 			t.Errorf("%s: mtime %v, want the member's %v", path, fi.ModTime().UTC(), archiveTime)
 		}
 	})
-	if n != 1+6+6 {
-		t.Errorf("walked %d entries, want 13", n)
+	if n != 1+9+6 { // the root; a .npy, .ra and views folder per array; two views in each
+		t.Errorf("walked %d entries, want 16", n)
 	}
 }
 
@@ -405,8 +405,8 @@ func TestStatfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(archive)
-	if s.Blocks*uint64(s.Bsize) < uint64(fi.Size()) || s.Bfree != 0 || s.Files != 13 {
-		t.Errorf("statfs: %d blocks of %d, free %d, files %d; archive %d bytes, 13 nodes", s.Blocks, s.Bsize, s.Bfree, s.Files, fi.Size())
+	if s.Blocks*uint64(s.Bsize) < uint64(fi.Size()) || s.Bfree != 0 || s.Files != 16 {
+		t.Errorf("statfs: %d blocks of %d, free %d, files %d; archive %d bytes, 16 nodes", s.Blocks, s.Bsize, s.Bfree, s.Files, fi.Size())
 	}
 }
 
@@ -716,8 +716,8 @@ func TestManyArrays(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d arrays: mount %v, first listing %v", n, mounted, listed)
-	if len(names) != 2*n {
-		t.Fatalf("listed %d names, want %d", len(names), 2*n)
+	if len(names) != 3*n {
+		t.Fatalf("listed %d names, want %d", len(names), 3*n)
 	}
 	seen := map[string]bool{}
 	for _, nm := range names {
@@ -725,7 +725,7 @@ func TestManyArrays(t *testing.T) {
 	}
 	for _, i := range []int{0, 1, n / 2, n - 1} {
 		base := fmt.Sprintf("a%06d", i)
-		if !seen[base] || !seen[base+".npy"] {
+		if !seen[base] || !seen[base+".npy"] || !seen[base+".ra"] {
 			t.Errorf("%s missing from the listing", base)
 		}
 		raw, err := os.ReadFile(filepath.Join(dir, base, "raw.bin"))
