@@ -92,6 +92,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "--version":
 		name = "version"
 	}
+	if isHelperCall(args) {
+		return runHelper(args, stdout, stderr)
+	}
 	c, ok := lookup(name)
 	if !ok {
 		return usageError(stderr, "", fmt.Sprintf("unknown command %q", name))

@@ -26,7 +26,8 @@ import (
 const mountHelp = `Mounts ARCHIVE (a NumPy .npz file) read-only on MOUNTPOINT, an existing
 folder. Each member appears byte for byte (images.npy), and each .npy member
 also as a folder of views: images/header.json and images/raw.bin (the array
-data alone, ready for mmap). ARCHIVE may also be a bare .npy file (known by
+data alone, ready for mmap), and beside it as images.ra (RawArray: a header
+of 64-bit integers, then the data). ARCHIVE may also be a bare .npy file (known by
 its magic): it is served as an archive of that one array.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
@@ -46,7 +47,16 @@ default_permissions, nosuid, nodev, noexec, exec, suid, dev, noatime, atime,
 ro. "rw" is refused: npzfs is read-only. allow_other lets every user
 read the mount; allow_root lets root in besides you (files then show as
 0400 and folders 0500, and the kernel checks them). Both need
-user_allow_other in /etc/fuse.conf for a non-root user.
+user_allow_other in /etc/fuse.conf for a non-root user. Every flag below
+but -f and -o can be given as an option too, with "_" or "-": -o
+cache_mb=256,log=/var/log/npzfs.log,debug (a flag given as a flag wins).
+
+From mount(8) and /etc/fstab, as type fuse.npzfs (npzfs must be on
+mount's PATH, /usr/local/bin or /usr/bin):
+  mount -t fuse.npzfs /data/run.npz /mnt/run -o ro,allow_other
+  /data/run.npz  /mnt/run  fuse.npzfs  ro,noauto,user,cache_mb=256  0 0
+mount(8)'s own options (rw, its default; dev, suid, user, noauto, nofail,
+_netdev, x-*) are accepted there and mean nothing more to npzfs.
 
 Exit codes: 0 mounted (with -f: unmounted cleanly after a signal or
 "npzfs unmount"), 1 the mount failed, 2 bad command line.`
@@ -101,6 +111,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return argsError(stderr, "mount", fl.Args(), 2, "ARCHIVE and MOUNTPOINT")
 	}
 	ma.archive, ma.mountpoint = fl.Arg(0), fl.Arg(1)
+	var flagOpts [][2]string
 	for _, o := range opts {
 		for _, opt := range strings.Split(o, ",") {
 			opt = strings.TrimSpace(opt)
@@ -108,11 +119,28 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			case opt == "":
 			case opt == "rw":
 				return usageError(stderr, "mount", `mount option "rw" is refused: npzfs is read-only`)
-			case !allowedOptions[opt]:
-				return usageError(stderr, "mount", fmt.Sprintf("unsupported mount option %q", opt))
-			default:
+			case allowedOptions[opt]:
 				ma.options = append(ma.options, opt)
+			default:
+				name, value, ok, err := flagOption(fl, opt)
+				if err != nil {
+					return usageError(stderr, "mount", err.Error())
+				}
+				if !ok {
+					return usageError(stderr, "mount", fmt.Sprintf("unsupported mount option %q", opt))
+				}
+				flagOpts = append(flagOpts, [2]string{name, value})
 			}
+		}
+	}
+	// Flags given as options (-o cache_mb=256, as fstab lines give them);
+	// a flag given as a flag wins.
+	for _, nv := range flagOpts {
+		if fl.Changed(nv[0]) {
+			continue
+		}
+		if err := fl.Set(nv[0], nv[1]); err != nil {
+			return usageError(stderr, "mount", fmt.Sprintf("mount option %s=%s: %v", strings.ReplaceAll(nv[0], "-", "_"), nv[1], err))
 		}
 	}
 	if ma.readAheadKB < 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,19 @@ func TestMountCommandLine(t *testing.T) {
 		{[]string{"mount", "-f", dir + "/missing.npz", dir}, exitFail, "does not exist"},
 		{[]string{"mount", "-f", dir, dir}, exitFail, "is a folder, not an .npz archive"},
 		{[]string{"mount", "-f", dir, dir + "/nowhere"}, exitFail, "mkdir -p"},
+		// Flags as mount options (fstab style); a flag given as a flag wins.
+		{[]string{"mount", "-f", "-o", "ro,cache_mb=8,index-mb=4,debug", dir + "/missing.npz", dir}, exitFail, "does not exist"},
+		{[]string{"mount", "-f", "--cache-mb", "4", "-o", "cache_mb=0", dir + "/missing.npz", dir}, exitFail, "does not exist"},
+		{[]string{"mount", "-o", "cache_mb", "a.npz", dir}, exitUsage, "needs a value: cache_mb=VALUE"},
+		{[]string{"mount", "-o", "cache_mb=lots", "a.npz", dir}, exitUsage, "cache_mb=lots"},
+		{[]string{"mount", "-o", "cache_mb=0", "a.npz", dir}, exitUsage, "--cache-mb must be at least 1"},
+		{[]string{"mount", "-o", "foreground", "a.npz", dir}, exitUsage, `unsupported mount option "foreground"`},
+		{[]string{"mount", "-o", "ready_fd=3", "a.npz", dir}, exitUsage, `unsupported mount option "ready_fd=3"`},
+		// mount(8)'s call through mount.fuse3 (its own options are
+		// taken: TestHelperArgs, and the integration tests).
+		{[]string{dir + "/missing.npz", dir, "-o", "rw,bogus"}, exitUsage, `unsupported mount option "bogus"`},
+		{[]string{"a.npz", dir}, exitUsage, `unknown command "a.npz"`},
+		{[]string{"ls", dir, "-o", "ro"}, exitUsage, "unknown shorthand flag"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(c.args, &stdout, &stderr)
@@ -62,6 +76,35 @@ func TestMountCommandLine(t *testing.T) {
 		}
 		if code == exitFail && strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("npzfs %q: failure is not one line: %q", c.args, stderr.String())
+		}
+	}
+}
+
+// TestHelperArgs: mount(8)'s call through mount.fuse3 becomes npzfs mount
+// without the options that only mean something to mount(8) itself.
+func TestHelperArgs(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		helper bool
+		want   []string
+	}{
+		{[]string{"a.npz", "/mnt", "-o", "rw,dev,suid"}, true, []string{"a.npz", "/mnt", "-o", "dev,suid"}},
+		{[]string{"a.npz", "/mnt", "-o", "ro,noauto,user,_netdev,nofail,sync,x-systemd.automount,comment=x,user=nobody,cache_mb=8,allow_other"}, true,
+			[]string{"a.npz", "/mnt", "-o", "ro,cache_mb=8,allow_other"}},
+		{[]string{"a.npz", "/mnt", "-o", "rw,defaults"}, true, []string{"a.npz", "/mnt"}},
+		{[]string{"a.npz", "/mnt"}, false, nil},
+		{[]string{"mount", "/mnt", "-o", "ro"}, false, nil},
+		{[]string{"-f", "/mnt", "-o", "ro"}, false, nil},
+		{[]string{"a.npz", "/mnt", "-x", "ro"}, false, nil},
+	} {
+		if got := isHelperCall(c.args); got != c.helper {
+			t.Errorf("isHelperCall(%q) = %v", c.args, got)
+			continue
+		}
+		if c.helper {
+			if got := helperMountArgs(c.args); !slices.Equal(got, c.want) {
+				t.Errorf("helperMountArgs(%q) = %q, want %q", c.args, got, c.want)
+			}
 		}
 	}
 }
