@@ -40,8 +40,9 @@ type mountState struct {
 
 // server answers the kernel's requests with go-fuse's raw protocol API.
 //
-// The tree never changes while mounted, so npzfs keeps no inode objects:
-// a node ID is the entry's inode number, and the only per-node state is
+// npzfs keeps no inode objects: a node ID is the entry's inode number
+// (unique while mounted: a tree that changes gives new entries new
+// numbers, see Cacher), and the only per-node state is
 // the entry the kernel may still name, in the table of known nodes, with
 // the count of lookups it has not yet forgotten. That is about 70 bytes a
 // node where a go-fuse node-API inode costs several hundred, which is most
@@ -97,8 +98,11 @@ func (t *knownNodes) ref(e Entry, parent uint64) {
 	if sh.m == nil {
 		sh.m = make(map[uint64]known)
 	}
-	k := sh.m[id]
+	k, had := sh.m[id]
 	sh.m[id] = known{e: e, parent: parent, refs: k.refs + 1}
+	if h, ok := e.(Holder); ok && !had {
+		h.Hold()
+	}
 	sh.mu.Unlock()
 }
 
@@ -109,6 +113,9 @@ func (t *knownNodes) forget(id, n uint64) {
 	if k, ok := sh.m[id]; ok {
 		if k.refs <= n {
 			delete(sh.m, id)
+			if h, ok := k.e.(Holder); ok {
+				h.Release()
+			}
 		} else {
 			k.refs -= n
 			sh.m[id] = k
@@ -206,9 +213,17 @@ func (s *server) entryOut(e Entry, parent uint64, out *fuse.EntryOut) {
 	out.NodeId = e.Ino()
 	out.Generation = 0
 	s.st.fillAttr(e, &out.Attr)
-	out.SetEntryTimeout(s.st.timeout)
-	out.SetAttrTimeout(s.st.timeout)
+	out.SetEntryTimeout(s.st.cacheTime(e))
+	out.SetAttrTimeout(s.st.cacheTime(e))
 	s.nodes.ref(e, parent)
+}
+
+// cacheTime is how long the kernel may cache e (see Cacher).
+func (st *mountState) cacheTime(e Entry) time.Duration {
+	if c, ok := e.(Cacher); ok {
+		return c.CacheTime()
+	}
+	return st.timeout
 }
 
 // Lookup finds a child by name. A missing name is answered with node ID 0
@@ -234,7 +249,7 @@ func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 	}
 	if c == nil {
 		*out = fuse.EntryOut{}
-		out.SetEntryTimeout(s.st.timeout)
+		out.SetEntryTimeout(s.st.cacheTime(dir))
 		return fuse.OK
 	}
 	s.entryOut(c, parent, out)
@@ -253,7 +268,7 @@ func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 		return fuse.Status(errno)
 	}
 	s.st.fillAttr(e, &out.Attr)
-	out.SetTimeout(s.st.timeout)
+	out.SetTimeout(s.st.cacheTime(e))
 	return fuse.OK
 }
 

@@ -33,6 +33,25 @@ type DiskUser interface {
 	DiskUsage() int64
 }
 
+// Holder is implemented by entries that want to know while the kernel
+// holds them: Hold is called when the kernel learns the entry's node ID
+// (by a lookup or readdirplus), Release when it has forgotten every lookup
+// of it. The kernel names a node only between the two, so an entry whose
+// tree keeps something open for it (a folder mount's archive) may close it
+// after Release. Both are called with a lock held: they must not block.
+type Holder interface {
+	Hold()
+	Release()
+}
+
+// Cacher is implemented by entries of a tree that changes (the folders and
+// archives of a folder mount): CacheTime is how long the kernel may keep
+// the entry and its attributes and, for a folder, the names it found
+// missing in it. Other entries are cached for the mount's timeout.
+type Cacher interface {
+	CacheTime() time.Duration
+}
+
 // Content is the content of a served file.
 type Content interface {
 	// Size is the exact size in bytes.

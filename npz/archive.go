@@ -59,6 +59,11 @@ type Options struct {
 	// (their checkpoints' windows; see inflate.WindowBudget): past it, a
 	// member extending its index thins it. 0 means DefaultIndexBytes.
 	IndexBytes int64
+	// Cache and Windows, when set, are shared with other archives (the
+	// archives of a folder mount) in place of the archive's own span
+	// cache of CacheBytes and window budget of IndexBytes.
+	Cache   *inflate.Cache
+	Windows *inflate.WindowBudget
 	// Logf, when set, is told why a member or view is not served.
 	Logf func(format string, args ...any)
 }
@@ -76,6 +81,8 @@ type Archive struct {
 	modTime time.Time
 	comment string
 	prefix  int64 // bytes before the zip data (see Prefix)
+	maxIno  uint64
+	closed  atomic.Bool
 
 	members  []Member
 	root     *Node
@@ -261,6 +268,9 @@ func (a *Archive) changed(err error, off int64) error {
 
 // check asks the source, when it can tell, whether it changed.
 func (a *Archive) check() error {
+	if a.closed.Load() {
+		return ErrClosed
+	}
 	if a.checker == nil {
 		return nil
 	}
@@ -300,13 +310,32 @@ func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, 
 }
 
 // Close closes the archive file when Open opened it. Reads after Close
-// fail.
+// fail (those that would splice from its file with ErrClosed), and what
+// its indexes took of a shared window budget (Options.Windows) is given
+// back. Close it only when no read of it is under way: a read that had
+// already been given the archive file's descriptor (File.Extent) would
+// use a closed one.
 func (a *Archive) Close() error {
+	if !a.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	for i := range a.members {
+		if l := a.members[i].loc.Load(); l != nil && l.inf != nil {
+			l.inf.Release()
+		}
+	}
 	if a.closer != nil {
 		return a.closer.Close()
 	}
 	return nil
 }
+
+// ErrClosed is the error of reads of a closed Archive.
+var ErrClosed = errors.New("npz: the archive is closed")
+
+// MaxIno is the highest inode number of the archive's tree: every node's
+// is between 1 (the root) and MaxIno.
+func (a *Archive) MaxIno() uint64 { return a.maxIno }
 
 // Root is the top folder of the served tree; its inode number is 1.
 func (a *Archive) Root() *Node { return a.root }
@@ -386,16 +415,21 @@ func (a *Archive) logf(format string, args ...any) {
 // spanCache is the archive's one cache of inflated spans, made on first use.
 func (a *Archive) spanCache() *inflate.Cache {
 	a.cacheOnce.Do(func() {
-		budget := a.opts.CacheBytes
-		if budget <= 0 {
-			budget = DefaultCacheBytes
+		a.cache, a.windows = a.opts.Cache, a.opts.Windows
+		if a.cache == nil {
+			budget := a.opts.CacheBytes
+			if budget <= 0 {
+				budget = DefaultCacheBytes
+			}
+			a.cache = inflate.NewCache(budget)
 		}
-		a.cache = inflate.NewCache(budget)
-		index := a.opts.IndexBytes
-		if index <= 0 {
-			index = DefaultIndexBytes
+		if a.windows == nil {
+			index := a.opts.IndexBytes
+			if index <= 0 {
+				index = DefaultIndexBytes
+			}
+			a.windows = inflate.NewWindowBudget(index)
 		}
-		a.windows = inflate.NewWindowBudget(index)
 	})
 	return a.cache
 }

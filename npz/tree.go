@@ -479,4 +479,5 @@ func (a *Archive) buildTree() {
 		d.node.dir.kids = kids
 		d.cands = nil
 	}
+	a.maxIno = al.ino
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log"
 	"log/syslog"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
 )
@@ -87,6 +89,7 @@ type mountArgs struct {
 	indexMB             int
 	readAheadKB         int
 	maxHeaderKB         int
+	maxOpen             int
 	readyFD             int // daemon mode: report readiness on this fd
 }
 
@@ -102,6 +105,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&ma.indexMB, "index-mb", int(npz.DefaultIndexBytes>>20), "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
+	fl.IntVar(&ma.maxOpen, "max-open", folder.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
 	if code, done := parseFlags(fl, args); done {
@@ -151,6 +155,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	}
 	if ma.indexMB < 1 {
 		return usageError(stderr, "mount", "--index-mb must be at least 1")
+	}
+	if ma.maxOpen < 1 {
+		return usageError(stderr, "mount", "--max-open must be at least 1")
 	}
 	if ma.cacheMB < 1 {
 		return usageError(stderr, "mount", "--cache-mb must be at least 1")
@@ -357,13 +364,12 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 	hidden := entriesIn(mnt)
-	if fi, err := os.Stat(archive); err != nil {
+	fi, err := os.Stat(archive)
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("archive %s does not exist (check the path)", archive)
 		}
 		return fmt.Errorf("cannot read archive: %v", err)
-	} else if fi.IsDir() {
-		return fmt.Errorf("%s is a folder, not an .npz archive", archive)
 	}
 	if err := checkFuse(); err != nil {
 		return err
@@ -371,27 +377,29 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 
 	// Before fs.Mount: go-fuse reads GOMAXPROCS when it starts serving.
 	settings := tuneRuntime()
-	a, err := openArchive(archive, &npz.Options{
+	opts := npz.Options{
 		CacheBytes:   int64(ma.cacheMB) << 20,
 		IndexBytes:   int64(ma.indexMB) << 20,
 		MaxHeaderLen: ma.maxHeaderKB << 10,
 		Logf: func(format string, args ...any) {
 			logger.Printf(format, args...)
 		},
-	})
-	if err != nil {
-		var fe *npz.FormatError
-		if errors.As(err, &fe) {
-			return fmt.Errorf("%s is not a readable .npz archive (%v)", archive, fe)
-		}
-		return fmt.Errorf("cannot open archive: %v", err)
 	}
-	defer a.Close() // its problems are already in the log, through Logf
+	var sv *served
+	if fi.IsDir() {
+		sv, err = serveFolder(archive, opts, ma.maxOpen)
+	} else {
+		sv, err = serveArchive(archive, opts)
+	}
+	if err != nil {
+		return err
+	}
+	defer sv.close() // its problems are already in the log, through Logf
 
-	srv, err := mountCapturingStderr(mnt, npzfs.FromNPZ(a.Root()), npzfs.Config{
+	srv, err := mountCapturingStderr(mnt, sv.root, npzfs.Config{
 		Source:      archive,
-		ArchiveSize: a.Size(),
-		Files:       fileCount(a),
+		ArchiveSize: sv.size,
+		Files:       sv.files,
 		UID:         uint32(os.Getuid()),
 		GID:         uint32(os.Getgid()),
 		Options:     ma.options,
@@ -404,6 +412,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 			npzfs.LazyUnmount(mnt)
 		}
 		return err
+	}
+	if sv.mounted != nil {
+		sv.mounted(srv)
 	}
 	// Hold no folder busy.
 	os.Chdir("/")
@@ -427,10 +438,68 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}
 	}()
 	unlock()
-	ready(mountStatus{archive: archive, mountpoint: mnt, settings: settings, members: len(a.Members()), unreadable: unreadableMembers(a), hidden: hidden})
+	st := mountStatus{archive: archive, mountpoint: mnt, settings: settings, hidden: hidden}
+	if sv.a != nil {
+		st.members, st.unreadable = len(sv.a.Members()), unreadableMembers(sv.a)
+	}
+	ready(st)
 	srv.Wait()
 	logger.Printf("unmounted %s", mnt)
 	return nil
+}
+
+// served is what a mount serves: an archive's tree, or a folder's.
+type served struct {
+	root    npzfs.Entry
+	a       *npz.Archive // an archive's
+	size    int64        // bytes of archives, for statfs
+	files   uint64       // nodes, for statfs (df -i)
+	close   func() error
+	mounted func(*npzfs.Server) // called once the mount is live, if set
+}
+
+func serveArchive(path string, opts npz.Options) (*served, error) {
+	a, err := openArchive(path, &opts)
+	if err != nil {
+		var fe *npz.FormatError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("%s is not a readable .npz archive (%v)", path, fe)
+		}
+		return nil, fmt.Errorf("cannot open archive: %v", err)
+	}
+	return &served{root: npzfs.FromNPZ(a.Root()), a: a, size: a.Size(), files: fileCount(a), close: a.Close}, nil
+}
+
+// serveFolder serves the archives under dir (package folder). statfs's
+// figures come from one walk of the folder, which opens no archive: the
+// bytes of its archives, and its folders and archives plus four nodes a
+// .npy file.
+func serveFolder(dir string, opts npz.Options, maxOpen int) (*served, error) {
+	t, err := folder.Open(dir, &folder.Options{Archive: opts, MaxOpen: maxOpen})
+	if err != nil {
+		return nil, fmt.Errorf("cannot open folder: %v", err)
+	}
+	sv := &served{root: t.Root(), files: 1, close: t.Close}
+	sv.mounted = func(srv *npzfs.Server) { t.SetInvalidate(srv.Invalidate) }
+	filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return nil
+		}
+		switch name := d.Name(); {
+		case d.IsDir():
+			sv.files++
+		case strings.HasSuffix(name, ".npz"), strings.HasSuffix(name, ".npy"):
+			if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+				sv.size += fi.Size()
+				sv.files++
+				if strings.HasSuffix(name, ".npy") {
+					sv.files += uint64(len(npz.ViewNames()) + len(npz.BesideSuffixes()) + 1)
+				}
+			}
+		}
+		return nil
+	})
+	return sv, nil
 }
 
 // mountCapturingStderr mounts, collecting what fusermount3 prints to

@@ -74,6 +74,7 @@ type ReaderAt struct {
 	errAt      int64
 	pendingWin []byte // unpacked window of the last checkpoint
 	winBytes   int64
+	released   bool        // Release was called: windows no longer counts this index
 	waiting    []*outRange // what the reads in extendTo want
 
 	extMu   sync.Mutex // held while extending the index
@@ -110,6 +111,18 @@ type flightCall struct {
 var readerIDs atomic.Uint64
 
 var decoders = sync.Pool{New: func() any { return newDecoder() }}
+
+// Release gives back what the reader's index takes of its WindowBudget,
+// for a reader that will not be read again (its archive closed); it may
+// still be read, but its index then counts toward no budget.
+func (r *ReaderAt) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.windows != nil && !r.released {
+		r.windows.used.Add(-r.winBytes)
+	}
+	r.released = true
+}
 
 // NewReaderAt builds the reader; nothing is read until the first ReadAt.
 func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *Options) *ReaderAt {
@@ -508,7 +521,9 @@ func (r *ReaderAt) dropCheckpoints() bool {
 	clear(r.cps[len(kept):])
 	r.cps = kept
 	r.winBytes -= freed
-	r.windows.used.Add(-freed)
+	if !r.released {
+		r.windows.used.Add(-freed)
+	}
 	return dropped
 }
 
@@ -640,7 +655,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	r.mu.Lock()
 	r.cps[k].win = packed
 	r.winBytes += int64(len(packed))
-	if r.windows != nil {
+	if r.windows != nil && !r.released {
 		r.windows.used.Add(int64(len(packed)))
 	}
 	if d.state == stDone {

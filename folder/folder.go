@@ -1,0 +1,705 @@
+// Package folder serves a folder of archives as one tree: every .npz file
+// under it as a folder NAME.npz/ holding that archive's tree, and every
+// .npy file as NAME.npy with its views beside it, sub-folders kept.
+//
+// Archives are opened on first use (a lookup or listing inside them, or
+// for a .npy, a listing of its folder) and closed again when more than
+// Options.MaxOpen are open and the kernel holds none of their nodes
+// (fs.Holder); the kernel is asked to let go of the least recently used
+// (fs.Server.Invalidate) when it holds too many. Inode numbers are the
+// mount's, handed out as folders and archives are first seen: an archive
+// reopened with the same file gets the same numbers, and a file replaced
+// under the mount is a new archive with new numbers, whose old nodes fail
+// their reads.
+//
+// Folder listings and lookups read the folder on disk each time the kernel
+// asks (it caches them for Options.CacheTime), so files added or removed
+// appear or vanish then.
+package folder
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/npz/inflate"
+	"github.com/npzfs/npzfs/source"
+)
+
+// DefaultMaxOpen is how many archives a folder mount keeps open at most
+// when the kernel holds none of their nodes: each open archive takes a
+// file descriptor and its central directory in memory.
+const DefaultMaxOpen = 128
+
+// DefaultCacheTime is how long the kernel may cache what a folder mount
+// says about its folders and archive files.
+const DefaultCacheTime = time.Second
+
+// ErrorName is the one file in the folder of an archive that cannot be
+// opened: it says why.
+const ErrorName = "npzfs-error.txt"
+
+// Options tune Open. The zero value is the default.
+type Options struct {
+	// Archive is passed to every archive opened; its CacheBytes and
+	// IndexBytes are budgets shared by all of them.
+	Archive npz.Options
+	// MaxOpen bounds the archives kept open (see the package comment);
+	// 0 means DefaultMaxOpen.
+	MaxOpen int
+	// CacheTime is how long the kernel may cache folders and archive
+	// entries; 0 means DefaultCacheTime.
+	CacheTime time.Duration
+}
+
+// Tree is a folder of archives served as one tree. It is safe for
+// concurrent use.
+type Tree struct {
+	dir  string
+	opts Options
+	root *dirNode
+
+	next atomic.Uint64 // the next free inode number
+
+	mu       sync.Mutex
+	dirInos  map[string]uint64 // folder path (relative) -> inode number
+	slots    map[string]*slot  // file path (relative) -> the archive it holds now
+	open     list.List         // of *slot with an open archive, most recently used first
+	inval    func(parent uint64, name string) error
+	asking   map[*slot]bool // slots the kernel was asked to let go of
+	trimming atomic.Bool
+}
+
+// Open serves the folder dir. It reads nothing but dir's own entry.
+func Open(dir string, opts *Options) (*Tree, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder", dir)
+	}
+	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, asking: map[*slot]bool{}}
+	if opts != nil {
+		t.opts = *opts
+	}
+	if t.opts.MaxOpen <= 0 {
+		t.opts.MaxOpen = DefaultMaxOpen
+	}
+	if t.opts.CacheTime <= 0 {
+		t.opts.CacheTime = DefaultCacheTime
+	}
+	a := &t.opts.Archive
+	if a.Cache == nil {
+		a.Cache = inflate.NewCache(cmpOr(a.CacheBytes, npz.DefaultCacheBytes))
+	}
+	if a.Windows == nil {
+		a.Windows = inflate.NewWindowBudget(cmpOr(a.IndexBytes, npz.DefaultIndexBytes))
+	}
+	t.next.Store(2)
+	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime()}
+	return t, nil
+}
+
+func cmpOr(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Root is the tree's root folder, inode number 1.
+func (t *Tree) Root() fs.Entry { return t.root }
+
+// SetInvalidate gives the tree the mount's fs.Server.Invalidate, to ask
+// the kernel to let go of archives when too many are held open.
+func (t *Tree) SetInvalidate(f func(parent uint64, name string) error) {
+	t.mu.Lock()
+	t.inval = f
+	t.mu.Unlock()
+}
+
+// Open reports how many archives are open now.
+func (t *Tree) Open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.open.Len()
+}
+
+// Close closes every archive.
+func (t *Tree) Close() error {
+	t.mu.Lock()
+	var open []*slot
+	for e := t.open.Front(); e != nil; e = e.Next() {
+		open = append(open, e.Value.(*slot))
+	}
+	t.mu.Unlock()
+	for _, s := range open {
+		s.close(true)
+	}
+	return nil
+}
+
+func (t *Tree) logf(format string, args ...any) {
+	if t.opts.Archive.Logf != nil {
+		t.opts.Archive.Logf(format, args...)
+	}
+}
+
+// alloc hands out n consecutive inode numbers.
+func (t *Tree) alloc(n uint64) uint64 { return t.next.Add(n) - n }
+
+func (t *Tree) dirIno(rel string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ino, ok := t.dirInos[rel]
+	if !ok {
+		ino = t.alloc(1)
+		t.dirInos[rel] = ino
+	}
+	return ino
+}
+
+// slotFor is the archive at rel as fi describes it: the one seen before if
+// the file is the same (size and modification time), else a new one, the
+// old one then failing its reads.
+func (t *Tree) slotFor(rel string, fi os.FileInfo, parent uint64, bare bool) *slot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.slots[rel]
+	if s != nil && s.size == fi.Size() && s.mtime.Equal(fi.ModTime()) {
+		return s
+	}
+	if s != nil {
+		s.stale.Store(true)
+		t.logf("npzfs: %s changed: served anew; reads of the old one fail", rel)
+		go s.close(false)
+	}
+	s = &slot{t: t, rel: rel, name: filepath.Base(rel), parent: parent, bare: bare,
+		size: fi.Size(), mtime: fi.ModTime(), rootIno: t.alloc(2)}
+	t.slots[rel] = s
+	return s
+}
+
+// trim closes the least recently used archives the kernel holds nothing
+// of while more than MaxOpen are open, and asks the kernel to let go of
+// others when that is not enough.
+func (t *Tree) trim() {
+	if !t.trimming.CompareAndSwap(false, true) {
+		return
+	}
+	defer t.trimming.Store(false)
+	for {
+		t.mu.Lock()
+		over := t.open.Len() - t.opts.MaxOpen
+		var victim *slot
+		var ask []*slot
+		for e := t.open.Back(); e != nil && over > 0; e = e.Prev() {
+			s := e.Value.(*slot)
+			if s.held.Load() == 0 {
+				victim = s
+				break
+			}
+			if !t.asking[s] && len(ask) < over {
+				t.asking[s] = true
+				ask = append(ask, s)
+			}
+		}
+		inval := t.inval
+		t.mu.Unlock()
+		if victim != nil {
+			victim.close(false)
+			continue
+		}
+		if inval != nil {
+			for _, s := range ask {
+				for _, name := range s.entryNames() {
+					inval(s.parent, name)
+				}
+			}
+		}
+		return
+	}
+}
+
+// slot is one archive file of the folder, as it was when first seen.
+type slot struct {
+	t       *Tree
+	rel     string // path in the folder
+	name    string // base name
+	parent  uint64 // inode number of the folder holding it
+	bare    bool   // a .npy file
+	size    int64  // its identity: size and modification time
+	mtime   time.Time
+	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's
+
+	held  atomic.Int64 // nodes of it the kernel holds
+	stale atomic.Bool  // the file at rel is another one now
+
+	mu   sync.Mutex
+	a    *npz.Archive
+	f    *source.File
+	err  error  // why it cannot be opened (this file, for good)
+	base uint64 // inode number of the archive's node 2; 0 before the first open
+	gen  uint64 // counts opens, so nodes know to find themselves again
+	elem *list.Element
+}
+
+var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)
+
+// archive is the slot's archive, opened if it is not.
+func (s *slot) archive() (*npz.Archive, uint64, error) {
+	if s.stale.Load() {
+		return nil, 0, errStale
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.t
+	if s.a != nil {
+		t.mu.Lock()
+		t.open.MoveToFront(s.elem)
+		t.mu.Unlock()
+		return s.a, s.gen, nil
+	}
+	if s.err != nil {
+		return nil, 0, s.err
+	}
+	a, f, err := s.openFile()
+	if err != nil {
+		if errors.Is(err, source.ErrChanged) {
+			s.stale.Store(true)
+			return nil, 0, err
+		}
+		s.err = err
+		t.logf("npzfs: %s: %v", s.rel, err)
+		return nil, 0, err
+	}
+	if s.base == 0 {
+		s.base = t.alloc(max(a.MaxIno(), 2) - 1)
+	}
+	s.a, s.f = a, f
+	s.gen++
+	t.mu.Lock()
+	s.elem = t.open.PushFront(s)
+	over := t.open.Len() > t.opts.MaxOpen
+	t.mu.Unlock()
+	if over {
+		go t.trim()
+	}
+	return a, s.gen, nil
+}
+
+func (s *slot) openFile() (*npz.Archive, *source.File, error) {
+	abs := filepath.Join(s.t.dir, s.rel)
+	f, err := source.OpenFile(abs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Size() != s.size || !f.ModTime().Equal(s.mtime) {
+		f.Close()
+		return nil, nil, errStale
+	}
+	var a *npz.Archive
+	if s.bare {
+		a, err = npz.NewNPY(f, f.Size(), s.name, &s.t.opts.Archive)
+	} else {
+		a, err = npz.NewReader(f, f.Size(), &s.t.opts.Archive)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return a, f, nil
+}
+
+// close closes the archive if the kernel holds none of its nodes (or
+// always, with force, when the mount ends).
+func (s *slot) close(force bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.a == nil || (!force && s.held.Load() > 0) {
+		return
+	}
+	s.a.Close()
+	s.f.Close()
+	s.a, s.f = nil, nil
+	t := s.t
+	t.mu.Lock()
+	t.open.Remove(s.elem)
+	delete(t.asking, s)
+	t.mu.Unlock()
+	s.elem = nil
+}
+
+// hold and release count the nodes of the slot the kernel holds.
+func (s *slot) hold() { s.held.Add(1) }
+
+func (s *slot) release() {
+	if s.held.Add(-1) == 0 && (s.stale.Load() || s.t.overBudget()) {
+		go func() {
+			s.close(false)
+			s.t.trim()
+		}()
+	}
+}
+
+func (t *Tree) overBudget() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.open.Len() > t.opts.MaxOpen
+}
+
+// entryNames are the names the slot's file makes in its folder.
+func (s *slot) entryNames() []string {
+	if !s.bare {
+		return []string{s.name}
+	}
+	key := strings.TrimSuffix(s.name, ".npy")
+	names := []string{s.name, key}
+	for _, suf := range npz.BesideSuffixes() {
+		names = append(names, key+suf)
+	}
+	return names
+}
+
+// shownKind is what a folder shows for an entry on disk.
+type shownKind int
+
+const (
+	hidden shownKind = iota
+	shownDir
+	shownArchive
+	shownNPY
+)
+
+func kindOf(name string, fi os.FileInfo) shownKind {
+	switch {
+	case fi.IsDir():
+		return shownDir
+	case !fi.Mode().IsRegular():
+		return hidden
+	case strings.HasSuffix(name, ".npz"):
+		return shownArchive
+	case strings.HasSuffix(name, ".npy") && name != ".npy":
+		return shownNPY
+	}
+	return hidden
+}
+
+// dirNode is a folder on disk.
+type dirNode struct {
+	t     *Tree
+	rel   string
+	name  string
+	ino   uint64
+	mtime time.Time
+}
+
+func (d *dirNode) Name() string             { return d.name }
+func (d *dirNode) Ino() uint64              { return d.ino }
+func (d *dirNode) IsDir() bool              { return true }
+func (d *dirNode) ModTime() time.Time       { return d.mtime }
+func (d *dirNode) File() fs.Content         { return nil }
+func (d *dirNode) CacheTime() time.Duration { return d.t.opts.CacheTime }
+func (d *dirNode) path(name string) (string, string) {
+	rel := name
+	if d.rel != "" {
+		rel = d.rel + "/" + name
+	}
+	return rel, filepath.Join(d.t.dir, rel)
+}
+
+// entry is the node for name, found on disk as fi.
+func (d *dirNode) entry(name string, fi os.FileInfo) fs.Entry {
+	rel, _ := d.path(name)
+	switch kindOf(name, fi) {
+	case shownDir:
+		return &dirNode{t: d.t, rel: rel, name: name, ino: d.t.dirIno(rel), mtime: fi.ModTime()}
+	case shownArchive:
+		return &archNode{s: d.t.slotFor(rel, fi, d.ino, false)}
+	}
+	return nil
+}
+
+// npyEntries are the nodes a .npy file makes in its folder: NAME.npy and
+// its views (NAME/, NAME.ra), each when its name is free.
+func (d *dirNode) npyEntries(name string, fi os.FileInfo) []fs.Entry {
+	rel, _ := d.path(name)
+	s := d.t.slotFor(rel, fi, d.ino, true)
+	a, gen, err := s.archive()
+	if err != nil {
+		return nil
+	}
+	var out []fs.Entry
+	for _, c := range a.Root().Children() {
+		out = append(out, wrap(s, gen, c, ""))
+	}
+	return out
+}
+
+func (d *dirNode) Lookup(name string) fs.Entry {
+	_, abs := d.path(name)
+	var taken bool
+	if fi, err := os.Stat(abs); err == nil {
+		switch kindOf(name, fi) {
+		case shownDir, shownArchive:
+			return d.entry(name, fi)
+		case shownNPY:
+			for _, e := range d.npyEntries(name, fi) {
+				if e.Name() == name {
+					return e
+				}
+			}
+			taken = true
+		}
+	}
+	if taken {
+		return nil
+	}
+	// A view of KEY.npy: KEY/ or KEY.ra.
+	key := name
+	for _, suf := range npz.BesideSuffixes() {
+		if k, ok := strings.CutSuffix(name, suf); ok {
+			key = k
+		}
+	}
+	npyName := key + ".npy"
+	_, npyAbs := d.path(npyName)
+	fi, err := os.Stat(npyAbs)
+	if err != nil || kindOf(npyName, fi) != shownNPY {
+		return nil
+	}
+	for _, e := range d.npyEntries(npyName, fi) {
+		if e.Name() == name {
+			return e
+		}
+	}
+	return nil
+}
+
+func (d *dirNode) Children() []fs.Entry {
+	_, abs := d.path("")
+	ents, err := os.ReadDir(abs)
+	if err != nil {
+		return nil
+	}
+	var out []fs.Entry
+	shown := map[string]bool{}
+	var npys []os.FileInfo
+	var npyNames []string
+	for _, de := range ents {
+		fi, err := os.Stat(filepath.Join(abs, de.Name()))
+		if err != nil {
+			continue
+		}
+		switch kindOf(de.Name(), fi) {
+		case shownDir, shownArchive:
+			out = append(out, d.entry(de.Name(), fi))
+			shown[de.Name()] = true
+		case shownNPY:
+			npys = append(npys, fi)
+			npyNames = append(npyNames, de.Name())
+			shown[de.Name()] = true
+		}
+	}
+	for i, fi := range npys {
+		for _, e := range d.npyEntries(npyNames[i], fi) {
+			if e.Name() == npyNames[i] || !shown[e.Name()] {
+				out = append(out, e)
+				shown[e.Name()] = true
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y fs.Entry) int { return strings.Compare(x.Name(), y.Name()) })
+	return out
+}
+
+// archNode is the folder NAME.npz/ of an archive file.
+type archNode struct{ s *slot }
+
+func (n *archNode) Name() string             { return n.s.name }
+func (n *archNode) Ino() uint64              { return n.s.rootIno }
+func (n *archNode) IsDir() bool              { return true }
+func (n *archNode) ModTime() time.Time       { return n.s.mtime }
+func (n *archNode) File() fs.Content         { return nil }
+func (n *archNode) CacheTime() time.Duration { return n.s.t.opts.CacheTime }
+
+func (n *archNode) Lookup(name string) fs.Entry {
+	a, gen, err := n.s.archive()
+	if err != nil {
+		if name == ErrorName && !errors.Is(err, source.ErrChanged) {
+			return &errFile{s: n.s, err: err}
+		}
+		return nil
+	}
+	if c := a.Root().Lookup(name); c != nil {
+		return wrap(n.s, gen, c, "")
+	}
+	return nil
+}
+
+func (n *archNode) Children() []fs.Entry {
+	a, gen, err := n.s.archive()
+	if err != nil {
+		if errors.Is(err, source.ErrChanged) {
+			return nil
+		}
+		return []fs.Entry{&errFile{s: n.s, err: err}}
+	}
+	var out []fs.Entry
+	for _, c := range a.Root().Children() {
+		out = append(out, wrap(n.s, gen, c, ""))
+	}
+	return out
+}
+
+// node is a node of an archive's tree, under the mount's inode numbers.
+// It keeps its path in the archive, so that it finds itself again when
+// the archive was closed and opened since.
+type node struct {
+	s    *slot
+	path string // in the archive's tree
+	name string
+	ino  uint64
+	dir  bool
+
+	mu  sync.Mutex
+	gen uint64
+	n   *npz.Node
+}
+
+func wrap(s *slot, gen uint64, c *npz.Node, parent string) *node {
+	p := c.Name()
+	if parent != "" {
+		p = parent + "/" + p
+	}
+	return &node{s: s, path: p, name: c.Name(), ino: s.base + c.Ino() - 2, dir: c.IsDir(), gen: gen, n: c}
+}
+
+// resolve finds the node in the archive as it is open now.
+func (w *node) resolve() (*npz.Node, uint64, error) {
+	a, gen, err := w.s.archive()
+	if err != nil {
+		return nil, 0, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gen == gen && w.n != nil {
+		return w.n, gen, nil
+	}
+	n := a.Root()
+	for _, part := range strings.Split(w.path, "/") {
+		if n = n.Lookup(part); n == nil {
+			return nil, 0, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
+		}
+	}
+	w.n, w.gen = n, gen
+	return n, gen, nil
+}
+
+func (w *node) Name() string { return w.name }
+func (w *node) Ino() uint64  { return w.ino }
+func (w *node) IsDir() bool  { return w.dir }
+func (w *node) Hold()        { w.s.hold() }
+func (w *node) Release()     { w.s.release() }
+
+func (w *node) ModTime() time.Time {
+	if n, _, err := w.resolve(); err == nil {
+		return n.ModTime()
+	}
+	return w.s.mtime
+}
+
+func (w *node) DiskUsage() int64 {
+	if n, _, err := w.resolve(); err == nil {
+		return n.DiskUsage()
+	}
+	return 0
+}
+
+func (w *node) Lookup(name string) fs.Entry {
+	n, gen, err := w.resolve()
+	if err != nil {
+		return nil
+	}
+	if c := n.Lookup(name); c != nil {
+		return wrap(w.s, gen, c, w.path)
+	}
+	return nil
+}
+
+func (w *node) Children() []fs.Entry {
+	n, gen, err := w.resolve()
+	if err != nil {
+		return nil
+	}
+	var out []fs.Entry
+	for _, c := range n.Children() {
+		out = append(out, wrap(w.s, gen, c, w.path))
+	}
+	return out
+}
+
+func (w *node) File() fs.Content {
+	if w.dir {
+		return nil
+	}
+	n, _, err := w.resolve()
+	if err != nil {
+		return failed{err}
+	}
+	if f := n.File(); f != nil {
+		return f
+	}
+	return failed{errors.New("not a file")}
+}
+
+// failed is the content of a file whose archive is gone: every read fails.
+type failed struct{ err error }
+
+func (f failed) Size() int64 { return 0 }
+func (f failed) ReadAtContext(context.Context, []byte, int64) (int, error) {
+	return 0, f.err
+}
+func (f failed) Extent() (uintptr, int64, bool, error) { return 0, 0, false, f.err }
+
+// errFile is the one file of an archive folder whose archive cannot be
+// opened: why, in a line.
+type errFile struct {
+	s   *slot
+	err error
+}
+
+func (e *errFile) Name() string           { return ErrorName }
+func (e *errFile) Ino() uint64            { return e.s.rootIno + 1 }
+func (e *errFile) IsDir() bool            { return false }
+func (e *errFile) ModTime() time.Time     { return e.s.mtime }
+func (e *errFile) Lookup(string) fs.Entry { return nil }
+func (e *errFile) Children() []fs.Entry   { return nil }
+func (e *errFile) File() fs.Content       { return textContent(e.err.Error() + "\n") }
+
+type textContent string
+
+func (c textContent) Size() int64 { return int64(len(c)) }
+func (c textContent) ReadAtContext(_ context.Context, p []byte, off int64) (int, error) {
+	if off >= int64(len(c)) {
+		return 0, io.EOF
+	}
+	n := copy(p, c[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+func (c textContent) Extent() (uintptr, int64, bool, error) { return 0, 0, false, nil }
