@@ -207,7 +207,7 @@ func (t *Tree) trim() {
 		var ask []*slot
 		for e := t.open.Back(); e != nil && over > 0; e = e.Prev() {
 			s := e.Value.(*slot)
-			if s.held.Load() == 0 {
+			if s.held.Load() == 0 && s.busy.Load() == 0 {
 				victim = s
 				break
 			}
@@ -245,6 +245,7 @@ type slot struct {
 	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's
 
 	held  atomic.Int64 // nodes of it the kernel holds
+	busy  atomic.Int64 // lookups and listings in it under way
 	stale atomic.Bool  // the file at rel is another one now
 
 	mu   sync.Mutex
@@ -258,13 +259,25 @@ type slot struct {
 
 var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)
 
-// archive is the slot's archive, opened if it is not.
-func (s *slot) archive() (*npz.Archive, uint64, error) {
+// archive is the slot's archive, opened if it is not, and kept open
+// until done is called (which it must be, also after an error).
+func (s *slot) archive() (a *npz.Archive, gen uint64, done func(), err error) {
 	if s.stale.Load() {
-		return nil, 0, errStale
+		return nil, 0, nop, errStale
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	a, gen, err = s.openLocked()
+	if err != nil {
+		return nil, 0, nop, err
+	}
+	s.busy.Add(1)
+	return a, gen, func() { s.busy.Add(-1) }, nil
+}
+
+func nop() {}
+
+func (s *slot) openLocked() (*npz.Archive, uint64, error) {
 	t := s.t
 	if s.a != nil {
 		t.mu.Lock()
@@ -328,7 +341,7 @@ func (s *slot) openFile() (*npz.Archive, *source.File, error) {
 func (s *slot) close(force bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.a == nil || (!force && s.held.Load() > 0) {
+	if s.a == nil || (!force && (s.held.Load() > 0 || s.busy.Load() > 0)) {
 		return
 	}
 	s.a.Close()
@@ -437,7 +450,8 @@ func (d *dirNode) entry(name string, fi os.FileInfo) fs.Entry {
 func (d *dirNode) npyEntries(name string, fi os.FileInfo) []fs.Entry {
 	rel, _ := d.path(name)
 	s := d.t.slotFor(rel, fi, d.ino, true)
-	a, gen, err := s.archive()
+	a, gen, done, err := s.archive()
+	defer done()
 	if err != nil {
 		return nil
 	}
@@ -536,7 +550,8 @@ func (n *archNode) File() fs.Content         { return nil }
 func (n *archNode) CacheTime() time.Duration { return n.s.t.opts.CacheTime }
 
 func (n *archNode) Lookup(name string) fs.Entry {
-	a, gen, err := n.s.archive()
+	a, gen, done, err := n.s.archive()
+	defer done()
 	if err != nil {
 		if name == ErrorName && !errors.Is(err, source.ErrChanged) {
 			return &errFile{s: n.s, err: err}
@@ -550,7 +565,8 @@ func (n *archNode) Lookup(name string) fs.Entry {
 }
 
 func (n *archNode) Children() []fs.Entry {
-	a, gen, err := n.s.archive()
+	a, gen, done, err := n.s.archive()
+	defer done()
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
 			return nil
@@ -587,25 +603,26 @@ func wrap(s *slot, gen uint64, c *npz.Node, parent string) *node {
 	return &node{s: s, path: p, name: c.Name(), ino: s.base + c.Ino() - 2, dir: c.IsDir(), gen: gen, n: c}
 }
 
-// resolve finds the node in the archive as it is open now.
-func (w *node) resolve() (*npz.Node, uint64, error) {
-	a, gen, err := w.s.archive()
+// resolve finds the node in the archive as it is open now, which stays
+// open until done is called (which it must be, also after an error).
+func (w *node) resolve() (n *npz.Node, gen uint64, done func(), err error) {
+	a, gen, done, err := w.s.archive()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, done, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.gen == gen && w.n != nil {
-		return w.n, gen, nil
+		return w.n, gen, done, nil
 	}
-	n := a.Root()
+	n = a.Root()
 	for _, part := range strings.Split(w.path, "/") {
 		if n = n.Lookup(part); n == nil {
-			return nil, 0, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
+			return nil, 0, done, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
 		}
 	}
 	w.n, w.gen = n, gen
-	return n, gen, nil
+	return n, gen, done, nil
 }
 
 func (w *node) Name() string { return w.name }
@@ -615,21 +632,26 @@ func (w *node) Hold()        { w.s.hold() }
 func (w *node) Release()     { w.s.release() }
 
 func (w *node) ModTime() time.Time {
-	if n, _, err := w.resolve(); err == nil {
+	n, _, done, err := w.resolve()
+	defer done()
+	if err == nil {
 		return n.ModTime()
 	}
 	return w.s.mtime
 }
 
 func (w *node) DiskUsage() int64 {
-	if n, _, err := w.resolve(); err == nil {
+	n, _, done, err := w.resolve()
+	defer done()
+	if err == nil {
 		return n.DiskUsage()
 	}
 	return 0
 }
 
 func (w *node) Lookup(name string) fs.Entry {
-	n, gen, err := w.resolve()
+	n, gen, done, err := w.resolve()
+	defer done()
 	if err != nil {
 		return nil
 	}
@@ -640,7 +662,8 @@ func (w *node) Lookup(name string) fs.Entry {
 }
 
 func (w *node) Children() []fs.Entry {
-	n, gen, err := w.resolve()
+	n, gen, done, err := w.resolve()
+	defer done()
 	if err != nil {
 		return nil
 	}
@@ -655,7 +678,10 @@ func (w *node) File() fs.Content {
 	if w.dir {
 		return nil
 	}
-	n, _, err := w.resolve()
+	// Read by the kernel, which holds the node (Hold): the archive stays
+	// open after done.
+	n, _, done, err := w.resolve()
+	defer done()
 	if err != nil {
 		return failed{err}
 	}

@@ -29,7 +29,16 @@ const mountHelp = `Mounts ARCHIVE (a NumPy .npz file) read-only on MOUNTPOINT, a
 folder. Each member appears byte for byte (images.npy), and each .npy member
 also as a folder of views: images/header.json and images/raw.bin (the array
 data alone, ready for mmap), and beside it as images.ra (RawArray: a header
-of 64-bit integers, then the data). ARCHIVE may also be a bare .npy file (known by
+of 64-bit integers, then the data).
+
+ARCHIVE may be a folder: every .npz file under it is then a folder
+NAME.npz/ holding that archive's tree, and every .npy file NAME.npy with
+its views; sub-folders are kept, other files left out. Archives are opened
+on first use, and at most --max-open of them stay open once none of their
+files is in use. An archive that cannot be read is a folder holding only
+npzfs-error.txt, which says why. Files added, removed or replaced in the
+folder appear, vanish or change within a second; reads of a replaced
+archive's old files fail. ARCHIVE may also be a bare .npy file (known by
 its magic): it is served as an archive of that one array.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
@@ -386,6 +395,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		},
 	}
 	var sv *served
+	if fi.IsDir() && within(mnt, archive) {
+		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", archive, mnt)
+	}
 	if fi.IsDir() {
 		sv, err = serveFolder(archive, opts, ma.maxOpen)
 	} else {
@@ -446,6 +458,19 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	srv.Wait()
 	logger.Printf("unmounted %s", mnt)
 	return nil
+}
+
+// within reports whether path is dir or inside it, symbolic links
+// resolved.
+func within(path, dir string) bool {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // served is what a mount serves: an archive's tree, or a folder's.

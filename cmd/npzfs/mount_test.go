@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +53,8 @@ func TestMountCommandLine(t *testing.T) {
 		{[]string{"unmount", dir}, exitFail, "is not mounted"},
 		// Checks made before anything is mounted, in the foreground.
 		{[]string{"mount", "-f", dir + "/missing.npz", dir}, exitFail, "does not exist"},
-		{[]string{"mount", "-f", dir, dir}, exitFail, "is a folder, not an .npz archive"},
+		{[]string{"mount", "-f", dir, dir}, exitFail, "the mount point is inside the folder"},
+		{[]string{"mount", "-f", filepath.Dir(dir), dir}, exitFail, "the mount point is inside the folder"},
 		{[]string{"mount", "-f", dir, dir + "/nowhere"}, exitFail, "mkdir -p"},
 		// Flags as mount options (fstab style); a flag given as a flag wins.
 		{[]string{"mount", "-f", "-o", "ro,cache_mb=8,index-mb=4,debug", dir + "/missing.npz", dir}, exitFail, "does not exist"},
