@@ -77,7 +77,8 @@ type Tree struct {
 	slots    map[string]*slot  // file path (relative) -> the archive it holds now
 	open     list.List         // of *slot with an open archive, most recently used first
 	inval    func(parent uint64, name string) error
-	asking   map[*slot]bool // slots the kernel was asked to let go of
+	asked    map[*slot]time.Time // when the kernel was last asked to let go of a slot
+	retrying bool                // a trim is due in askAgain
 	trimming atomic.Bool
 }
 
@@ -90,7 +91,7 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a folder", dir)
 	}
-	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, asking: map[*slot]bool{}}
+	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, asked: map[*slot]time.Time{}}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -193,8 +194,11 @@ func (t *Tree) slotFor(rel string, fi os.FileInfo, parent uint64, bare bool) *sl
 }
 
 // trim closes the least recently used archives the kernel holds nothing
-// of while more than MaxOpen are open, and asks the kernel to let go of
-// others when that is not enough.
+// of while more than MaxOpen are open. When that is not enough it asks
+// the kernel to let go of the least recently used others (their files
+// closed, it forgets their nodes, and each release closes one), and looks
+// again a second later, as long as too many are open: the kernel keeps
+// what is in use (an open file, a working directory).
 func (t *Tree) trim() {
 	if !t.trimming.CompareAndSwap(false, true) {
 		return
@@ -203,20 +207,29 @@ func (t *Tree) trim() {
 	for {
 		t.mu.Lock()
 		over := t.open.Len() - t.opts.MaxOpen
+		if over <= 0 {
+			t.mu.Unlock()
+			return
+		}
 		var victim *slot
 		var ask []*slot
-		for e := t.open.Back(); e != nil && over > 0; e = e.Prev() {
+		now := time.Now()
+		for e := t.open.Back(); e != nil; e = e.Prev() {
 			s := e.Value.(*slot)
 			if s.held.Load() == 0 && s.busy.Load() == 0 {
 				victim = s
 				break
 			}
-			if !t.asking[s] && len(ask) < over {
-				t.asking[s] = true
+			if len(ask) < over && now.Sub(t.asked[s]) > askAgain {
+				t.asked[s] = now
 				ask = append(ask, s)
 			}
 		}
 		inval := t.inval
+		retry := victim == nil && !t.retrying
+		if retry {
+			t.retrying = true
+		}
 		t.mu.Unlock()
 		if victim != nil {
 			victim.close(false)
@@ -229,9 +242,21 @@ func (t *Tree) trim() {
 				}
 			}
 		}
+		if retry {
+			time.AfterFunc(askAgain, func() {
+				t.mu.Lock()
+				t.retrying = false
+				t.mu.Unlock()
+				t.trim()
+			})
+		}
 		return
 	}
 }
+
+// askAgain is how long the kernel is given to let go of an archive before
+// it is asked again.
+const askAgain = time.Second
 
 // slot is one archive file of the folder, as it was when first seen.
 type slot struct {
@@ -350,7 +375,7 @@ func (s *slot) close(force bool) {
 	t := s.t
 	t.mu.Lock()
 	t.open.Remove(s.elem)
-	delete(t.asking, s)
+	delete(t.asked, s)
 	t.mu.Unlock()
 	s.elem = nil
 }
@@ -683,18 +708,31 @@ func (w *node) File() fs.Content {
 	n, _, done, err := w.resolve()
 	defer done()
 	if err != nil {
-		return failed{err}
+		// Its size stays what the kernel was told: content that is
+		// shorter would read as the end of the file, not as an error.
+		f := failed{err: err}
+		w.mu.Lock()
+		if w.n != nil {
+			if c := w.n.File(); c != nil {
+				f.size = c.Size()
+			}
+		}
+		w.mu.Unlock()
+		return f
 	}
 	if f := n.File(); f != nil {
 		return f
 	}
-	return failed{errors.New("not a file")}
+	return failed{err: errors.New("not a file")}
 }
 
 // failed is the content of a file whose archive is gone: every read fails.
-type failed struct{ err error }
+type failed struct {
+	size int64
+	err  error
+}
 
-func (f failed) Size() int64 { return 0 }
+func (f failed) Size() int64 { return f.size }
 func (f failed) ReadAtContext(context.Context, []byte, int64) (int, error) {
 	return 0, f.err
 }
