@@ -429,6 +429,8 @@ func TestBadMountInvocations(t *testing.T) {
 	os.WriteFile(notZip, []byte("this is not a zip archive, just some words\n"), 0o644)
 	aFile := filepath.Join(tmp, "file")
 	os.WriteFile(aFile, nil, 0o644)
+	inside := filepath.Join(tmp, "inside")
+	os.Mkdir(inside, 0o755)
 
 	// Already mounted: a live mount on the target.
 	busy := mount(t, archive)
@@ -438,7 +440,7 @@ func TestBadMountInvocations(t *testing.T) {
 	}{
 		{"archive missing", filepath.Join(tmp, "missing.npz"), "", "does not exist"},
 		{"not a zip", notZip, "", "not a readable .npz archive"},
-		{"archive is a folder", tmp, "", "is a folder"},
+		{"mount point inside the folder served", tmp, inside, "inside the folder"},
 		{"mount point missing", archive, filepath.Join(tmp, "nowhere"), "mkdir"},
 		{"mount point is a file", archive, aFile, "not a folder"},
 		{"already mounted", archive, busy, "npzfs unmount"},
