@@ -12,6 +12,7 @@ import (
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz/inflate"
 	"github.com/npzfs/npzfs/source"
+	"github.com/npzfs/npzfs/zip"
 )
 
 // DefaultSpanSize is the default distance between checkpoints in deflated
@@ -88,6 +89,7 @@ type Archive struct {
 	root     *Node
 	problems []string
 	notes    atomic.Int64 // per-member log lines written (see notef)
+	notesMu  sync.Mutex
 
 	changedLogged atomic.Bool // the source was found changed, and logged
 	opened        atomic.Bool // NewReader is done
@@ -110,7 +112,9 @@ type Archive struct {
 }
 
 // lock is the mutex that guards m's lazy resolution.
-func (a *Archive) lock(m *Member) *sync.Mutex { return &a.locks[uint32(m.index)%uint32(len(a.locks))] }
+func (a *Archive) lock(m *Member) *sync.Mutex {
+	return &a.locks[uint32(m.e.Index)%uint32(len(a.locks))]
+}
 
 // Open opens the archive file at path (a source.File, which fails every
 // read once the file's size or modification time changes) and reads its
@@ -144,17 +148,22 @@ func Open(path string, opts *Options) (*Archive, error) {
 // r.
 func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	a := newArchive(r, size, opts)
-	if size < 0 {
-		return nil, &FormatError{Offset: 0, Msg: "negative archive size"}
-	}
-	d, err := findDirectory(a.r, size)
+	z, err := zip.NewReader(a.r, size)
 	if err != nil {
 		return nil, err
 	}
-	a.comment = d.comment
-	a.prefix = d.shift
-	if err := a.parseDirectory(d); err != nil {
+	a.members = make([]Member, 0, z.Declared())
+	err = z.Entries(func(e *zip.Entry) {
+		a.members = append(a.members, Member{a: a, e: *e})
+		a.members[len(a.members)-1].skip(e.Unusable)
+	})
+	if err != nil {
 		return nil, err
+	}
+	a.comment = z.Comment()
+	a.prefix = z.Prefix()
+	for _, p := range z.Problems() {
+		a.problemf("%s", p)
 	}
 	if a.prefix > 0 {
 		a.problemf("%d bytes precede the zip data (prepended without adjusting the archive's offsets, as a script or stub before the zip is): read with every offset shifted by them, as Info-ZIP and Go's archive/zip do", a.prefix)
@@ -191,19 +200,19 @@ func (a *Archive) serve(r io.ReaderAt) {
 	var latest int64
 	for i := range a.members {
 		m := &a.members[i]
-		latest = max(latest, m.mtime)
-		if reason := m.impossibleSize(); reason != "" && !m.skipped() && !isDirName(m.name) {
+		latest = max(latest, m.e.Modified)
+		if reason := m.e.ImpossibleSize(); reason != "" && !m.skipped() && !isDirName(m.e.Name) {
 			m.skip(reason)
 		}
 		if m.skipped() {
-			a.notef("npz: %q: not served: %s", m.name, m.reason)
+			a.notef("npz: %q: not served: %s", m.e.Name, m.reason)
 			continue
 		}
-		p, dir, reason := sanitize(m.name)
+		p, dir, reason := sanitize(m.e.Name)
 		m.path, m.dir = p, dir
 		if reason != "" {
 			m.skip(reason)
-			a.notef("npz: %q: not served: %s", m.name, reason)
+			a.notef("npz: %q: not served: %s", m.e.Name, reason)
 		}
 	}
 	if mt, ok := r.(source.ModTimer); ok {
@@ -217,7 +226,7 @@ func (a *Archive) serve(r io.ReaderAt) {
 		m := &a.members[i]
 		if m.state == memberServed && !m.dir {
 			if err := m.readable(); err != nil {
-				a.notef("npz: %q: every read fails: %s", m.name, reasonText(err))
+				a.notef("npz: %q: every read fails: %s", m.e.Name, reasonText(err))
 			}
 		}
 	}
@@ -355,7 +364,7 @@ func (a *Archive) Member(name string) *Member {
 	var found *Member
 	for i := len(a.members) - 1; i >= 0; i-- {
 		m := &a.members[i]
-		if m.name == name || (m.path == name && m.state != memberSkipped) {
+		if m.e.Name == name || (m.path == name && m.state != memberSkipped) {
 			if m.state == memberServed {
 				return m
 			}
@@ -398,6 +407,10 @@ const maxOpenNotes = 1000
 
 // notef logs one member's note, the first maxOpenNotes times.
 func (a *Archive) notef(format string, args ...any) {
+	// Under a lock, so that the line saying the rest are not logged is
+	// the last one, whichever goroutines write notes.
+	a.notesMu.Lock()
+	defer a.notesMu.Unlock()
 	switch n := a.notes.Add(1); {
 	case n <= maxOpenNotes:
 		a.logf(format, args...)

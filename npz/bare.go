@@ -8,6 +8,7 @@ import (
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/source"
+	"github.com/npzfs/npzfs/zip"
 )
 
 // NewNPY opens a bare .npy file of size bytes read from r as an archive of
@@ -21,13 +22,13 @@ func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, er
 	}
 	a := newArchive(r, size, opts)
 	magic := make([]byte, len(npy.Magic))
-	if err := readAtFull(a.r, magic, 0); err != nil || string(magic) != npy.Magic {
+	if err := zip.ReadAtFull(a.r, magic, 0); err != nil || string(magic) != npy.Magic {
 		return nil, &FormatError{Offset: 0, Msg: "not a .npy file (no \\x93NUMPY magic)", Err: err}
 	}
-	a.members = []Member{{a: a, name: name, csize: size, size: size, method: methodStored, bare: true}}
+	a.members = []Member{{a: a, e: zip.Entry{Name: name, CompressedSize: size, Size: size, Method: zip.Stored}, bare: true}}
 	m := &a.members[0]
 	if mt, ok := r.(source.ModTimer); ok {
-		m.mtime = mt.ModTime().Unix()
+		m.e.Modified = mt.ModTime().Unix()
 	}
 	m.loc.Store(&location{}) // its data starts at byte 0: there is no local header
 	a.serve(r)

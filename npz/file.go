@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npzfs/npzfs/zip"
 	"io"
 )
 
@@ -88,7 +89,7 @@ func (f *File) Head() ([]byte, error) {
 	}
 	if int64(len(head)) != f.head {
 		// Rendering is deterministic: the member's bytes changed.
-		return nil, fmt.Errorf("npz: %q: %s renders a head of %d bytes now, %d before", f.m.name, v.name, len(head), f.head)
+		return nil, fmt.Errorf("npz: %q: %s renders a head of %d bytes now, %d before", f.m.e.Name, v.name, len(head), f.head)
 	}
 	return head, nil
 }
@@ -102,7 +103,7 @@ func (f *File) Head() ([]byte, error) {
 // resolved, or an archive file that changed since it was opened
 // (ErrChanged).
 func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
-	if f.kind == fileView && !viewKinds[f.view].data || f.m.method != methodStored || f.m.readable() != nil {
+	if f.kind == fileView && !viewKinds[f.view].data || f.m.e.Method != zip.Stored || f.m.readable() != nil {
 		return 0, 0, false, nil
 	}
 	l := f.m.locate()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz/inflate"
+	"github.com/npzfs/npzfs/zip"
 )
 
 // Member states, set once while the archive is opened.
@@ -26,17 +27,9 @@ const (
 // once, the first time they are needed. It is safe for concurrent use.
 type Member struct {
 	a      *Archive
-	name   string // decoded name, as in the archive
-	path   string // sanitised path it is served at
-	reason string // why it is not served, or why it has no views (static)
-	lhOff  int64  // local header offset
-	csize  int64
-	size   int64
-	mtime  int64 // Unix seconds
-	crc    uint32
-	method uint16
-	flags  uint16
-	index  int32
+	e      zip.Entry // from the central directory
+	path   string    // sanitised path it is served at
+	reason string    // why it is not served, or why it has no views (static)
 	state  uint8
 	dir    bool
 	bare   bool  // a bare .npy file (NewNPY): no zip, and no CRC-32 to check
@@ -58,7 +51,7 @@ type location struct {
 }
 
 func (m *Member) skip(reason string) {
-	if m.state == memberServed {
+	if m.state == memberServed && reason != "" {
 		m.state = memberSkipped
 		m.reason = reason
 	}
@@ -68,7 +61,7 @@ func (m *Member) skipped() bool { return m.state == memberSkipped }
 
 // Name is the member's name as stored in the archive (decoded from CP437
 // when it is not UTF-8).
-func (m *Member) Name() string { return m.name }
+func (m *Member) Name() string { return m.e.Name }
 
 // Path is where the member is served, relative to the root, or "" when it
 // is not served (see Reason).
@@ -86,19 +79,19 @@ func (m *Member) Served() bool { return m.state == memberServed }
 func (m *Member) IsDir() bool { return m.dir }
 
 // Index is the member's position in the central directory.
-func (m *Member) Index() int { return int(m.index) }
+func (m *Member) Index() int { return int(m.e.Index) }
 
 // Method is the compression method: 0 stored, 8 deflated, others unreadable.
-func (m *Member) Method() uint16 { return m.method }
+func (m *Member) Method() uint16 { return m.e.Method }
 
 // Encrypted reports the encryption flag (such members cannot be read).
-func (m *Member) Encrypted() bool { return m.flags&(flagEncrypted|flagStrongEncrypted) != 0 }
+func (m *Member) Encrypted() bool { return m.e.Encrypted() }
 
 // CompressedSize is the member's size in the archive.
-func (m *Member) CompressedSize() int64 { return m.csize }
+func (m *Member) CompressedSize() int64 { return m.e.CompressedSize }
 
 // Size is the member's uncompressed size.
-func (m *Member) Size() int64 { return m.size }
+func (m *Member) Size() int64 { return m.e.Size }
 
 // HasCRC reports whether the member has a CRC-32 to check its bytes
 // against: every zip member, but not a bare .npy file.
@@ -106,19 +99,19 @@ func (m *Member) HasCRC() bool { return !m.bare }
 
 // CRC32 is the CRC-32 of the uncompressed bytes, from the central
 // directory (0 for a bare .npy file: see HasCRC).
-func (m *Member) CRC32() uint32 { return m.crc }
+func (m *Member) CRC32() uint32 { return m.e.CRC32 }
 
 // ModTime is the member's modification time: the Unix time of an
 // extended-timestamp extra field if there is one, else the MS-DOS time taken
 // as UTC.
-func (m *Member) ModTime() time.Time { return time.Unix(m.mtime, 0).UTC() }
+func (m *Member) ModTime() time.Time { return time.Unix(m.e.Modified, 0).UTC() }
 
 // File is the member's bytes, or nil for a directory entry.
 func (m *Member) File() *File {
 	if m.dir {
 		return nil
 	}
-	return &File{m: m, kind: fileMember, size: m.size}
+	return &File{m: m, kind: fileMember, size: m.e.Size}
 }
 
 // IsNPY reports a member whose path (or, if it is not served, name) ends
@@ -126,7 +119,7 @@ func (m *Member) File() *File {
 func (m *Member) IsNPY() bool {
 	p := m.path
 	if p == "" {
-		p = m.name
+		p = m.e.Name
 	}
 	return !m.dir && strings.HasSuffix(p, ".npy")
 }
@@ -167,7 +160,7 @@ func reasonText(err error) string {
 		}
 		return fmt.Sprintf("cannot read: method %d (%s)", me.Method, MethodName(me.Method))
 	}
-	return strings.TrimPrefix(err.Error(), "npz: ")
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "npz: "), "zip: ")
 }
 
 // ReadError says why no byte of the member can be read (an unsupported
@@ -183,18 +176,18 @@ func (m *Member) ReadError() error {
 // readable reports a member npzfs cannot read at all.
 func (m *Member) readable() error {
 	if m.Encrypted() {
-		return &MethodError{Name: m.name, Method: m.method, Encrypted: true}
+		return &MethodError{Name: m.e.Name, Method: m.e.Method, Encrypted: true}
 	}
-	switch m.method {
-	case methodStored:
-		if m.csize != m.size {
-			return &FormatError{Offset: m.lhOff, Msg: fmt.Sprintf("stored member %q has compressed size %d but size %d", m.name, m.csize, m.size)}
+	switch m.e.Method {
+	case zip.Stored:
+		if m.e.CompressedSize != m.e.Size {
+			return &FormatError{Offset: m.e.HeaderOffset, Msg: fmt.Sprintf("stored member %q has compressed size %d but size %d", m.e.Name, m.e.CompressedSize, m.e.Size)}
 		}
 		return nil
-	case methodDeflated:
+	case zip.Deflated:
 		return nil
 	}
-	return &MethodError{Name: m.name, Method: m.method}
+	return &MethodError{Name: m.e.Name, Method: m.e.Method}
 }
 
 // locate resolves (once) where the member's data starts in the archive and,
@@ -211,15 +204,15 @@ func (m *Member) locate() *location {
 	}
 	l := &location{}
 	if l.err = m.readable(); l.err == nil {
-		l.dataOff, l.err = m.readLocal()
+		l.dataOff, l.err = zip.DataOffset(m.a.r, m.a.size, &m.e)
 		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
-			m.a.notef("npz: %q: every read fails: %v", m.name, l.err)
+			m.a.notef("npz: %q: every read fails: %v", m.e.Name, l.err)
 		}
 	}
-	if l.err == nil && m.method == methodDeflated {
-		src := &section{r: m.a.r, off: l.dataOff, n: m.csize}
+	if l.err == nil && m.e.Method == zip.Deflated {
+		src := &section{r: m.a.r, off: l.dataOff, n: m.e.CompressedSize}
 		cache := m.a.spanCache() // makes the window budget too
-		l.inf = inflate.NewReaderAt(src, m.csize, m.size, m.crc,
+		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32,
 			&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows})
 	}
 	m.loc.Store(l)
@@ -236,7 +229,7 @@ func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	n, err := m.readData(ctx, l, p, off)
 	if err != nil && !errors.Is(err, ErrChanged) && ctx.Err() == nil && !m.readFailed.Swap(true) {
-		m.a.notef("npz: %q: read failed: %v", m.name, err)
+		m.a.notef("npz: %q: read failed: %v", m.e.Name, err)
 	}
 	return n, err
 }
@@ -246,14 +239,14 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if m.method == methodStored {
+	if m.e.Method == zip.Stored {
 		n, err := m.a.r.ReadAtContext(ctx, p, dataOff+off)
 		if n == len(p) {
 			return n, nil
 		}
 		if err == nil || err == io.EOF {
 			err = &FormatError{Offset: dataOff + off + int64(n),
-				Msg: fmt.Sprintf("archive ends inside %q (changed or truncated since it was opened?)", m.name),
+				Msg: fmt.Sprintf("archive ends inside %q (changed or truncated since it was opened?)", m.e.Name),
 				Err: io.ErrUnexpectedEOF}
 		}
 		return n, err
@@ -268,7 +261,7 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return n, &FormatError{Offset: dataOff, Msg: fmt.Sprintf("cannot inflate %q at byte %d", m.name, off+int64(n)), Err: err}
+	return n, &FormatError{Offset: dataOff, Msg: fmt.Sprintf("cannot inflate %q at byte %d", m.e.Name, off+int64(n)), Err: err}
 }
 
 // stream returns a reader of the member's uncompressed bytes from the start,
@@ -279,16 +272,16 @@ func (m *Member) stream() (io.Reader, error) {
 		return nil, l.err
 	}
 	dataOff := l.dataOff
-	if m.method == methodStored {
+	if m.e.Method == zip.Stored {
 		// One read fetches a typical header whole (numpy pads it to 64 or
 		// 128 bytes, wide records take more).
-		return bufio.NewReaderSize(io.NewSectionReader(m.a.r, dataOff, m.size), 512), nil
+		return bufio.NewReaderSize(io.NewSectionReader(m.a.r, dataOff, m.e.Size), 512), nil
 	}
-	zr := inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.csize))
+	zr := inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.e.CompressedSize))
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.LimitReader(zr, m.size), zr}, nil
+	}{io.LimitReader(zr, m.e.Size), zr}, nil
 }
 
 // readHeader reads the member's npy header from its start, refusing one
@@ -301,7 +294,7 @@ func (m *Member) readHeader(maxLen int) (*npy.Header, error) {
 	if c, ok := r.(io.Closer); ok {
 		defer c.Close() // a deflated member's decoder goes back to the pool
 	}
-	return npy.ReadHeader(r, m.size, &npy.Options{MaxHeaderLen: maxLen})
+	return npy.ReadHeader(r, m.e.Size, &npy.Options{MaxHeaderLen: maxLen})
 }
 
 // readNPY reads and checks the member's npy header: it must parse and its
@@ -322,12 +315,12 @@ func (m *Member) readNPY() (*npy.Header, error) {
 	if h.DType == nil {
 		return nil, errors.New("npz: npy header has no dtype")
 	}
-	if h.DataOffset < 0 || h.DataOffset > m.size {
-		return nil, fmt.Errorf("npz: npy header ends at byte %d, past the member's %d bytes", h.DataOffset, m.size)
+	if h.DataOffset < 0 || h.DataOffset > m.e.Size {
+		return nil, fmt.Errorf("npz: npy header ends at byte %d, past the member's %d bytes", h.DataOffset, m.e.Size)
 	}
-	dl := h.DataLength(m.size)
-	if dl < 0 || dl > m.size-h.DataOffset {
-		return nil, fmt.Errorf("npz: array data (%d bytes from byte %d) is longer than the member's %d bytes", dl, h.DataOffset, m.size)
+	dl := h.DataLength(m.e.Size)
+	if dl < 0 || dl > m.e.Size-h.DataOffset {
+		return nil, fmt.Errorf("npz: array data (%d bytes from byte %d) is longer than the member's %d bytes", dl, h.DataOffset, m.e.Size)
 	}
 	return h, nil
 }

@@ -59,27 +59,6 @@ func TestSanitize(t *testing.T) {
 	}
 }
 
-func TestDecodeName(t *testing.T) {
-	for _, tc := range []struct {
-		raw   string
-		flags uint16
-		want  string
-		ok    bool
-	}{
-		{"plain.npy", 0, "plain.npy", true},
-		{"caf\x82.npy", 0, "café.npy", true},
-		{"caf\xc3\xa9.npy", 0, "café.npy", true}, // valid UTF-8 without the flag
-		{"caf\xc3\xa9.npy", flagUTF8, "café.npy", true},
-		{"bad\xff.npy", flagUTF8, "", false},
-		{"\xe0\xff", 0, "α\u00a0", true},
-	} {
-		got, ok := decodeName(tc.raw, tc.flags)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("decodeName(%q, %#x) = %q, %v; want %q, %v", tc.raw, tc.flags, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 // TestCollisions checks which of two colliding names is served, with
 // members that are not valid .npy (so no views survive).
 func TestCollisions(t *testing.T) {

@@ -60,7 +60,7 @@ func TestPrependedData(t *testing.T) {
 	}
 	// Junk between the central directory and the end record: offsets are
 	// right as they are.
-	cd := int(le.Uint32(plain[len(plain)-6:]))
+	cd := cdStart(plain)
 	end := bytes.LastIndex(plain, []byte("PK\x05\x06"))
 	gap := append(append(append([]byte(nil), plain[:end]...), "junk"...), plain[end:]...)
 	a := openBytes(t, gap)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/npzfs/npzfs/source"
+	"github.com/npzfs/npzfs/zip"
 )
 
 // Node kinds.
@@ -78,7 +79,7 @@ func (n *Node) ModTime() time.Time {
 // archive's size rather than twice its arrays.
 func (n *Node) DiskUsage() int64 {
 	if n.kind == kindFile {
-		return n.m.csize
+		return n.m.e.CompressedSize
 	}
 	return 0
 }
@@ -241,11 +242,11 @@ func (a *Archive) prefetchHeaders(ms []*Member) {
 	}
 	rs := make([]source.Range, 0, len(ms))
 	for _, m := range ms {
-		if m.loc.Load() != nil || m.lhOff >= a.size {
+		if m.loc.Load() != nil || m.e.HeaderOffset >= a.size {
 			continue
 		}
-		n := localLen + int64(len(m.name)) + min(m.csize, prefetchGuess)
-		rs = append(rs, source.Range{Off: m.lhOff, Len: min(n, a.size-m.lhOff)})
+		n := zip.LocalHeaderLen + int64(len(m.e.Name)) + min(m.e.CompressedSize, prefetchGuess)
+		rs = append(rs, source.Range{Off: m.e.HeaderOffset, Len: min(n, a.size-m.e.HeaderOffset)})
 	}
 	if len(rs) > 0 {
 		p.Prefetch(context.Background(), rs)
@@ -392,7 +393,7 @@ func (a *Archive) buildTree() {
 		}
 		if len(dirs)+missing > folderBudget {
 			m.skip(fmt.Sprintf("the archive's names make more than %d folders (at most 65,536 and 4 per member)", folderBudget))
-			a.notef("npz: %q: not served: %s", m.name, m.reason)
+			a.notef("npz: %q: not served: %s", m.e.Name, m.reason)
 			continue
 		}
 		if m.dir {
@@ -417,7 +418,7 @@ func (a *Archive) buildTree() {
 				return c
 			}
 			if x.kind == kindFile {
-				return cmp.Compare(y.m.index, x.m.index)
+				return cmp.Compare(y.m.e.Index, x.m.e.Index)
 			}
 			return 0
 		})
@@ -430,9 +431,9 @@ func (a *Archive) buildTree() {
 				if winner.kind == kindDir {
 					m.reason = fmt.Sprintf("shadowed: a folder %q holds other members", m.path)
 				} else {
-					m.reason = fmt.Sprintf("shadowed by a later member of the same name (entry %d)", winner.m.index)
+					m.reason = fmt.Sprintf("shadowed by a later member of the same name (entry %d)", winner.m.e.Index)
 				}
-				a.notef("npz: %q: not served: %s", m.name, m.reason)
+				a.notef("npz: %q: not served: %s", m.e.Name, m.reason)
 				continue
 			}
 			winner = c
@@ -466,7 +467,7 @@ func (a *Archive) buildTree() {
 					what = "a folder of members"
 				}
 				m.reason = fmt.Sprintf("no views: %s takes the name %q", what, key)
-				a.notef("npz: %q: %s", m.name, m.reason)
+				a.notef("npz: %q: %s", m.e.Name, m.reason)
 				continue
 			}
 			m.views = al.node(a, kindViews, key, m)

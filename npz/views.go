@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/npzfs/npzfs/npy"
+	"github.com/npzfs/npzfs/zip"
 )
 
 // A viewKind is one kind of view of a .npy member: a file in its views
@@ -127,10 +128,10 @@ func (m *Member) info() *npyInfo {
 	if err != nil {
 		ni.err = err
 		if m.views != nil && m.state == memberServed {
-			m.a.notef("npz: %q: no views: %v", m.name, err)
+			m.a.notef("npz: %q: no views: %v", m.e.Name, err)
 		}
 	} else {
-		ni.dataOff, ni.dataLen = h.DataOffset, h.DataLength(m.size)
+		ni.dataOff, ni.dataLen = h.DataOffset, h.DataLength(m.e.Size)
 		ni.jsonLen, ni.object = int64(len(js)), h.DType.HasObject
 		if ra, err := h.RawArrayHeader(); err == nil {
 			ni.raLen = int32(len(ra))
@@ -169,7 +170,7 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	}
 	if int64(len(js)) != ni.jsonLen {
 		// Rendering is deterministic: the member's bytes changed.
-		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.name, len(js), ni.jsonLen)
+		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.e.Name, len(js), ni.jsonLen)
 	}
 	m.a.jsonCache.put(m, js)
 	return js, nil
@@ -180,9 +181,9 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 // file (see archiveOffset).
 func (m *Member) renderJSON(h *npy.Header) ([]byte, error) {
 	if off, ok := m.archiveOffset(); ok {
-		return h.JSONInArchive(m.size, off+h.DataOffset)
+		return h.JSONInArchive(m.e.Size, off+h.DataOffset)
 	}
-	return h.JSON(m.size)
+	return h.JSON(m.e.Size)
 }
 
 // archiveOffset is where the member's bytes start in the archive's file,
@@ -191,7 +192,7 @@ func (m *Member) renderJSON(h *npy.Header) ([]byte, error) {
 // nothing: the member is located first.
 func (m *Member) archiveOffset() (int64, bool) {
 	l := m.loc.Load()
-	if !m.a.hasFD || m.method != methodStored || l == nil || l.err != nil {
+	if !m.a.hasFD || m.e.Method != zip.Stored || l == nil || l.err != nil {
 		return 0, false
 	}
 	return m.a.fdBase + l.dataOff, true

@@ -11,6 +11,17 @@ import (
 	"time"
 )
 
+// Record signatures and lengths from APPNOTE, to build and damage archives.
+const (
+	sigLocal   = 0x04034b50
+	sigCentral = 0x02014b50
+	sigEnd     = 0x06054b50
+	sigEnd64   = 0x06064b50
+	sigLoc64   = 0x07064b50
+	centralLen = 46 // central directory header, before name, extra, comment
+	endLen     = 22 // end of central directory record, before the comment
+)
+
 // twoMembers is a small archive of a stored and a deflated member with no
 // comment, so its end record is its last 22 bytes.
 func twoMembers(t *testing.T) []byte {

@@ -80,7 +80,7 @@ func verifyMembers(members []*npz.Member) map[*npz.Member]string {
 			return
 		}
 		mu.Lock()
-		out[m] = "reading fails: " + strings.TrimPrefix(err.Error(), "npz: ")
+		out[m] = "reading fails: " + bare(err)
 		mu.Unlock()
 	})
 	return out
@@ -154,7 +154,7 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 		}
 		r.verifyErr = failures[m]
 		if err := m.ReadError(); err != nil {
-			r.readError = strings.TrimPrefix(err.Error(), "npz: ")
+			r.readError = bare(err)
 		}
 		switch {
 		case !m.Served():
@@ -485,4 +485,14 @@ func keyList(a *npz.Archive) string {
 		out += fmt.Sprintf(", and %d more (npzfs ls lists them)", len(keys)-maxKeys)
 	}
 	return out
+}
+
+// bare is an error's message without the package prefix ("npz: ",
+// "zip: ") that a table row about one member does not need.
+func bare(err error) string {
+	s := err.Error()
+	for _, p := range []string{"npz: ", "zip: "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return s
 }
