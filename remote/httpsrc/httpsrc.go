@@ -1,0 +1,308 @@
+// Package httpsrc is a remote.Backend for an object on an HTTP(S) server,
+// read with byte-range GETs. It trusts nothing but a 206 whose
+// Content-Range is exactly the range asked for, and pins every request to
+// the object seen first: If-Match on its strong ETag, else
+// If-Unmodified-Since on its Last-Modified (never If-Range, which servers
+// answer with the whole body when it does not match).
+package httpsrc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/npzfs/npzfs/remote"
+	"github.com/npzfs/npzfs/source"
+)
+
+// Options for a Backend.
+type Options struct {
+	// Header is sent with every request (an Authorization header, say).
+	Header http.Header
+	// Client makes the requests; nil means a client of this package's
+	// own: no compression asked for, up to 16 idle connections to the
+	// host, 30 s to connect and to the answer's headers.
+	Client *http.Client
+}
+
+// Backend is one object on an HTTP server.
+type Backend struct {
+	url    string // as given: never shown
+	shown  string // without user info, query or fragment
+	header http.Header
+	client *http.Client
+}
+
+// New returns a Backend for the object at rawURL (http or https).
+func New(rawURL string, opts *Options) (*Backend, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("not a URL: %s", Redact(rawURL))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%s: not an http or https URL", Redact(rawURL))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: no host", Redact(rawURL))
+	}
+	b := &Backend{url: rawURL, shown: Redact(rawURL), header: http.Header{}}
+	if opts != nil {
+		b.header = opts.Header.Clone()
+		b.client = opts.Client
+	}
+	if b.header == nil {
+		b.header = http.Header{}
+	}
+	if b.client == nil {
+		b.client = NewClient()
+	}
+	return b, nil
+}
+
+// NewClient returns the client New uses by default.
+func NewClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	t.MaxIdleConnsPerHost = 16
+	t.ResponseHeaderTimeout = 30 * time.Second
+	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return &http.Client{Transport: t}
+}
+
+// Redact is a URL as it may be shown: without user info, query string or
+// fragment (a presigned URL's signature is in its query).
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// Show no more than the part before any query.
+		s, _, _ := strings.Cut(rawURL, "?")
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			s = s[i+1:]
+		}
+		return s
+	}
+	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+	return u.String()
+}
+
+// String implements remote.Backend.
+func (b *Backend) String() string { return b.shown }
+
+func (b *Backend) request(ctx context.Context, rng string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url, nil)
+	if err != nil {
+		return nil, remote.Permanent(fmt.Errorf("%s: %v", b.shown, b.clean(err)))
+	}
+	for k, vs := range b.header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Range", rng)
+	req.Header.Set("Accept-Encoding", "identity")
+	return req, nil
+}
+
+// do sends req; transport failures come back with the URL redacted,
+// refusals and missing hosts marked permanent.
+func (b *Backend) do(req *http.Request) (*http.Response, error) {
+	resp, err := b.client.Do(req)
+	if err == nil {
+		return resp, nil
+	}
+	err = b.clean(err)
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return nil, remote.Permanent(fmt.Errorf("%s: no such host %s", b.shown, dns.Name))
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return nil, fmt.Errorf("%s: connection refused by %s", b.shown, req.URL.Host)
+	case errors.Is(err, context.Canceled):
+		return nil, err
+	}
+	return nil, fmt.Errorf("%s: %v", b.shown, err)
+}
+
+// clean strips the URL from a *url.Error, which would show the query
+// string; the cause remains.
+func (b *Backend) clean(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// Tail implements remote.Backend with a suffix range request.
+func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	var obj remote.Object
+	req, err := b.request(ctx, "bytes=-"+strconv.FormatInt(n, 10))
+	if err != nil {
+		return obj, nil, err
+	}
+	resp, err := b.do(req)
+	if err != nil {
+		return obj, nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+	case http.StatusRequestedRangeNotSatisfiable:
+		// An empty object has no last byte to give.
+		if _, _, total, err := parseContentRange(resp.Header.Get("Content-Range")); err == nil && total == 0 {
+			return obj, nil, remote.Permanent(fmt.Errorf("%s: the object is empty", b.shown))
+		}
+		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server refused a range of the last %d bytes (HTTP 416)", b.shown, n))
+	case http.StatusOK:
+		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server ignores byte ranges (it answered a range request with the whole object, HTTP 200): npzfs cannot read it without downloading all of it", b.shown))
+	default:
+		return obj, nil, b.statusError(resp, "")
+	}
+	first, last, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+	if err != nil {
+		return obj, nil, remote.Permanent(fmt.Errorf("%s: %v", b.shown, err))
+	}
+	if total < 0 {
+		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server does not say how large the object is (Content-Range %q)", b.shown, resp.Header.Get("Content-Range")))
+	}
+	if last != total-1 || first != max(total-n, 0) {
+		return obj, nil, fmt.Errorf("%s: asked for the last %d bytes, got bytes %d-%d of %d", b.shown, n, first, last, total)
+	}
+	obj = remote.Object{Size: total, ETag: strongETag(resp.Header.Get("ETag"))}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		obj.LastModified = t
+	}
+	buf := make([]byte, last-first+1)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		return obj, nil, fmt.Errorf("%s: the end of the archive: %w", b.shown, err)
+	}
+	return obj, buf, nil
+}
+
+// Fetch implements remote.Backend.
+func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (io.ReadCloser, error) {
+	last := off + n - 1
+	req, err := b.request(ctx, fmt.Sprintf("bytes=%d-%d", off, last))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case obj.ETag != "":
+		req.Header.Set("If-Match", obj.ETag)
+	case !obj.LastModified.IsZero():
+		req.Header.Set("If-Unmodified-Since", obj.LastModified.UTC().Format(http.TimeFormat))
+	}
+	resp, err := b.do(req)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(err error) (io.ReadCloser, error) {
+		resp.Body.Close()
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+	case http.StatusPreconditionFailed:
+		return bad(remote.Permanent(fmt.Errorf("%s: %w (HTTP 412 to a request pinned to %s)", b.shown, source.ErrChanged, pin(obj))))
+	case http.StatusOK:
+		return bad(fmt.Errorf("%s: bytes %d-%d: the server answered with the whole object (HTTP 200), not the range", b.shown, off, last))
+	case http.StatusNotFound, http.StatusGone:
+		return bad(remote.Permanent(fmt.Errorf("%s: %w (HTTP %d: the object is gone)", b.shown, source.ErrChanged, resp.StatusCode)))
+	default:
+		return bad(b.statusError(resp, fmt.Sprintf("bytes %d-%d: ", off, last)))
+	}
+	first, l, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+	if err != nil {
+		return bad(fmt.Errorf("%s: bytes %d-%d: %v", b.shown, off, last, err))
+	}
+	if total >= 0 && total != obj.Size {
+		return bad(remote.Permanent(fmt.Errorf("%s: %w (it was %d bytes, it is %d)", b.shown, source.ErrChanged, obj.Size, total)))
+	}
+	if first != off || l != last {
+		return bad(fmt.Errorf("%s: asked for bytes %d-%d, got %d-%d", b.shown, off, last, first, l))
+	}
+	if e := strongETag(resp.Header.Get("ETag")); obj.ETag != "" && e != "" && e != obj.ETag {
+		return bad(remote.Permanent(fmt.Errorf("%s: %w (ETag %s, was %s)", b.shown, source.ErrChanged, e, obj.ETag)))
+	}
+	if resp.ContentLength >= 0 && resp.ContentLength != n {
+		return bad(fmt.Errorf("%s: bytes %d-%d: a body of %d bytes", b.shown, off, last, resp.ContentLength))
+	}
+	return resp.Body, nil
+}
+
+// statusError describes an answer that is not data: permanent unless a
+// retry could help (5xx, 429, 408).
+func (b *Backend) statusError(resp *http.Response, what string) error {
+	code := resp.StatusCode
+	var msg string
+	switch code {
+	case http.StatusNotFound, http.StatusGone:
+		msg = "not found"
+	case http.StatusUnauthorized, http.StatusForbidden:
+		msg = "access denied"
+	default:
+		msg = "the server answered " + http.StatusText(code)
+	}
+	err := fmt.Errorf("%s: %s%s (HTTP %d)", b.shown, what, msg, code)
+	if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout {
+		return err
+	}
+	return remote.Permanent(err)
+}
+
+// pin says what a request was pinned to.
+func pin(obj remote.Object) string {
+	if obj.ETag != "" {
+		return "ETag " + obj.ETag
+	}
+	return "Last-Modified " + obj.LastModified.UTC().Format(http.TimeFormat)
+}
+
+// strongETag is a strong entity tag as sent, or "" for a weak or missing
+// one (a weak tag may name different bytes, so it pins nothing).
+func strongETag(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "W/") || len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return ""
+	}
+	return s
+}
+
+// parseContentRange parses "bytes FIRST-LAST/TOTAL" (TOTAL may be "*",
+// returned as -1) and "bytes */TOTAL" (first and last -1).
+func parseContentRange(s string) (first, last, total int64, err error) {
+	bad := fmt.Errorf("bad Content-Range %q", s)
+	rest, ok := strings.CutPrefix(s, "bytes ")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	rng, tot, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	total = -1
+	if tot != "*" {
+		if total, err = strconv.ParseInt(tot, 10, 64); err != nil || total < 0 {
+			return 0, 0, 0, bad
+		}
+	}
+	if rng == "*" {
+		return -1, -1, total, nil
+	}
+	a, z, ok := strings.Cut(rng, "-")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(z, 10, 64)
+	if err1 != nil || err2 != nil || first < 0 || last < first || (total >= 0 && last >= total) {
+		return 0, 0, 0, bad
+	}
+	return first, last, total, nil
+}

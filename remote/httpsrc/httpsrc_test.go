@@ -1,0 +1,293 @@
+package httpsrc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/npzfs/npzfs/remote"
+	"github.com/npzfs/npzfs/source"
+)
+
+// object is what the test server serves, changeable under a lock.
+type object struct {
+	mu      sync.Mutex
+	data    []byte
+	etag    string
+	modTime time.Time
+}
+
+func (o *object) get() ([]byte, string, time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.data, o.etag, o.modTime
+}
+
+func (o *object) set(data []byte, etag string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.data, o.etag, o.modTime = data, etag, o.modTime.Add(time.Hour)
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// server serves obj with net/http's ServeContent (ranges, If-Match,
+// If-Unmodified-Since), after spoil, which may answer instead (true).
+func server(t *testing.T, obj *object, spoil func(w http.ResponseWriter, r *http.Request) bool) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		if spoil != nil && spoil(w, r) {
+			return
+		}
+		data, etag, mt := obj.get()
+		if etag != "" {
+			w.Header().Set("ETag", etag)
+		}
+		http.ServeContent(w, r, "", mt, bytes.NewReader(data))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func openURL(t *testing.T, u string, opts *Options) (*remote.Source, error) {
+	t.Helper()
+	b, err := New(u, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := remote.Open(context.Background(), b, &remote.Options{BlockSize: 4096, TailBytes: 8192, Backoff: time.Millisecond, StallTimeout: time.Second})
+	if s != nil {
+		t.Cleanup(func() { s.Close() })
+	}
+	return s, err
+}
+
+func TestReadsBackExactly(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		etag string
+	}{{"pinned by ETag", `"abc"`}, {"pinned by Last-Modified", ""}} {
+		data := randomBytes(300000, 1)
+		obj := &object{data: data, etag: tc.etag, modTime: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+		var mu sync.Mutex
+		var pins []string
+		srv, _ := server(t, obj, func(w http.ResponseWriter, r *http.Request) bool {
+			mu.Lock()
+			pins = append(pins, r.Header.Get("If-Match")+r.Header.Get("If-Unmodified-Since")+r.Header.Get("If-Range"))
+			mu.Unlock()
+			if r.Header.Get("Accept-Encoding") != "identity" {
+				t.Errorf("Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
+			}
+			return false
+		})
+		s, err := openURL(t, srv.URL+"/data.npz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Size() != int64(len(data)) || (tc.etag != "" && s.Object().ETag != tc.etag) || s.ModTime().IsZero() {
+			t.Fatalf("%s: object %+v", tc.desc, s.Object())
+		}
+		got := make([]byte, len(data))
+		for off := 0; off < len(data); off += 7000 {
+			end := min(off+7000, len(data))
+			if n, err := s.ReadAt(got[off:end], int64(off)); n != end-off || (err != nil && err != io.EOF) {
+				t.Fatalf("%s: read at %d: %d, %v", tc.desc, off, n, err)
+			}
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("%s: bytes differ", tc.desc)
+		}
+		mu.Lock()
+		for _, p := range pins[1:] { // the tail request pins nothing
+			if p == "" || strings.Contains(p, "If-Range") {
+				t.Errorf("%s: a request pinned by %q", tc.desc, p)
+			}
+		}
+		mu.Unlock()
+	}
+}
+
+func TestChangedObjectFailsReads(t *testing.T) {
+	for _, etag := range []string{`"v1"`, ""} {
+		obj := &object{data: randomBytes(100000, 2), etag: etag, modTime: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+		srv, _ := server(t, obj, nil)
+		s, err := openURL(t, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ReadAt(make([]byte, 100), 0); err != nil {
+			t.Fatal(err)
+		}
+		next := `"v2"`
+		if etag == "" {
+			next = ""
+		}
+		obj.set(randomBytes(100000, 3), next)
+		if _, err := s.ReadAt(make([]byte, 100), 50000); !errors.Is(err, source.ErrChanged) {
+			t.Errorf("etag %q: read after a change: %v", etag, err)
+		}
+	}
+}
+
+// TestMisbehavingServers: answers that are not the bytes asked for are
+// errors, never data; a server that ignores ranges is refused at open.
+func TestMisbehavingServers(t *testing.T) {
+	data := randomBytes(100000, 4)
+	obj := &object{data: data, etag: `"x"`}
+	var mode atomic.Value
+	mode.Store("")
+	srv, _ := server(t, obj, func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasPrefix(r.Header.Get("Range"), "bytes=-") && mode.Load() != "ignore ranges" {
+			return false // the tail is served well unless the test says so
+		}
+		switch mode.Load() {
+		case "ignore ranges":
+			w.Header().Set("ETag", `"x"`)
+			w.Write(data)
+		case "wrong range":
+			w.Header().Set("Content-Range", "bytes 0-99/100000")
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(data[:100])
+		case "short body":
+			rng := strings.TrimPrefix(r.Header.Get("Range"), "bytes=")
+			w.Header().Set("Content-Range", "bytes "+rng+"/100000")
+			w.Header().Set("Content-Length", "4096")
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(data[:100])
+		case "503":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "403":
+			w.WriteHeader(http.StatusForbidden)
+		default:
+			return false
+		}
+		return true
+	})
+	mode.Store("ignore ranges")
+	if _, err := openURL(t, srv.URL, nil); err == nil || !strings.Contains(err.Error(), "ignores byte ranges") {
+		t.Errorf("server ignoring ranges: %v", err)
+	}
+	mode.Store("")
+	s, err := openURL(t, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range []string{"ignore ranges", "wrong range", "short body", "503", "403"} {
+		mode.Store(m)
+		off := int64(i) * 8192
+		n, err := s.ReadAt(make([]byte, 10), off)
+		if err == nil || n != 0 {
+			t.Errorf("%s: %d bytes, %v", m, n, err)
+		}
+	}
+	mode.Store("")
+	got := make([]byte, 20000)
+	if n, err := s.ReadAt(got, 0); n != len(got) || err != nil || !bytes.Equal(got, data[:20000]) {
+		t.Errorf("after the server mends: %d, %v", n, err)
+	}
+}
+
+func TestOpenErrorsAreOneClearLine(t *testing.T) {
+	obj := &object{data: randomBytes(1000, 5)}
+	srv, _ := server(t, obj, func(w http.ResponseWriter, r *http.Request) bool {
+		switch r.URL.Path {
+		case "/missing.npz":
+			http.NotFound(w, r)
+		case "/secret.npz":
+			if r.Header.Get("Authorization") != "Bearer s3cr3t" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return true
+			}
+			return false
+		case "/moved.npz":
+			http.Redirect(w, r, "/data.npz?X-Amz-Signature=sig2", http.StatusFound)
+		case "/empty.npz":
+			w.Header().Set("Content-Range", "bytes */0")
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		default:
+			return false
+		}
+		return true
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/x.npz"
+	l.Close()
+	for _, tc := range []struct{ url, want string }{
+		{srv.URL + "/missing.npz?X-Amz-Signature=hush", "not found (HTTP 404)"},
+		{srv.URL + "/secret.npz?token=hush", "access denied (HTTP 401)"},
+		{srv.URL + "/empty.npz", "empty"},
+		{closed + "?sig=hush", "connection refused"},
+		{"ftp://host/x.npz", "not an http or https URL"},
+	} {
+		_, err := openURL(t, tc.url, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hush") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q and no query", tc.url, err, tc.want)
+		}
+	}
+	// Headers given are sent; redirects are followed.
+	h := http.Header{}
+	h.Set("Authorization", "Bearer s3cr3t")
+	if _, err := openURL(t, srv.URL+"/secret.npz", &Options{Header: h}); err != nil {
+		t.Errorf("with the header: %v", err)
+	}
+	s, err := openURL(t, srv.URL+"/moved.npz?sig=hush", nil)
+	if err != nil || s.Size() != 1000 {
+		t.Fatalf("redirect: %v", err)
+	}
+	if strings.Contains(s.String(), "hush") || strings.Contains(s.Identity(), "hush") {
+		t.Errorf("shown as %q, identity %q", s.String(), s.Identity())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:pw@host/a/b.npz?X-Amz-Signature=abc#frag": "https://host/a/b.npz",
+		"http://host:8080/x.npz":                                "http://host:8080/x.npz",
+		"http://user:pw@host/%zz?sig=1":                         "host/%zz",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseContentRange(t *testing.T) {
+	for in, want := range map[string][3]int64{
+		"bytes 0-99/1000":   {0, 99, 1000},
+		"bytes 10-19/*":     {10, 19, -1},
+		"bytes */0":         {-1, -1, 0},
+		"bytes 5-4/10":      {},
+		"bytes 0-10/10":     {},
+		"items 0-1/2":       {},
+		"bytes 0-1":         {},
+		"bytes -1-5/10":     {},
+		"bytes 1-2/-3":      {},
+		"bytes 99999999999": {},
+	} {
+		a, b, c, err := parseContentRange(in)
+		if (want == [3]int64{}) != (err != nil) || (err == nil && [3]int64{a, b, c} != want) {
+			t.Errorf("%q: %d %d %d %v", in, a, b, c, err)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+// Package remote reads an archive that lives on a server as a
+// source.ContextReaderAt, fetching only the bytes that are read, in
+// aligned blocks kept in a memory cache bounded in bytes. What a server
+// is, and how to ask it for a range, is a Backend's job: packages
+// remote/httpsrc and remote/s3src are the two there are. Every request is
+// pinned to the object seen when the source was opened, so a replaced
+// object makes reads fail (source.ErrChanged) and never mixes old and new
+// bytes.
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Object is a remote object as it was when it was opened: what every
+// later request is pinned to.
+type Object struct {
+	Size int64
+	// ETag is the object's strong entity tag as the server sent it
+	// (quotes included), or "" when it sent none or a weak one.
+	ETag string
+	// LastModified is the object's modification time, or zero.
+	LastModified time.Time
+	// Version is the object's version (S3's VersionId), or "".
+	Version string
+}
+
+// Identity names the object's bytes: two objects with the same identity
+// hold the same bytes, so it can key a cache that outlives the mount.
+func (o Object) Identity() string {
+	id := "size=" + strconv.FormatInt(o.Size, 10)
+	if o.ETag != "" {
+		id += " etag=" + o.ETag
+	}
+	if o.Version != "" {
+		id += " version=" + o.Version
+	}
+	if !o.LastModified.IsZero() {
+		id += " modified=" + o.LastModified.UTC().Format(time.RFC3339)
+	}
+	return id
+}
+
+// A Backend asks one server for byte ranges of one object. It checks
+// that every answer is exactly what was asked (a server that sends the
+// whole object, another range or a short body is an error, never data),
+// and reports an object that is no longer the one it was opened as with
+// an error wrapping source.ErrChanged. Errors that retrying cannot fix
+// (not found, access denied, changed) are marked with Permanent; the
+// Source retries the others. Errors and String never show credentials or
+// signed query strings.
+type Backend interface {
+	// Tail fetches the last n bytes of the object (all of it when it is
+	// shorter) and says what the object is.
+	Tail(ctx context.Context, n int64) (Object, []byte, error)
+	// Fetch returns the body of bytes [off, off+n) of obj, n > 0. The
+	// Source reads exactly n bytes from it and closes it.
+	Fetch(ctx context.Context, obj Object, off, n int64) (io.ReadCloser, error)
+	// String names the object for messages and mount tables.
+	String() string
+}
+
+// permanentError marks an error that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as one that retrying cannot fix.
+func Permanent(err error) error {
+	if err == nil || IsPermanent(err) {
+		return err
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports an error marked by Permanent, or a context's
+// cancellation.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p) || errors.Is(err, context.Canceled)
+}
