@@ -11,8 +11,10 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -83,4 +85,38 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p permanentError
 	return errors.As(err, &p) || errors.Is(err, context.Canceled)
+}
+
+// ParseContentRange parses the Content-Range of an HTTP answer (RFC 9110),
+// as S3 sends it too: "bytes FIRST-LAST/TOTAL" (TOTAL may be "*",
+// returned as -1) and "bytes */TOTAL" (first and last -1).
+func ParseContentRange(s string) (first, last, total int64, err error) {
+	bad := fmt.Errorf("bad Content-Range %q", s)
+	rest, ok := strings.CutPrefix(s, "bytes ")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	rng, tot, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	total = -1
+	if tot != "*" {
+		if total, err = strconv.ParseInt(tot, 10, 64); err != nil || total < 0 {
+			return 0, 0, 0, bad
+		}
+	}
+	if rng == "*" {
+		return -1, -1, total, nil
+	}
+	a, z, ok := strings.Cut(rng, "-")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(z, 10, 64)
+	if err1 != nil || err2 != nil || first < 0 || last < first || (total >= 0 && last >= total) {
+		return 0, 0, 0, bad
+	}
+	return first, last, total, nil
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/npzfs/npzfs/npy"
-	"github.com/npzfs/npzfs/npz"
 )
 
 func init() {
@@ -19,17 +18,24 @@ func init() {
 
 func runInspect(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("inspect", stdout, stderr)
+	var rf remoteFlags
+	rf.add(fl)
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}
 	switch fl.NArg() {
 	case 1:
+		if isRemote(fl.Arg(0)) {
+			// A remote .npy is an archive of one member; an archive
+			// without a key lists its keys.
+			return inspectArchive(fl.Arg(0), "", &rf, stdout, stderr)
+		}
 		if kind, _ := sniff(fl.Arg(0)); kind == kindArchive {
-			return inspectArchive(fl.Arg(0), "", stdout, stderr) // lists the keys
+			return inspectArchive(fl.Arg(0), "", &rf, stdout, stderr) // lists the keys
 		}
 		return inspectFile(fl.Arg(0), stdout, stderr)
 	case 2:
-		return inspectArchive(fl.Arg(0), fl.Arg(1), stdout, stderr) // in ls.go
+		return inspectArchive(fl.Arg(0), fl.Arg(1), &rf, stdout, stderr) // in ls.go
 	}
 	return argsError(stderr, "inspect", fl.Args(), 2, "FILE.npy, or ARCHIVE KEY")
 }
@@ -48,16 +54,6 @@ func notAnNPY(path string) error {
 		return fmt.Errorf("%s is a .npy file, not an .npz archive: it has no keys; see its header with: npzfs inspect %s", path, path)
 	}
 	return nil
-}
-
-// openArchive opens the .npz archive at path, or, when the file is a .npy
-// (by its magic, whatever its name), that file as an archive of one array
-// (npz.OpenNPY).
-func openArchive(path string, opts *npz.Options) (*npz.Archive, error) {
-	if kind, _ := sniff(path); kind == kindNPY {
-		return npz.OpenNPY(path, opts)
-	}
-	return npz.Open(path, opts)
 }
 
 // sniff reads the first bytes of the file at path to tell an archive from

@@ -32,13 +32,15 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("ls", stdout, stderr)
 	verify := fl.Bool("verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error), and exit 1 if any does")
 	asJSON := fl.Bool("json", false, "print one JSON document: the archive's problems and one object per member")
+	var rf remoteFlags
+	rf.add(fl)
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}
 	if fl.NArg() != 1 {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
 	}
-	a, err := openArchive(fl.Arg(0), nil)
+	a, err := openArchive(fl.Arg(0), nil, &rf)
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
@@ -47,7 +49,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if *verify {
 		failures = verifyMembers(a.Members())
 	}
-	l := listArchive(a, failures)
+	l := listArchive(a.Archive, failures)
 	if *asJSON {
 		err = l.writeJSON(stdout, fl.Arg(0), *verify)
 	} else {
@@ -433,26 +435,31 @@ func shapeString(shape []int64) string {
 // is the member's name with or without ".npy". It is the two-argument form
 // of "npzfs inspect"; with key "" (the one-argument form given an archive)
 // it says which keys there are.
-func inspectArchive(path, key string, stdout, stderr io.Writer) int {
+func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer) int {
 	if err := notAnNPY(path); err != nil {
 		return fail(stderr, "inspect", fmt.Errorf("%v (without a key)", err))
 	}
-	a, err := npz.Open(path, nil)
+	a, err := openArchive(path, nil, rf)
 	if err != nil {
 		return fail(stderr, "inspect", err)
 	}
 	defer a.Close()
-	if key == "" {
-		return usageError(stderr, "inspect", fmt.Sprintf("%s is an archive: name one of its keys: %s", path, keyList(a)))
-	}
+	path = shown(path)
 	var m *npz.Member
-	if strings.HasSuffix(key, ".npy") {
+	switch ms := a.Members(); {
+	case key == "" && len(ms) == 1 && !ms[0].HasCRC():
+		m = ms[0] // a remote .npy: an archive of itself alone
+	case key == "":
+		return usageError(stderr, "inspect", fmt.Sprintf("%s is an archive: name one of its keys: %s", path, keyList(a.Archive)))
+	case strings.HasSuffix(key, ".npy"):
 		m = a.Member(key)
-	} else if m = a.Member(key + ".npy"); m == nil {
-		m = a.Member(key)
+	default:
+		if m = a.Member(key + ".npy"); m == nil {
+			m = a.Member(key)
+		}
 	}
 	if m == nil {
-		return fail(stderr, "inspect", fmt.Errorf("%s: no member %q; its keys: %s", path, key, keyList(a)))
+		return fail(stderr, "inspect", fmt.Errorf("%s: no member %q; its keys: %s", path, key, keyList(a.Archive)))
 	}
 	js, err := m.HeaderJSON()
 	if err != nil {

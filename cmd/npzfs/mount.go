@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/remote"
 )
 
 const mountHelp = `Mounts ARCHIVE (a NumPy .npz file) read-only on MOUNTPOINT, an existing
@@ -40,6 +42,16 @@ npzfs-error.txt, which says why. Files added, removed or replaced in the
 folder appear, vanish or change within a second; reads of a replaced
 archive's old files fail. ARCHIVE may also be a bare .npy file (known by
 its magic): it is served as an archive of that one array.
+
+ARCHIVE may be remote: https://host/path/data.npz (or http://; a presigned
+URL works as it is) or s3://BUCKET/KEY.npz, read by byte range: the mount
+fetches the archive's tail, then only the bytes that are read, in 256 KiB
+blocks kept in memory (--remote-cache-mb), ahead of sequential readers.
+S3 takes every credential the AWS SDK does (environment, AWS_PROFILE and
+the shared files, SSO, web identity, instance and container roles);
+--endpoint (or AWS_ENDPOINT_URL_S3) for S3-compatible servers. If the
+object changes while mounted, reads of bytes not yet fetched fail with an
+I/O error. URLs are shown without their query string, headers never.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until
@@ -100,6 +112,8 @@ type mountArgs struct {
 	maxHeaderKB         int
 	maxOpen             int
 	readyFD             int // daemon mode: report readiness on this fd
+	remoteCacheMB       int
+	remote              remoteFlags
 }
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -115,6 +129,8 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.IntVar(&ma.maxOpen, "max-open", folder.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
+	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", int(remote.DefaultCacheBytes>>20), "for a remote archive: memory for fetched blocks, in `MiB`")
+	ma.remote.add(fl)
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
 	if code, done := parseFlags(fl, args); done {
@@ -171,6 +187,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	if ma.cacheMB < 1 {
 		return usageError(stderr, "mount", "--cache-mb must be at least 1")
 	}
+	if ma.remoteCacheMB < 1 {
+		return usageError(stderr, "mount", "--remote-cache-mb must be at least 1")
+	}
 
 	if ma.readyFD > 0 {
 		return runDaemon(&ma)
@@ -226,7 +245,9 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 		return fail(stderr, "mount", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, append([]string{"mount", "--ready-fd=3"}, args...)...)
+	dargs, env := daemonArgs(args, ma.archive, ma.remote.headers)
+	cmd := exec.Command(exe, append([]string{"mount", "--ready-fd=3"}, dargs...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.ExtraFiles = []*os.File{w}
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
@@ -274,6 +295,7 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 // runDaemon is the detached process: it serves and tells the parent how
 // the mount went.
 func runDaemon(ma *mountArgs) int {
+	fromDaemonEnv(ma)
 	syscall.CloseOnExec(ma.readyFD)
 	ready := os.NewFile(uintptr(ma.readyFD), "ready")
 	signal.Ignore(syscall.SIGHUP)
@@ -359,9 +381,13 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	archive, err := filepath.Abs(ma.archive)
-	if err != nil {
-		return err
+	remoteSource := isRemote(ma.archive)
+	archive := shown(ma.archive) // what mount tables and logs show
+	if !remoteSource {
+		var err error
+		if archive, err = filepath.Abs(ma.archive); err != nil {
+			return err
+		}
 	}
 	// Two mounts started together on one mount point must not both pass
 	// the check below and stack: hold a lock on the mount point's folder
@@ -373,12 +399,15 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 	hidden := entriesIn(mnt)
-	fi, err := os.Stat(archive)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("archive %s does not exist (check the path)", archive)
+	var fi os.FileInfo
+	if !remoteSource {
+		fi, err = os.Stat(archive)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("archive %s does not exist (check the path)", archive)
+			}
+			return fmt.Errorf("cannot read archive: %v", err)
 		}
-		return fmt.Errorf("cannot read archive: %v", err)
 	}
 	if err := checkFuse(); err != nil {
 		return err
@@ -395,13 +424,15 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		},
 	}
 	var sv *served
-	if fi.IsDir() && within(mnt, archive) {
+	switch {
+	case remoteSource:
+		sv, err = serveRemote(ma.archive, opts, &ma.remote, int64(ma.remoteCacheMB)<<20)
+	case fi.IsDir() && within(mnt, archive):
 		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", archive, mnt)
-	}
-	if fi.IsDir() {
+	case fi.IsDir():
 		sv, err = serveFolder(archive, opts, ma.maxOpen)
-	} else {
-		sv, err = serveArchive(archive, opts)
+	default:
+		sv, err = serveArchive(archive, opts, nil)
 	}
 	if err != nil {
 		return err
@@ -483,16 +514,38 @@ type served struct {
 	mounted func(*npzfs.Server) // called once the mount is live, if set
 }
 
-func serveArchive(path string, opts npz.Options) (*served, error) {
-	a, err := openArchive(path, &opts)
+// serveRemote serves a remote archive, its blocks cached in cacheBytes.
+func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64) (*served, error) {
+	src, err := openRemote(context.Background(), url, rf, cacheBytes, opts.Logf)
+	if err != nil {
+		return nil, err
+	}
+	a, err := newRemoteArchive(src, &opts)
+	if err != nil {
+		src.Close()
+		var fe *npz.FormatError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("%s is not a readable .npz archive (%v)", src, fe)
+		}
+		return nil, err
+	}
+	o := &opened{Archive: a, src: src}
+	return &served{root: npzfs.FromNPZ(a.Root()), a: a, size: a.Size(), files: fileCount(a), close: o.Close}, nil
+}
+
+func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, error) {
+	a, err := openArchive(path, &opts, rf)
 	if err != nil {
 		var fe *npz.FormatError
 		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("%s is not a readable .npz archive (%v)", path, fe)
+			return nil, fmt.Errorf("%s is not a readable .npz archive (%v)", shown(path), fe)
+		}
+		if isRemote(path) {
+			return nil, err // says what and where
 		}
 		return nil, fmt.Errorf("cannot open archive: %v", err)
 	}
-	return &served{root: npzfs.FromNPZ(a.Root()), a: a, size: a.Size(), files: fileCount(a), close: a.Close}, nil
+	return &served{root: npzfs.FromNPZ(a.Root()), a: a.Archive, size: a.Size(), files: fileCount(a.Archive), close: a.Close}, nil
 }
 
 // serveFolder serves the archives under dir (package folder). statfs's

@@ -33,6 +33,9 @@ type Options struct {
 	Client *http.Client
 }
 
+// errRefused is a connection refused: nothing listens there.
+var errRefused = errors.New("connection refused")
+
 // Backend is one object on an HTTP server.
 type Backend struct {
 	url    string // as given: never shown
@@ -122,7 +125,7 @@ func (b *Backend) do(req *http.Request) (*http.Response, error) {
 	case errors.As(err, &dns) && dns.IsNotFound:
 		return nil, remote.Permanent(fmt.Errorf("%s: no such host %s", b.shown, dns.Name))
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return nil, fmt.Errorf("%s: connection refused by %s", b.shown, req.URL.Host)
+		return nil, fmt.Errorf("%s: %w by %s", b.shown, errRefused, req.URL.Host)
 	case errors.Is(err, context.Canceled):
 		return nil, err
 	}
@@ -147,6 +150,10 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 		return obj, nil, err
 	}
 	resp, err := b.do(req)
+	if errors.Is(err, errRefused) {
+		// At open, a refusal is an answer: nothing listens there.
+		return obj, nil, remote.Permanent(err)
+	}
 	if err != nil {
 		return obj, nil, err
 	}
@@ -155,7 +162,7 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 	case http.StatusPartialContent:
 	case http.StatusRequestedRangeNotSatisfiable:
 		// An empty object has no last byte to give.
-		if _, _, total, err := parseContentRange(resp.Header.Get("Content-Range")); err == nil && total == 0 {
+		if _, _, total, err := remote.ParseContentRange(resp.Header.Get("Content-Range")); err == nil && total == 0 {
 			return obj, nil, remote.Permanent(fmt.Errorf("%s: the object is empty", b.shown))
 		}
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server refused a range of the last %d bytes (HTTP 416)", b.shown, n))
@@ -164,7 +171,7 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 	default:
 		return obj, nil, b.statusError(resp, "")
 	}
-	first, last, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+	first, last, total, err := remote.ParseContentRange(resp.Header.Get("Content-Range"))
 	if err != nil {
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: %v", b.shown, err))
 	}
@@ -217,7 +224,7 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 	default:
 		return bad(b.statusError(resp, fmt.Sprintf("bytes %d-%d: ", off, last)))
 	}
-	first, l, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+	first, l, total, err := remote.ParseContentRange(resp.Header.Get("Content-Range"))
 	if err != nil {
 		return bad(fmt.Errorf("%s: bytes %d-%d: %v", b.shown, off, last, err))
 	}
@@ -272,37 +279,4 @@ func strongETag(s string) string {
 		return ""
 	}
 	return s
-}
-
-// parseContentRange parses "bytes FIRST-LAST/TOTAL" (TOTAL may be "*",
-// returned as -1) and "bytes */TOTAL" (first and last -1).
-func parseContentRange(s string) (first, last, total int64, err error) {
-	bad := fmt.Errorf("bad Content-Range %q", s)
-	rest, ok := strings.CutPrefix(s, "bytes ")
-	if !ok {
-		return 0, 0, 0, bad
-	}
-	rng, tot, ok := strings.Cut(rest, "/")
-	if !ok {
-		return 0, 0, 0, bad
-	}
-	total = -1
-	if tot != "*" {
-		if total, err = strconv.ParseInt(tot, 10, 64); err != nil || total < 0 {
-			return 0, 0, 0, bad
-		}
-	}
-	if rng == "*" {
-		return -1, -1, total, nil
-	}
-	a, z, ok := strings.Cut(rng, "-")
-	if !ok {
-		return 0, 0, 0, bad
-	}
-	first, err1 := strconv.ParseInt(a, 10, 64)
-	last, err2 := strconv.ParseInt(z, 10, 64)
-	if err1 != nil || err2 != nil || first < 0 || last < first || (total >= 0 && last >= total) {
-		return 0, 0, 0, bad
-	}
-	return first, last, total, nil
 }
