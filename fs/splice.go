@@ -25,14 +25,29 @@ var errShortFile = errors.New("fs: the archive file ended before the file's byte
 // which splices it on to /dev/fuse: still no copy through user space.
 // Where pipes cannot be used, the bytes are read into dest, again whole or
 // not at all.
+//
+// A pipe holds one buffer per page or page fragment, and go-fuse moves
+// ours whole into a pipe of about the reply's size behind its own header
+// slot, dropping what does not fit (a short reply). So a head is never a
+// buffer of its own: it goes in with the archive's bytes up to their next
+// page boundary (read, not spliced), and the reply takes no more buffers
+// than the same bytes without a head would.
 func readExact(fd uintptr, off int64, head []byte, want int, dest []byte) (fuse.ReadResult, error) {
 	pair, err := splice.Get()
 	if err == nil {
 		if err = pair.Grow(want + os.Getpagesize()); err == nil {
-			var n int
-			if n, err = writePipe(pair, head); err == nil {
+			n := 0
+			if len(head) > 0 {
+				page := int64(os.Getpagesize())
+				lead := dest[:len(head)+int(min(int64(want-len(head)), (page-off%page)%page))]
+				copy(lead, head)
+				if _, err = readFull(fd, off, lead[len(head):]); err == nil {
+					n, err = writePipe(pair, lead)
+				}
+			}
+			if err == nil {
 				var k int
-				k, err = loadPipe(pair, fd, off, want-n)
+				k, err = loadPipe(pair, fd, off+int64(n-len(head)), want-n)
 				n += k
 			}
 			if err == nil {
