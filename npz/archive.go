@@ -90,6 +90,9 @@ type Archive struct {
 	problems []string
 	notes    atomic.Int64 // per-member log lines written (see notef)
 	notesMu  sync.Mutex
+	// unsettled counts members whose npy header could not be read for
+	// now (source.ErrTransient): what their folders hold may change.
+	unsettled atomic.Int64
 
 	changedLogged atomic.Bool // the source was found changed, and logged
 	opened        atomic.Bool // NewReader is done
@@ -397,6 +400,20 @@ func (a *Archive) problemf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	a.problems = append(a.problems, msg)
 	a.logf("npz: %s", msg)
+}
+
+// unsettle records that m's header could not be read for now.
+func (a *Archive) unsettle(m *Member) {
+	if !m.unsettled.Swap(true) {
+		a.unsettled.Add(1)
+	}
+}
+
+// settle records that m's header was read (or found bad for good).
+func (a *Archive) settle(m *Member) {
+	if m.unsettled.Swap(false) {
+		a.unsettled.Add(-1)
+	}
 }
 
 // maxOpenNotes is how many member notes (not served, unreadable, no

@@ -12,6 +12,7 @@ import (
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz/inflate"
+	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
 
@@ -41,6 +42,7 @@ type Member struct {
 	ni  atomic.Pointer[npyInfo]
 
 	readFailed atomic.Bool // a read failure has been logged
+	unsettled  atomic.Bool // its npy header could not be read, for now
 }
 
 // location is where a member's data lies, or why it cannot be read.
@@ -208,6 +210,9 @@ func (m *Member) locate() *location {
 		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
 			m.a.notef("npz: %q: every read fails: %v", m.e.Name, l.err)
 		}
+	}
+	if errors.Is(l.err, source.ErrTransient) {
+		return l // not kept: the next use reads the local header again
 	}
 	if l.err == nil && m.e.Method == zip.Deflated {
 		src := &section{r: m.a.r, off: l.dataOff, n: m.e.CompressedSize}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -177,5 +178,50 @@ func TestPrefetchHeaders(t *testing.T) {
 	}
 	if len(src.outside) != 0 {
 		t.Errorf("%d reads outside the prefetched ranges, the first %+v", len(src.outside), src.outside[0])
+	}
+}
+
+// flaky fails every read while down is set, with an error that may pass.
+type flaky struct {
+	r    io.ReaderAt
+	down atomic.Bool
+}
+
+func (f *flaky) ReadAt(p []byte, off int64) (int, error) {
+	if f.down.Load() {
+		return 0, source.Transient(errors.New("flaky: server unavailable"))
+	}
+	return f.r.ReadAt(p, off)
+}
+
+// TestTransientFailuresAreNotKept: a header that cannot be read for now
+// leaves its views folder empty and unsettled, and is read again at the
+// next look, once the source works.
+func TestTransientFailuresAreNotKept(t *testing.T) {
+	z := makeZip(t, []zent{{name: "a.npy", data: npyOf(t, "<f4")}, {name: "b.npy", data: npyOf(t, "<i2"), method: 8}})
+	f := &flaky{r: bytes.NewReader(z)}
+	a, err := NewReader(f, int64(len(z)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.down.Store(true)
+	for _, key := range []string{"a", "b"} {
+		v := a.Root().Lookup(key)
+		if v == nil || len(v.Children()) != 0 || !v.Unsettled() || !a.Root().Unsettled() {
+			t.Fatalf("%s while the source fails: %v, unsettled %v", key, v, v != nil && v.Unsettled())
+		}
+	}
+	if _, err := a.Member("a.npy").File().ReadAt(make([]byte, 4), 0); !errors.Is(err, source.ErrTransient) {
+		t.Errorf("read while the source fails: %v", err)
+	}
+	f.down.Store(false)
+	for _, key := range []string{"a", "b"} {
+		v := a.Root().Lookup(key)
+		if v == nil || v.Lookup("raw.bin") == nil || v.Unsettled() {
+			t.Errorf("%s once the source works: no raw.bin, or still unsettled", key)
+		}
+	}
+	if a.Root().Unsettled() || a.Root().Lookup("a.ra") == nil {
+		t.Error("root still unsettled, or no a.ra")
 	}
 }

@@ -57,6 +57,21 @@ func (n *Node) archive() *Archive {
 // Name is the node's name within its folder ("" for the root).
 func (n *Node) Name() string { return n.name }
 
+// Unsettled reports a folder whose contents may change: a views folder
+// whose npy header could not be read for now (its source failed in a way
+// that may pass, source.ErrTransient), or a folder of an archive where
+// some such header is pending (its KEY.ra names may come). Nothing about
+// it should be cached.
+func (n *Node) Unsettled() bool {
+	switch n.kind {
+	case kindViews:
+		return n.m.unsettled.Load()
+	case kindDir:
+		return n.dir.a.unsettled.Load() > 0
+	}
+	return false
+}
+
 // Ino is the node's inode number: unique, non-zero, stable.
 func (n *Node) Ino() uint64 { return n.ino }
 

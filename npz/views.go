@@ -2,12 +2,14 @@ package npz
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/npzfs/npzfs/npy"
+	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
 
@@ -112,7 +114,13 @@ func (m *Member) info() *npyInfo {
 	if ni := m.ni.Load(); ni != nil {
 		return ni
 	}
-	m.locate() // before taking the lock, which locate takes too
+	// Before taking the lock, which locate takes too: a location that
+	// could not be read for now is not kept, so it must not be looked
+	// for again under the lock.
+	if l := m.locate(); errors.Is(l.err, source.ErrTransient) {
+		m.a.unsettle(m)
+		return &npyInfo{err: l.err}
+	}
 	mu := m.a.lock(m)
 	mu.Lock()
 	defer mu.Unlock()
@@ -130,6 +138,11 @@ func (m *Member) info() *npyInfo {
 		if m.views != nil && m.state == memberServed {
 			m.a.notef("npz: %q: no views: %v", m.e.Name, err)
 		}
+		if errors.Is(err, source.ErrTransient) {
+			// Not kept: the next look reads the header again.
+			m.a.unsettle(m)
+			return ni
+		}
 	} else {
 		ni.dataOff, ni.dataLen = h.DataOffset, h.DataLength(m.e.Size)
 		ni.jsonLen, ni.object = int64(len(js)), h.DType.HasObject
@@ -138,6 +151,7 @@ func (m *Member) info() *npyInfo {
 		}
 		m.a.jsonCache.put(m, js)
 	}
+	m.a.settle(m)
 	m.ni.Store(ni)
 	return ni
 }

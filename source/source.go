@@ -21,6 +21,26 @@ import (
 // the change stay valid.
 var ErrChanged = errors.New("the archive changed after it was opened")
 
+// ErrTransient is in the chain of a read error that may pass (a server
+// or network failing, once the source's own retries ran out): a later
+// read of the same bytes may succeed, so nothing about it is remembered.
+var ErrTransient = errors.New("the failure may pass")
+
+// Transient marks err as one that may pass (see ErrTransient); its
+// message is err's.
+func Transient(err error) error {
+	if err == nil || errors.Is(err, ErrTransient) {
+		return err
+	}
+	return transient{err}
+}
+
+type transient struct{ err error }
+
+func (t transient) Error() string        { return t.err.Error() }
+func (t transient) Unwrap() error        { return t.err }
+func (t transient) Is(target error) bool { return target == ErrTransient }
+
 // ContextReaderAt is implemented by sources whose reads can be cancelled:
 // a read whose ctx is done returns early with an error. npz passes the
 // FUSE request's context down to it.
