@@ -347,7 +347,7 @@ func clear(t *testing.T, dir string) {
 
 // unreadableLine is the one line a mount prints when some members cannot
 // be served or read.
-var unreadableLine = regexp.MustCompile(`^npzfs mount: \d+ of \d+ members cannot be served or read: see npzfs ls /.*\n$`)
+var unreadableLine = regexp.MustCompile(`^npzfs mount: \d+ of \d+ members cannot be served or read: see npzfs ls \S+\n$`)
 
 // mount mounts archive with the real command (in the background, the
 // default) on a fresh folder and returns it; cleanup unmounts.

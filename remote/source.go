@@ -146,8 +146,8 @@ type block struct {
 // stream is a reader going forwards: next is where its next read is
 // expected, ahead how far read-ahead has been asked for.
 type stream struct {
-	next, ahead, window int64
-	used                uint64
+	start, next, ahead, window int64
+	used                       uint64
 }
 
 // Open fetches the tail of b's object and returns a Source over it. The
@@ -298,8 +298,9 @@ func (s *Source) Prefetch(ctx context.Context, ranges []source.Range) {
 }
 
 // readAhead notes a read of [off, end) and returns the blocks past last
-// to fetch ahead of it: none for a random reader; for a sequential one a
-// window that doubles, up to MaxReadAhead.
+// to fetch ahead of it: none for a random reader; for a sequential one,
+// once it has read 4 blocks in a row, a window that doubles, up to
+// MaxReadAhead.
 func (s *Source) readAhead(off, end int64) (from, to int64) {
 	bs := s.opts.BlockSize
 	s.mu.Lock()
@@ -316,6 +317,11 @@ func (s *Source) readAhead(off, end int64) (from, to int64) {
 			return 0, 0 // read again, or out of order: no further
 		}
 		st.next = end
+		if st.next-st.start < 4*bs {
+			// Not yet: a reader of a header, then of one element far
+			// away, must not fetch what follows the header.
+			return 0, 0
+		}
 		st.window = min(max(2*st.window, 4*bs), s.opts.MaxReadAhead)
 		// Ask for more only when less than half the window is left
 		// ahead, so read-ahead goes out in large requests.
@@ -335,7 +341,7 @@ func (s *Source) readAhead(off, end int64) (from, to int64) {
 			oldest = i
 		}
 	}
-	s.streams[oldest] = stream{next: end, ahead: end, used: s.clock}
+	s.streams[oldest] = stream{start: off, next: end, ahead: end, used: s.clock}
 	return 0, 0
 }
 
@@ -465,6 +471,9 @@ func (s *Source) fetch(bs []*block) {
 		return nil
 	})
 	if err != nil {
+		if !errors.Is(err, source.ErrChanged) {
+			err = source.Transient(err)
+		}
 		s.fail(bs[next:], err)
 	}
 }

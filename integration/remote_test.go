@@ -1,0 +1,365 @@
+package integration
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/npzfs/npzfs/internal/faultproxy"
+	"github.com/npzfs/npzfs/internal/testserver"
+)
+
+// remoteArchive writes an archive larger than what a remote mount fetches
+// at first (4 MiB of tail), so reads go through fetched blocks: a 12 MiB
+// stored array, a deflated array of noise and one of a ramp.
+func remoteArchive(t *testing.T, dir string) string {
+	t.Helper()
+	noise := make([]byte, 6<<20)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range noise {
+		noise[i] = byte(r.Uint32() & 0x3f)
+	}
+	arrays := []arrayMember{
+		newArray(t, "stored.npy", "<f4", []int64{3 << 20}, f32s(3<<20), false),
+		newArray(t, "noise.npy", "|u1", []int64{6 << 20}, noise, true),
+		newArray(t, "ramp.npy", "<i8", []int64{1 << 19}, i64s(1<<19), true),
+	}
+	ms := make([]member, len(arrays))
+	for i, a := range arrays {
+		ms[i] = a.member
+	}
+	path := filepath.Join(dir, "remote.npz")
+	writeZip(t, path, ms)
+	return path
+}
+
+// corpusArchives are the archives of the npz corpus, and one larger.
+func corpusArchives(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob("../npz/testdata/*.npz")
+	if err != nil || len(paths) < 10 {
+		t.Fatalf("npz corpus: %v, %d archives", err, len(paths))
+	}
+	return append(paths, remoteArchive(t, t.TempDir()))
+}
+
+// sameTree checks that every file of the local mount reads back the same
+// through the remote one (or fails on both), and that both list the same
+// names.
+func sameTree(t *testing.T, what, local, remote string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(local, p)
+		rp := filepath.Join(remote, rel)
+		if d.IsDir() {
+			want, _ := os.ReadDir(p)
+			got, err := os.ReadDir(rp)
+			if err != nil || len(got) != len(want) {
+				t.Errorf("%s: %s: %d entries (%v), local %d", what, rel, len(got), err, len(want))
+			}
+			return nil
+		}
+		n++
+		want, werr := os.ReadFile(p)
+		got, gerr := os.ReadFile(rp)
+		if d.Name() == "header.json" {
+			// Only a local archive's stored arrays say where their
+			// data lies in the archive file.
+			want = archiveOffset.ReplaceAll(want, nil)
+		}
+		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) {
+			t.Errorf("%s: %s: %d bytes, %v; local %d bytes, %v", what, rel, len(got), gerr, len(want), werr)
+		}
+		if werr != nil && !errors.Is(gerr, syscall.EIO) {
+			t.Errorf("%s: %s: remote error %v, want EIO like the local %v", what, rel, gerr, werr)
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Errorf("%s: walking the local mount: %v (%d files)", what, err, n)
+	}
+}
+
+var archiveOffset = regexp.MustCompile(`\n  "archive_offset": \d+,`)
+
+// s3Env gives npzfs (and its daemon) the test server's credentials and
+// nothing from this machine's AWS files.
+func s3Env(t *testing.T, srv *testserver.S3) {
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// TestRemoteCorpus: every archive of the corpus, served by nginx and by an
+// S3 gateway, reads back through every view exactly as a local mount of
+// it does.
+func TestRemoteCorpus(t *testing.T) {
+	needFuse(t)
+	www := t.TempDir()
+	archives := corpusArchives(t)
+	ng := testserver.StartNginx(t, www)
+	s3 := testserver.StartS3(t)
+	s3Env(t, s3)
+	s3.Bucket(t, "corpus")
+	for _, a := range archives {
+		data, err := os.ReadFile(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(a)
+		os.WriteFile(filepath.Join(www, name), data, 0o644)
+		s3.Put(t, "corpus", "npz/"+name, data)
+	}
+	for _, a := range archives {
+		name := filepath.Base(a)
+		local := mount(t, a)
+		sameTree(t, "http "+name, local, mount(t, ng.URL+"/"+name))
+		sameTree(t, "s3 "+name, local, mount(t, "s3://corpus/npz/"+name, "--endpoint", s3.Endpoint))
+	}
+}
+
+// TestRemoteNumpyCAndOd: numpy's memory map, a C program's mmap and od
+// read a remote mount, and the mount shows the URL without its query.
+func TestRemoteNumpyCAndOd(t *testing.T) {
+	needFuse(t)
+	needNumpy(t)
+	www := t.TempDir()
+	archive := remoteArchive(t, www)
+	ng := testserver.StartNginx(t, www)
+	dir := mount(t, ng.URL+"/remote.npz?X-Amz-Signature=hushhush", "--header", "Authorization: Bearer hushhush")
+	out, err := exec.Command(python, "-c", `
+import sys, numpy as np
+a = np.load(sys.argv[1] + "/stored.npy", mmap_mode="r")
+b = np.load(sys.argv[2])["stored"]
+n = np.load(sys.argv[1] + "/noise.npy", mmap_mode="r")
+m = np.load(sys.argv[2])["noise"]
+print(type(a).__name__, a.shape, bool((a == b).all()), float(a[-1]), bool((n == m).all()))
+`, dir, archive).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "memmap (3145728,) True 786331.75 True" {
+		t.Errorf("numpy: %v: %s", err, out)
+	}
+	od, err := exec.Command("od", "-A", "d", "-t", "f4", "-j", "4", "-N", "8", filepath.Join(dir, "stored", "raw.bin")).Output()
+	if err != nil || !strings.Contains(string(od), "-99.75") || !strings.Contains(string(od), "-99.5") {
+		t.Errorf("od: %v: %s", err, od)
+	}
+	mounts, _ := os.ReadFile("/proc/mounts")
+	df, _ := exec.Command("df", dir).CombinedOutput()
+	mnt, _ := exec.Command("mount").CombinedOutput()
+	var cmdlines []byte
+	for _, pid := range daemons(dir) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		cmdlines = append(cmdlines, b...)
+	}
+	for what, b := range map[string][]byte{"/proc/mounts": mounts, "df": df, "mount": mnt, "the daemon's command line": cmdlines} {
+		if bytes.Contains(b, []byte("hushhush")) {
+			t.Errorf("%s shows a secret: %s", what, b)
+		}
+	}
+	if !bytes.Contains(mounts, []byte(ng.URL+"/remote.npz "+dir)) {
+		t.Errorf("/proc/mounts lacks the URL without its query:\n%s", mounts)
+	}
+}
+
+// TestRemoteRequests: a mount costs one request (the tail, which holds
+// the whole central directory), and np.load with a memory map plus one
+// element of the stored array a few more, counted in nginx's log.
+func TestRemoteRequests(t *testing.T) {
+	needFuse(t)
+	needNumpy(t)
+	www := t.TempDir()
+	remoteArchive(t, www)
+	ng := testserver.StartNginx(t, www)
+	dir := mount(t, ng.URL+"/remote.npz")
+	if got := ng.Requests(); len(got) != 1 || !strings.Contains(got[0], `"bytes=-`) {
+		t.Errorf("mounting made these requests: %q", got)
+	}
+	out, err := exec.Command(python, "-c", `
+import sys, numpy as np
+a = np.load(sys.argv[1] + "/stored.npy", mmap_mode="r")
+print(float(a[1000000]))
+`, dir).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "249900.0" {
+		t.Errorf("numpy: %v: %s", err, out)
+	}
+	if got := ng.Requests(); len(got) > 3 {
+		t.Errorf("mount, np.load and one element made %d requests, want at most 3: %q", len(got), got)
+	}
+}
+
+// TestRemoteFaults: through a proxy that spoils one request in three
+// (500, 503 SlowDown, a 200 for a range, a reset body, a truncated one),
+// every byte still reads back exactly, over HTTP and S3; when every
+// request fails, reads fail with EIO and the daemon lives on, and reads
+// work again once the server mends.
+func TestRemoteFaults(t *testing.T) {
+	needFuse(t)
+	www := t.TempDir()
+	archive := remoteArchive(t, www)
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng := testserver.StartNginx(t, www)
+	s3 := testserver.StartS3(t)
+	s3Env(t, s3)
+	s3.Bucket(t, "faults")
+	s3.Put(t, "faults", "remote.npz", data)
+	local := mount(t, archive)
+	all := []faultproxy.Fault{faultproxy.Status500, faultproxy.SlowDown, faultproxy.Whole200, faultproxy.Reset, faultproxy.Truncate}
+	for _, tc := range []struct {
+		name, upstream, path string
+		flags                []string
+	}{
+		{"http", ng.URL, "/remote.npz", nil},
+		{"s3", s3.Endpoint, "", nil},
+	} {
+		p, err := faultproxy.Start(tc.upstream, faultproxy.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		url, flags := p.URL+tc.path, tc.flags
+		if tc.name == "s3" {
+			url, flags = "s3://faults/remote.npz", []string{"--endpoint", p.URL}
+		}
+		dir := mount(t, url, flags...)
+		p.SetFaults(faultproxy.Every(3, all...))
+		sameTree(t, tc.name+" with faults", local, dir)
+		if p.Faults() < int64(len(all)) {
+			t.Errorf("%s: only %d faults injected in %d requests", tc.name, p.Faults(), p.Requests())
+		}
+		// Every request fails: EIO, and the daemon lives. (A fresh
+		// mount: the first has every byte in its cache, and the
+		// kernel's.)
+		dir = mount(t, url, flags...)
+		p.SetFaults(func(int64, *http.Request) faultproxy.Fault { return faultproxy.Status500 })
+		pids := daemons(dir)
+		if _, err := os.ReadFile(filepath.Join(dir, "noise.npy")); !errors.Is(err, syscall.EIO) {
+			t.Errorf("%s: reading while every request fails: %v, want EIO", tc.name, err)
+		}
+		// Its views folder is empty for now, and not remembered so.
+		if _, err := os.Stat(filepath.Join(dir, "noise", "raw.bin")); err == nil {
+			t.Errorf("%s: noise/raw.bin found while its header cannot be fetched", tc.name)
+		}
+		if len(pids) != 1 || !processAlive(pids[0]) {
+			t.Fatalf("%s: daemon %v gone after failed reads", tc.name, pids)
+		}
+		p.SetFaults(nil)
+		got, err := os.ReadFile(filepath.Join(dir, "noise", "raw.bin"))
+		want, _ := os.ReadFile(filepath.Join(local, "noise", "raw.bin"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: after the server mends: %d bytes, %v", tc.name, len(got), err)
+		}
+	}
+}
+
+// TestRemoteObjectReplaced: an archive replaced on the server while
+// mounted: bytes read before still read, bytes not yet fetched fail with
+// EIO (never the new object's), over HTTP and S3.
+func TestRemoteObjectReplaced(t *testing.T) {
+	needFuse(t)
+	www := t.TempDir()
+	archive := remoteArchive(t, www)
+	data, _ := os.ReadFile(archive)
+	ng := testserver.StartNginx(t, www)
+	s3 := testserver.StartS3(t)
+	s3Env(t, s3)
+	s3.Bucket(t, "rep")
+	s3.Put(t, "rep", "remote.npz", data)
+	local := mount(t, archive)
+	want, _ := os.ReadFile(filepath.Join(local, "stored", "raw.bin"))
+	changed := bytes.Clone(data)
+	for i := 1000; i < len(changed)-(5<<20); i += 4096 {
+		changed[i] ^= 0xff
+	}
+	for _, tc := range []struct {
+		name, url string
+		flags     []string
+		replace   func()
+	}{
+		{"http", ng.URL + "/remote.npz", nil, func() {
+			// nginx's ETag is the file's mtime and size: a file
+			// replaced in the same second by one of the same size
+			// would have the same.
+			tmp := filepath.Join(www, "new.tmp")
+			os.WriteFile(tmp, changed, 0o644)
+			later := time.Now().Add(time.Hour)
+			os.Chtimes(tmp, later, later)
+			os.Rename(tmp, filepath.Join(www, "remote.npz"))
+		}},
+		{"s3", "s3://rep/remote.npz", []string{"--endpoint", s3.Endpoint}, func() { s3.Put(t, "rep", "remote.npz", changed) }},
+	} {
+		dir := mount(t, tc.url, tc.flags...)
+		f, err := os.Open(filepath.Join(dir, "stored", "raw.bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, 4096)
+		if _, err := f.ReadAt(head, 0); err != nil || !bytes.Equal(head, want[:4096]) {
+			t.Errorf("%s: first read: %v", tc.name, err)
+		}
+		tc.replace()
+		deep := make([]byte, 4096)
+		if _, err := f.ReadAt(deep, 8<<20); !errors.Is(err, syscall.EIO) {
+			t.Errorf("%s: read of the replaced object: %v, want EIO", tc.name, err)
+		}
+		if _, err := f.ReadAt(head, 0); err != nil || !bytes.Equal(head, want[:4096]) {
+			t.Errorf("%s: bytes read before the change: %v", tc.name, err)
+		}
+		f.Close()
+	}
+}
+
+// TestRemoteMountFailures: what cannot be mounted says why in one line,
+// without the URL's query, and leaves nothing mounted.
+func TestRemoteMountFailures(t *testing.T) {
+	needFuse(t)
+	www := t.TempDir()
+	os.WriteFile(filepath.Join(www, "notzip.npz"), bytes.Repeat([]byte("not a zip "), 1000), 0o644)
+	ng := testserver.StartNginx(t, www)
+	s3 := testserver.StartS3(t)
+	s3Env(t, s3)
+	s3.Bucket(t, "fail")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{ng.URL + "/missing.npz?sig=hushhush"}, "not found (HTTP 404)"},
+		{[]string{ng.URL + "/notzip.npz"}, "not a readable .npz archive"},
+		{[]string{"http://127.0.0.1:1/x.npz"}, "connection refused"},
+		{[]string{"s3://fail/missing.npz", "--endpoint", s3.Endpoint}, "not found"},
+		{[]string{"s3://nobucket/x.npz", "--endpoint", s3.Endpoint}, "no such bucket"},
+		{[]string{"s3://fail/x.npz", "--endpoint", s3.Endpoint, "--no-sign-request"}, "access denied"},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"mount", tc.args[0], dir}, tc.args[1:]...)
+		r := npzfs(t, args...)
+		oneLine(t, tc.args[0], r, 1)
+		if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "hushhush") {
+			t.Errorf("%s: %q, want one line with %q and no query", tc.args[0], r.stderr, tc.want)
+		}
+		if isMounted(dir) {
+			t.Errorf("%s: mounted", tc.args[0])
+			clear(t, dir)
+		}
+	}
+}
