@@ -6,7 +6,7 @@ die() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; exit 1; }
 
 # ensure_deps WHAT...: make sure each named dependency is present, installing
 # the missing ones from Debian when running as root. Names: fuse, numpy, gcc,
-# zip, unzip, fuse-zip, archivemount, time.
+# zip, unzip, fuse-zip, archivemount, time, nginx.
 ensure_deps() {
   command -v go >/dev/null || die "Go is not installed (expected at /usr/local/go/bin/go)"
   local missing=() what
@@ -15,6 +15,7 @@ ensure_deps() {
       fuse) command -v fusermount3 >/dev/null || missing+=(fuse3) ;;
       numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || missing+=(python3-numpy) ;;
       time) [ -x /usr/bin/time ] || missing+=(time) ;;
+      nginx) command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light) ;;
       *) command -v "$what" >/dev/null || missing+=("$what") ;;
     esac
   done
@@ -31,4 +32,19 @@ ensure_deps() {
 # build_npzfs OUT: build the command line into OUT.
 build_npzfs() {
   go build -buildvcs=auto -trimpath -o "$1" ./cmd/npzfs
+}
+
+# ensure_versitygw: build the S3 gateway the remote tests run against, once
+# (about 70 s on 2 cores), into the user's cache, and export its path as
+# NPZFS_VERSITYGW.
+VERSITYGW_VERSION=v1.8.0
+ensure_versitygw() {
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/npzfs/tools/versitygw-$VERSITYGW_VERSION"
+  if [ ! -x "$dir/versitygw" ]; then
+    echo "building versitygw $VERSITYGW_VERSION into $dir (once)"
+    mkdir -p "$dir"
+    GOBIN="$dir" GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" \
+      || die "cannot build versitygw $VERSITYGW_VERSION"
+  fi
+  export NPZFS_VERSITYGW="$dir/versitygw"
 }

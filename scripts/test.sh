@@ -4,7 +4,8 @@
 #   bash scripts/test.sh
 #
 # 1. installs what is missing when run as root on Debian (fuse3, python3-numpy,
-#    gcc, zip, unzip);
+#    gcc, zip, unzip, nginx-light), and builds versitygw once into
+#    ~/.cache/npzfs/tools (the servers remote archives are tested against);
 # 2. checks gofmt and go vet;
 # 3. runs the unit tests under the race detector;
 # 4. runs the integration tests, which mount the real binary, with
@@ -20,8 +21,9 @@ fuzztime="${NPZFS_FUZZTIME:-30s}"
 step() { printf '\n== %s\n' "$*"; }
 
 step "dependencies"
-ensure_deps fuse numpy gcc zip unzip
-echo "fusermount3, numpy $(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'), gcc, zip, unzip: present"
+ensure_deps fuse numpy gcc zip unzip nginx
+ensure_versitygw
+echo "fusermount3, numpy $(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'), gcc, zip, unzip, nginx, versitygw $VERSITYGW_VERSION: present"
 
 mounts_before=$(grep -c ' fuse.npzfs ' /proc/mounts || true)
 leftover_check() {
