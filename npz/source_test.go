@@ -162,7 +162,7 @@ func (p *prefetching) ReadAt(b []byte, off int64) (int, error) {
 // source.Prefetcher every byte that reading their headers needs, in one
 // call, so a remote source can fetch them in a few merged requests.
 func TestPrefetchHeaders(t *testing.T) {
-	const n = 50
+	const n = 2000 // more than a listing used to prefetch (1,024)
 	z := manyMembers(t, n)
 	src := &prefetching{r: bytes.NewReader(z)}
 	a, err := NewReader(src, int64(len(z)), nil)

@@ -22,11 +22,6 @@ const (
 	kindView         // a file in KEY/ (see viewKinds)
 )
 
-// eagerViews is how many views folders of a listed folder have the bytes
-// of their npy headers prefetched from a source.Prefetcher, which will be
-// read if their folders are looked into: the first 1,024.
-const eagerViews = 1024
-
 // Node is a folder or a file of the served tree. Inode numbers are stable
 // for the life of the Archive. Nodes of files and views folders are 48
 // bytes; a folder's children are in a folder of its own.
@@ -157,18 +152,24 @@ func (n *Node) Lookup(name string) *Node {
 // the views beside a KEY.npy depend on its header, so listing a folder
 // reads the npy headers of the arrays in it (once each: what the views
 // need of them is kept). Listing a folder first tells a
-// source.Prefetcher the header bytes of its first views folders.
+// source.Prefetcher the header bytes of all of them.
 func (n *Node) Children() []*Node {
 	switch n.kind {
 	case kindDir:
-		if n.dir.nviews > 0 {
-			n.prefetchViews()
-		}
 		var arrays []*Node
+		var unread []*Member
 		for _, k := range n.dir.kids {
 			if k.kind == kindFile && k.m.state == memberServed && k.m.IsNPY() {
 				arrays = append(arrays, k)
+				if k.m.ni.Load() == nil {
+					unread = append(unread, k.m)
+				}
 			}
+		}
+		if len(unread) > 0 {
+			// Every header is about to be read (for KEY.ra): a remote
+			// source fetches them in a few merged requests.
+			n.dir.a.prefetchHeaders(unread)
 		}
 		readInfos(arrays)
 		var beside []*Node
@@ -223,23 +224,6 @@ func findNode(kids []*Node, name string) (*Node, bool) {
 		return nil, false
 	}
 	return kids[i], true
-}
-
-// prefetchViews prefetches the header bytes of the first eagerViews views
-// folders of n whose headers have not been read.
-func (n *Node) prefetchViews() {
-	var todo []*Member
-	for _, c := range n.dir.kids {
-		if c.kind == kindViews && c.m.ni.Load() == nil {
-			todo = append(todo, c.m)
-			if len(todo) == eagerViews {
-				break
-			}
-		}
-	}
-	if len(todo) > 0 {
-		n.dir.a.prefetchHeaders(todo)
-	}
 }
 
 // prefetchGuess is how many bytes past a member's local header and name

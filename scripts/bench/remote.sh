@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Remote archives, side by side in one run (issue 10): nginx serves the
+# benchmark archives on 127.0.0.1, behind internal/cmd/faultproxy adding
+# 20 ms to every request and capping all bodies at 100 MB/s; requests are
+# counted in nginx's access log.
+#
+#   bash scripts/bench/remote.sh DATA_DIR OUT.tsv     # called by scripts/bench.sh
+#
+# DATA_DIR holds stored.npz (one float32 array x) and many.npz (100,000
+# arrays), with their gen.py sidecars. Each measurement mounts afresh.
+# The alternatives a user has: curl the archive then np.load(npz)[key];
+# rclone mount of the HTTP remote; s3fs on versitygw (uploaded with curl's
+# SigV4), behind a proxy with the same latency and cap. A figure that
+# cannot be had is recorded with why. Nothing fails on a timing.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+data=$1 out=$2
+rounds=${BENCH_ROUNDS:-3}
+tmo=${BENCH_TIMEOUT:-60}
+latency=${BENCH_REMOTE_LATENCY:-20ms}
+rate=${BENCH_REMOTE_RATE:-100000000}
+py=/usr/bin/python3
+ensure_deps fuse numpy gcc nginx
+work=$(mktemp -d /tmp/npzfs-remote.XXXXXX)
+rec() { local k=$1; shift; printf '%s\t%s\n' "$k" "$*" >>"$out"; }
+say() { printf '%s remote: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.6f", b-a}'; }
+layout() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["layout"][sys.argv[2]])' "$data/$1.json" "$2"; }
+freeport() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+is_mounted() { awk -v m="$1" '$2==m{f=1} END{exit !f}' /proc/mounts; }
+
+bgpids=()
+mnt="$work/mnt"
+mkdir -p "$mnt"
+cleanup() {
+  for m in "$mnt" "$work/mnt2"; do
+    is_mounted "$m" && { fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
+  done
+  for p in "${bgpids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+say "building npzfs and the proxy"
+npzfs="$work/npzfs"
+build_npzfs "$npzfs"
+go build -o "$work/faultproxy" ./internal/cmd/faultproxy
+gcc -O2 -Wall -o "$work/rd" scripts/bench/rd.c
+rd="$work/rd"
+
+# nginx on the data folder.
+ngport=$(freeport)
+mkdir -p "$work/ng"
+user=""; [ "$(id -u)" = 0 ] && user="user root;"
+cat >"$work/ng/nginx.conf" <<EOF
+$user
+daemon off;
+master_process off;
+pid $work/ng/nginx.pid;
+error_log $work/ng/error.log;
+events { worker_connections 1024; }
+http {
+  log_format npzfs '\$request_method \$uri \$status "\$http_range" \$body_bytes_sent';
+  access_log $work/ng/access.log npzfs;
+  client_body_temp_path $work/ng/body; proxy_temp_path $work/ng/proxy;
+  fastcgi_temp_path $work/ng/fcgi; uwsgi_temp_path $work/ng/uwsgi; scgi_temp_path $work/ng/scgi;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$ngport; root $data; }
+}
+EOF
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+"$nginx_bin" -c "$work/ng/nginx.conf" -p "$work/ng" -e "$work/ng/error.log" &
+bgpids+=($!)
+"$work/faultproxy" -upstream "http://127.0.0.1:$ngport" -latency "$latency" -rate "$rate" >"$work/proxy.url" &
+bgpids+=($!)
+for _ in $(seq 100); do [ -s "$work/proxy.url" ] && curl -s -o /dev/null "http://127.0.0.1:$ngport/" && break; sleep 0.1; done
+P=$(cat "$work/proxy.url")
+requests() { wc -l <"$work/ng/access.log"; }
+rec r.setup "latency=$latency rate_bytes_per_sec=$rate server=nginx-$("$nginx_bin" -v 2>&1 | sed 's|.*/||')"
+
+mountr() { # URL: mount in the background (npzfs's default), log in $work
+  timeout 120 "$npzfs" mount --log "$work/npzfs.log" "$1" "$mnt"
+}
+umountr() { timeout 60 "$npzfs" unmount "$mnt" >/dev/null 2>&1 || fusermount3 -u -z "$mnt" 2>/dev/null || true; sleep 0.2; }
+
+raw_off=$(layout stored raw_offset) raw_size=$(layout stored raw_size)
+
+say "1. mount of the 100,000-array archive"
+for r in $(seq "$rounds"); do
+  n0=$(requests); t0=$EPOCHREALTIME
+  if mountr "$P/many.npz" 2>"$work/err"; then
+    t1=$EPOCHREALTIME; n1=$(requests)
+    entries=$(ls -f "$mnt" | wc -l)
+    rec r.mount "secs=$(elapsed "$t0" "$t1") requests=$((n1 - n0)) entries=$entries"
+    umountr
+  else
+    rec r.mount.err "$(head -n 1 "$work/err")"
+  fi
+done
+
+say "2. np.load(x.npy, mmap_mode='r') and one element"
+for r in $(seq "$rounds"); do
+  n0=$(requests)
+  if mountr "$P/stored.npz" 2>"$work/err"; then
+    n1=$(requests)
+    o=$(timeout "$tmo" "$py" scripts/bench/npbench.py mmap "$mnt/x.npy" 2>"$work/err") \
+      && rec r.mmap "$o requests=$(( $(requests) - n1 )) mount_requests=$((n1 - n0))" \
+      || rec r.mmap.err "$(tail -n 1 "$work/err")"
+    umountr
+  else
+    rec r.mmap.err "$(head -n 1 "$work/err")"
+  fi
+done
+
+say "3. the stored array read whole, and curl fetching the same range"
+for r in $(seq "$rounds"); do
+  if mountr "$P/stored.npz" 2>"$work/err"; then
+    n1=$(requests)
+    o=$(timeout 300 "$rd" seq "$mnt/x/raw.bin" 0 -1 1048576 2>"$work/err") \
+      && rec r.seq "$o requests=$(( $(requests) - n1 ))" || rec r.seq.err "$(tail -n 1 "$work/err")"
+    umountr
+  fi
+  o=$(curl -s -o /dev/null -r "$raw_off-$((raw_off + raw_size - 1))" -w 'bytes=%{size_download} secs=%{time_total}' "$P/stored.npz") \
+    && rec r.curl "$o mbps=$(awk -v s="$o" 'BEGIN{split(s,a,/[ =]/); printf "%.1f", a[2]/a[4]/1048576}')" \
+    || rec r.curl.err "curl failed"
+done
+
+say "4. 4 KiB reads at 1,000 random offsets of the stored array"
+for r in $(seq "$rounds"); do
+  if mountr "$P/stored.npz" 2>"$work/err"; then
+    n1=$(requests)
+    o=$(timeout 300 "$rd" rand "$mnt/x/raw.bin" 1000 4096 "$((777 + r))" 2>"$work/err") \
+      && rec r.rand "$o requests=$(( $(requests) - n1 ))" || rec r.rand.err "$(tail -n 1 "$work/err")"
+    umountr
+  fi
+done
+
+say "5. what a user would do instead: curl then np.load(npz)[x]"
+for r in $(seq "$rounds"); do
+  t0=$EPOCHREALTIME
+  if curl -s -o "$work/dl.npz" "$P/stored.npz"; then
+    o=$(timeout "$tmo" "$py" scripts/bench/npbench.py npz "$work/dl.npz" x 2>"$work/err") \
+      && rec r.alt.curl "total_secs=$(elapsed "$t0" "$EPOCHREALTIME") $o" || rec r.alt.curl.err "$(tail -n 1 "$work/err")"
+  else
+    rec r.alt.curl.err "curl failed"
+  fi
+  rm -f "$work/dl.npz"
+done
+
+say "5b. rclone mount of the HTTP remote, then np.load(npz)[x]"
+if command -v rclone >/dev/null; then
+  mkdir -p "$work/mnt2"
+  rc=0
+  timeout 30 rclone mount --read-only --daemon --http-url "$P" :http: "$work/mnt2" >"$work/rclone.log" 2>&1 || rc=$?
+  if [ $rc = 0 ] && is_mounted "$work/mnt2"; then
+    t0=$EPOCHREALTIME
+    o=$(timeout "$tmo" "$py" scripts/bench/npbench.py npz "$work/mnt2/stored.npz" x 2>"$work/err") \
+      && rec r.alt.rclone "total_secs=$(elapsed "$t0" "$EPOCHREALTIME") $o requests_so_far=$(requests)" \
+      || rec r.alt.rclone.err "$(tail -n 1 "$work/err" | cut -c1-200)"
+    fusermount3 -u "$work/mnt2" 2>/dev/null || fusermount3 -u -z "$work/mnt2" 2>/dev/null || true
+  else
+    rec r.alt.rclone.err "rclone mount failed (exit $rc): $(tail -n 1 "$work/rclone.log" | cut -c1-200)"
+  fi
+else
+  rec r.alt.rclone.err "rclone not installed (Debian: apt-get install rclone)"
+fi
+
+say "5c. s3fs on versitygw, then np.load(npz)[x]"
+if command -v s3fs >/dev/null && [ -n "${NPZFS_VERSITYGW:-}" ] && [ -x "$NPZFS_VERSITYGW" ]; then
+  s3port=$(freeport)
+  mkdir -p "$work/s3data" "$work/mnt2"
+  "$NPZFS_VERSITYGW" --access benchkey --secret benchsecret0123456789 --port "127.0.0.1:$s3port" --quiet posix "$work/s3data" >"$work/vgw.log" 2>&1 &
+  bgpids+=($!)
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$s3port/" && break; sleep 0.1; done
+  sig=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "benchkey:benchsecret0123456789")
+  curl -s -f "${sig[@]}" -X PUT "http://127.0.0.1:$s3port/bench" >/dev/null \
+    && curl -s -f "${sig[@]}" -T "$data/stored.npz" "http://127.0.0.1:$s3port/bench/stored.npz" >/dev/null \
+    || rec r.alt.s3fs.err "upload to versitygw failed"
+  "$work/faultproxy" -upstream "http://127.0.0.1:$s3port" -latency "$latency" -rate "$rate" >"$work/proxy3.url" &
+  bgpids+=($!)
+  for _ in $(seq 50); do [ -s "$work/proxy3.url" ] && break; sleep 0.1; done
+  printf 'benchkey:benchsecret0123456789\n' >"$work/passwd"; chmod 600 "$work/passwd"
+  rc=0
+  timeout 30 s3fs bench "$work/mnt2" -o "url=$(cat "$work/proxy3.url"),use_path_request_style,passwd_file=$work/passwd,ro" >"$work/s3fs.log" 2>&1 || rc=$?
+  if [ $rc = 0 ] && is_mounted "$work/mnt2"; then
+    t0=$EPOCHREALTIME
+    o=$(timeout "$tmo" "$py" scripts/bench/npbench.py npz "$work/mnt2/stored.npz" x 2>"$work/err") \
+      && rec r.alt.s3fs "total_secs=$(elapsed "$t0" "$EPOCHREALTIME") $o" \
+      || rec r.alt.s3fs.err "$(tail -n 1 "$work/err" | cut -c1-200)"
+    fusermount -u "$work/mnt2" 2>/dev/null || fusermount3 -u -z "$work/mnt2" 2>/dev/null || umount -l "$work/mnt2" 2>/dev/null || true
+  else
+    rec r.alt.s3fs.err "s3fs mount failed (exit $rc): $(tail -n 1 "$work/s3fs.log" | cut -c1-200)"
+  fi
+else
+  rec r.alt.s3fs.err "s3fs or versitygw missing (Debian: apt-get install s3fs; NPZFS_VERSITYGW)"
+fi
+say "done"
