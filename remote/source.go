@@ -370,10 +370,12 @@ func (s *Source) get(first, last int64, raFrom, raTo int64) ([]*block, error) {
 		}
 	}
 	// Read-ahead joins the reader's own run when it follows it, so a
-	// sequential reader's misses and what comes next are one request.
+	// sequential reader's misses and what comes next are one request. It
+	// is bounded by the bytes in flight, not by the cache, which it may
+	// cycle through (the least recently used blocks go).
 	if raTo > raFrom && s.changed == nil {
 		for i := raFrom / bs; i <= (raTo-1)/bs; i++ {
-			if i > last && s.blocks[i] == nil && s.pending+s.used < s.opts.CacheBytes {
+			if i > last && s.blocks[i] == nil && s.pending < s.opts.CacheBytes/2 {
 				missing = append(missing, i)
 			}
 		}

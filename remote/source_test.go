@@ -157,6 +157,16 @@ func TestSequentialReadIsMergedAndAhead(t *testing.T) {
 	if n := f.count(); n > 40 {
 		t.Errorf("a sequential read of 1,024 blocks made %d requests", n)
 	}
+	// Through a cache a quarter of the object: read-ahead goes on once
+	// the cache is full.
+	f = newFake(4 << 20)
+	s = open(t, f, &Options{BlockSize: 4096, MaxRequest: 256 << 10, CacheBytes: 1 << 20, TailBytes: 4096})
+	for off := int64(0); off < 4<<20; off += 16 << 10 {
+		readBack(t, s, f, off, 16<<10)
+	}
+	if n := f.count(); n > 80 {
+		t.Errorf("a sequential read of 1,024 blocks through a cache of 256 made %d requests", n)
+	}
 }
 
 func TestConcurrentReadersShareOneFetch(t *testing.T) {

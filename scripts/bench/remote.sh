@@ -69,7 +69,7 @@ http {
   client_body_temp_path $work/ng/body; proxy_temp_path $work/ng/proxy;
   fastcgi_temp_path $work/ng/fcgi; uwsgi_temp_path $work/ng/uwsgi; scgi_temp_path $work/ng/scgi;
   keepalive_requests 1000000;
-  server { listen 127.0.0.1:$ngport; root $data; }
+  server { listen 127.0.0.1:$ngport; root $data; autoindex on; }
 }
 EOF
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
@@ -176,7 +176,7 @@ if command -v s3fs >/dev/null && [ -n "${NPZFS_VERSITYGW:-}" ] && [ -x "$NPZFS_V
   "$NPZFS_VERSITYGW" --access benchkey --secret benchsecret0123456789 --port "127.0.0.1:$s3port" --quiet posix "$work/s3data" >"$work/vgw.log" 2>&1 &
   bgpids+=($!)
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$s3port/" && break; sleep 0.1; done
-  sig=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "benchkey:benchsecret0123456789")
+  sig=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "benchkey:benchsecret0123456789" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
   curl -s -f "${sig[@]}" -X PUT "http://127.0.0.1:$s3port/bench" >/dev/null \
     && curl -s -f "${sig[@]}" -T "$data/stored.npz" "http://127.0.0.1:$s3port/bench/stored.npz" >/dev/null \
     || rec r.alt.s3fs.err "upload to versitygw failed"
