@@ -24,7 +24,8 @@
 # BENCH_NUMPY_FULL_MAX (15, whole seconds): the full key-by-key loop also runs
 # (bounded at three times that) when the sample estimates it at most this;
 # BENCH_GOTIME (200ms) for `go test -bench`, BENCH_GO=0 to skip the Go
-# benchmarks.
+# benchmarks; BENCH_REMOTE=0 to skip the remote-archive benchmarks
+# (scripts/bench/remote.sh: nginx, a proxy, curl, rclone, s3fs, versitygw).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
@@ -534,6 +535,15 @@ other() { # KIND: the same workloads on another mounter, each step bounded
 other fuse-zip
 other archivemount
 
+# -------------------------------------------------- 7. remote archives
+
+if [ "${BENCH_REMOTE:-1}" = 1 ]; then
+  say "7. remote archives (scripts/bench/remote.sh)"
+  ensure_versitygw
+  BENCH_ROUNDS=$rounds BENCH_TIMEOUT=$tmo bash scripts/bench/remote.sh "$data" "$work/remote.tsv" \
+    || echo "remote.sh failed (exit $?)" >&2
+fi
+
 # ------------------------------------------------------ Go benchmarks
 
 if [ "${BENCH_GO:-1}" = 1 ]; then
@@ -557,3 +567,9 @@ cp "$work/gobench.txt" "$root/bench-data/gobench-$size.txt"
 args=("$res" "$work/gobench.txt")
 [ "$write_md" = 1 ] && args+=(--write "$root/BENCHMARKS.md")
 "$py" scripts/bench/report.py "${args[@]}"
+if [ -s "$work/remote.tsv" ]; then
+  cp "$work/remote.tsv" "$root/bench-data/remote-$size.tsv"
+  rargs=("$work/remote.tsv")
+  [ "$write_md" = 1 ] && rargs+=(--write "$root/BENCHMARKS.md")
+  "$py" scripts/bench/remote_report.py "${rargs[@]}"
+fi

@@ -22,7 +22,7 @@ tmo=${BENCH_TIMEOUT:-60}
 latency=${BENCH_REMOTE_LATENCY:-20ms}
 rate=${BENCH_REMOTE_RATE:-100000000}
 py=/usr/bin/python3
-ensure_deps fuse numpy gcc nginx
+ensure_deps fuse numpy gcc nginx curl rclone s3fs
 work=$(mktemp -d /tmp/npzfs-remote.XXXXXX)
 rec() { local k=$1; shift; printf '%s\t%s\n' "$k" "$*" >>"$out"; }
 say() { printf '%s remote: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

@@ -1,0 +1,140 @@
+"""The remote-archive table of BENCHMARKS.md, from scripts/bench/remote.sh's
+results (key TAB key=value... lines, several rounds per key).
+
+    python3 scripts/bench/remote_report.py RESULTS.tsv [--write BENCHMARKS.md]
+
+Prints the section; with --write, replaces it in BENCHMARKS.md between the
+markers <!-- remote:begin --> and <!-- remote:end --> (added at the end when
+missing).
+"""
+import re
+import statistics
+import sys
+
+BEGIN, END = "<!-- remote:begin -->", "<!-- remote:end -->"
+
+
+def load(path):
+    rows = {}
+    for line in open(path):
+        line = line.rstrip("\n")
+        if not line or "\t" not in line:
+            continue
+        k, v = line.split("\t", 1)
+        rows.setdefault(k, []).append(v)
+    return rows
+
+
+def kv(s):
+    return dict(p.split("=", 1) for p in s.split() if "=" in p)
+
+
+def med(rows, key, field):
+    vals = [float(kv(v)[field]) for v in rows.get(key, []) if field in kv(v)]
+    return statistics.median(vals) if vals else None
+
+
+def most(rows, key, field):
+    vals = [int(float(kv(v)[field])) for v in rows.get(key, []) if field in kv(v)]
+    return max(vals) if vals else None
+
+
+def err(rows, key):
+    e = rows.get(key + ".err")
+    return e[0] if e else None
+
+
+def fmt(x, unit="", nd=2):
+    return "n/a" if x is None else f"{x:.{nd}f}{unit}"
+
+
+def section(rows):
+    setup = kv(rows.get("r.setup", [""])[0])
+    lat_ms = float(setup.get("latency", "20ms").rstrip("ms") or 20)
+    rate = int(setup.get("rate_bytes_per_sec", "0"))
+    out = []
+    out.append("## Remote archives (issue 10)\n")
+    out.append(
+        f"nginx ({setup.get('server', '?')}) serves the archives on 127.0.0.1 behind "
+        f"internal/cmd/faultproxy: {lat_ms:g} ms added to every request, all bodies "
+        f"together capped at {rate / 1e6:g} MB/s. Requests are counted in nginx's access "
+        "log; every npzfs figure is a fresh `npzfs mount` of the URL (medians of the "
+        "rounds; request counts, the largest). From `scripts/bench/remote.sh`, run by "
+        "`scripts/bench.sh`.\n")
+    meta = rows.get("meta", [])
+    if meta:
+        out.append(meta[0] + "\n")
+    out.append("| workload | npzfs | reference (same run) | ratio | target | met |")
+    out.append("| --- | --- | --- | --- | --- | --- |")
+
+    def row(name, ours, ref, ratio, target, met):
+        yes = "n/a" if met is None else ("yes" if met else "**no**")
+        out.append(f"| {name} | {ours} | {ref} | {ratio} | {target} | {yes} |")
+
+    s, n = med(rows, "r.mount", "secs"), most(rows, "r.mount", "requests")
+    ok = None if s is None else (n <= 2 and s <= 0.2)
+    row("mount, 100,000-member archive", f"{fmt(s, ' s')}, {n} requests" if s is not None else err(rows, "r.mount") or "n/a",
+        "", "", "<= 2 requests, <= 0.2 s", ok)
+
+    s = med(rows, "r.mmap", "secs")
+    n = most(rows, "r.mmap", "requests")
+    m = most(rows, "r.mmap", "mount_requests")
+    alt = med(rows, "r.alt.curl", "total_secs")
+    row("`np.load(x.npy, mmap_mode='r')` + one element of the 1 GiB stored array",
+        f"{fmt(s, ' s', 3)}, {None if n is None else n + m} requests (mount included)" if s is not None else err(rows, "r.mmap") or "n/a",
+        f"curl the archive, then `np.load(npz)['x']`: {fmt(alt, ' s')}",
+        "" if s is None or alt is None else f"{alt / s:.0f}x faster",
+        "<= 3 requests", None if n is None else n + m <= 3)
+
+    ours, ref = med(rows, "r.seq", "mbps"), med(rows, "r.curl", "mbps")
+    n = most(rows, "r.seq", "requests")
+    row("read the 1 GiB stored array whole (x/raw.bin, 1 MiB reads)",
+        f"{fmt(ours, ' MiB/s', 1)}, {n} requests" if ours is not None else err(rows, "r.seq") or "n/a",
+        f"curl of the same byte range: {fmt(ref, ' MiB/s', 1)}",
+        "" if ours is None or ref is None else f"{ours / ref:.2f}x",
+        ">= 0.8x", None if ours is None or ref is None else ours / ref >= 0.8)
+
+    md = med(rows, "r.rand", "median_ms")
+    n = most(rows, "r.rand", "requests")
+    p99 = med(rows, "r.rand", "p99_ms")
+    row("4 KiB reads at 1,000 random offsets of the stored array",
+        f"median {fmt(md, ' ms', 1)}, p99 {fmt(p99, ' ms', 1)}, {n} requests" if md is not None else err(rows, "r.rand") or "n/a",
+        f"injected latency {lat_ms:g} ms", "" if md is None else f"{md / lat_ms:.2f}x",
+        "<= 1 request a read, median <= 1.5x", None if md is None else (md <= 1.5 * lat_ms and n <= 1000))
+    out.append("")
+    out.append("What a user would do instead, in the same run (`np.load(npz)['x']` of the "
+               "same 1 GiB array, through the same proxy):\n")
+    for key, name in [("r.alt.curl", "curl the whole archive, then np.load"),
+                      ("r.alt.rclone", "rclone mount of the HTTP remote (Debian's rclone)"),
+                      ("r.alt.s3fs", "s3fs (Debian's) on versitygw, behind the same proxy")]:
+        t = med(rows, key, "total_secs")
+        rss = med(rows, key, "maxrss_kb")
+        if t is not None:
+            out.append(f"- {name}: {t:.2f} s, {rss / 1024:.0f} MiB resident in numpy")
+        else:
+            out.append(f"- {name}: failed: {err(rows, key) or 'not run'}")
+    s = med(rows, "r.mmap", "secs")
+    if s is not None:
+        out.append(f"- npzfs: the memory map and one element in {s:.3f} s (row above), "
+                   "reading one page of data, not the archive")
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    rows = load(argv[0])
+    text = section(rows)
+    print(text)
+    if len(argv) > 2 and argv[1] == "--write":
+        path = argv[2]
+        md = open(path).read()
+        block = BEGIN + "\n" + text + END
+        if BEGIN in md and END in md:
+            md = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, md, flags=re.S)
+        else:
+            md = md.rstrip("\n") + "\n\n" + block + "\n"
+        open(path, "w").write(md)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
