@@ -220,6 +220,9 @@ func (s *server) entryOut(e Entry, parent uint64, out *fuse.EntryOut) {
 
 // cacheTime is how long the kernel may cache e (see Cacher).
 func (st *mountState) cacheTime(e Entry) time.Duration {
+	if u, ok := e.(Unsettled); ok && u.Unsettled() {
+		return 0
+	}
 	if c, ok := e.(Cacher); ok {
 		return c.CacheTime()
 	}

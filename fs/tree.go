@@ -52,6 +52,14 @@ type Cacher interface {
 	CacheTime() time.Duration
 }
 
+// Unsettled is implemented by entries whose contents may change for a
+// while (a remote archive's views folder whose header could not be
+// fetched yet): while Unsettled is true the kernel caches nothing of
+// them, so a name found missing is looked up again.
+type Unsettled interface {
+	Unsettled() bool
+}
+
 // Content is the content of a served file.
 type Content interface {
 	// Size is the exact size in bytes.
@@ -91,6 +99,7 @@ func (e npzEntry) Ino() uint64        { return e.n.Ino() }
 func (e npzEntry) IsDir() bool        { return e.n.IsDir() }
 func (e npzEntry) ModTime() time.Time { return e.n.ModTime() }
 func (e npzEntry) DiskUsage() int64   { return e.n.DiskUsage() }
+func (e npzEntry) Unsettled() bool    { return e.n.Unsettled() }
 
 func (e npzEntry) Lookup(name string) Entry { return FromNPZ(e.n.Lookup(name)) }
 
