@@ -363,3 +363,40 @@ func TestRemoteMountFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteLsAndInspect: npzfs ls and inspect take the same URLs as
+// mount, over HTTP and S3, and print what they print for the local file.
+func TestRemoteLsAndInspect(t *testing.T) {
+	www := t.TempDir()
+	archive := remoteArchive(t, www)
+	data, _ := os.ReadFile(archive)
+	ng := testserver.StartNginx(t, www)
+	s3 := testserver.StartS3(t)
+	s3Env(t, s3)
+	s3.Bucket(t, "lsin")
+	s3.Put(t, "lsin", "remote.npz", data)
+	wantLs := npzfs(t, "ls", archive)
+	wantIn := npzfs(t, "inspect", archive, "ramp")
+	if wantLs.code != 0 || wantIn.code != 0 {
+		t.Fatalf("local: ls %d %s, inspect %d %s", wantLs.code, wantLs.stderr, wantIn.code, wantIn.stderr)
+	}
+	for _, args := range [][]string{
+		{ng.URL + "/remote.npz?sig=hushhush"},
+		{"s3://lsin/remote.npz", "--endpoint", s3.Endpoint},
+	} {
+		ls := npzfs(t, append([]string{"ls", args[0]}, args[1:]...)...)
+		in := npzfs(t, append([]string{"inspect", args[0], "ramp"}, args[1:]...)...)
+		if ls.code != 0 || ls.stdout != wantLs.stdout {
+			t.Errorf("ls %s: exit %d, %s\n%s\nwant\n%s", args[0], ls.code, ls.stderr, ls.stdout, wantLs.stdout)
+		}
+		// header.json of a local stored array also says where its data
+		// lies in the archive file; a remote one does not.
+		if in.code != 0 || in.stdout != string(archiveOffset.ReplaceAll([]byte(wantIn.stdout), nil)) {
+			t.Errorf("inspect %s: exit %d, %s\n%s", args[0], in.code, in.stderr, in.stdout)
+		}
+		miss := npzfs(t, append([]string{"inspect", args[0], "nothere"}, args[1:]...)...)
+		if miss.code != 1 || !strings.Contains(miss.stderr, "ramp") || strings.Contains(miss.stderr, "hushhush") {
+			t.Errorf("inspect %s nothere: exit %d, %q", args[0], miss.code, miss.stderr)
+		}
+	}
+}
