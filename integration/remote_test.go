@@ -400,3 +400,48 @@ func TestRemoteLsAndInspect(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteDiskCache: with --disk-cache, a second mount of the unchanged
+// object reads every file with one request (the tail); a replaced object
+// is fetched anew and read right, never from the old one's blocks.
+func TestRemoteDiskCache(t *testing.T) {
+	needFuse(t)
+	www := t.TempDir()
+	archive := remoteArchive(t, www)
+	data, _ := os.ReadFile(archive)
+	cache := t.TempDir()
+	ng := testserver.StartNginx(t, www)
+	local := mount(t, archive)
+	url := ng.URL + "/remote.npz"
+	dir := mount(t, url, "--disk-cache", cache)
+	sameTree(t, "first mount", local, dir)
+	clear(t, dir)
+	before := len(ng.Requests())
+	dir = mount(t, url, "--disk-cache", cache)
+	sameTree(t, "second mount", local, dir)
+	if got := ng.Requests()[before:]; len(got) != 1 || !strings.Contains(got[0], `"bytes=-`) {
+		t.Errorf("the second mount made these requests, want the tail alone: %q", got)
+	}
+	clear(t, dir)
+
+	// Replaced by an archive of the same size (nginx's ETag changes
+	// with the mtime).
+	changed := bytes.Clone(data)
+	for i := 1000; i < len(changed)-(5<<20); i += 4096 {
+		changed[i] ^= 0xff
+	}
+	newLocal := filepath.Join(t.TempDir(), "remote.npz")
+	os.WriteFile(newLocal, changed, 0o644)
+	tmp := filepath.Join(www, "new.tmp")
+	os.WriteFile(tmp, changed, 0o644)
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(tmp, later, later)
+	os.Rename(tmp, filepath.Join(www, "remote.npz"))
+	before = len(ng.Requests())
+	dir = mount(t, url, "--disk-cache", cache)
+	newDir := mount(t, newLocal)
+	sameTree(t, "replaced", newDir, dir)
+	if got := len(ng.Requests()) - before; got < 3 {
+		t.Errorf("the replaced object was read with %d requests: from the old one's blocks?", got)
+	}
+}

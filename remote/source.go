@@ -61,6 +61,11 @@ type Options struct {
 	StallTimeout time.Duration
 	// ReadTimeout bounds a fetch, its retries included.
 	ReadTimeout time.Duration
+	// Disk, when set, keeps fetched blocks on disk too, for this source
+	// and later ones of the same object. It is not used for an object
+	// with no ETag, version or modification time, whose changes could
+	// not be told.
+	Disk *DiskCache
 	// Logf, when set, receives retries and failures.
 	Logf func(format string, args ...any)
 }
@@ -116,9 +121,12 @@ type Source struct {
 	tail    []byte
 	tailOff int64
 
+	diskKey string // the object's folder in opts.Disk, or "" for none
+
 	bg     context.Context // fetches run under it: Close cancels it
 	cancel context.CancelFunc
-	sem    chan struct{} // a slot per request in flight
+	sem    chan struct{}  // a slot per request in flight
+	wg     sync.WaitGroup // fetches running
 
 	requests atomic.Int64 // made, retries included
 	fetched  atomic.Int64 // bytes received
@@ -172,13 +180,22 @@ func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 	}
 	s.fetched.Add(int64(len(tail)))
 	s.tail, s.tailOff = tail, s.obj.Size-int64(len(tail))
+	if s.opts.Disk != nil {
+		if s.obj.ETag == "" && s.obj.Version == "" && s.obj.LastModified.IsZero() {
+			s.logf("%s: the server gives no ETag or Last-Modified: the disk cache is not used", b)
+		} else {
+			s.diskKey = diskKey(s.Identity(), s.opts.BlockSize)
+		}
+	}
 	s.bg, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
 
-// Close stops fetching; reads after it fail.
+// Close stops fetching and returns once no fetch runs; reads after it
+// fail.
 func (s *Source) Close() error {
 	s.cancel()
+	s.wg.Wait()
 	return nil
 }
 
@@ -415,7 +432,11 @@ func (s *Source) startLocked(runs [][]int64) {
 				s.pending += s.blockLen(i)
 				bs[j] = b
 			}
-			go s.fetch(bs)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.fetch(bs)
+			}()
 			run = run[k:]
 		}
 	}
@@ -426,9 +447,34 @@ func (s *Source) blockLen(i int64) int64 {
 	return min(s.opts.BlockSize, s.obj.Size-i*s.opts.BlockSize)
 }
 
-// fetch fetches adjacent blocks in one request, retried from where it
-// broke off, completing each block as its bytes arrive.
+// fetch completes adjacent blocks: those the disk cache has from it, the
+// others from the server.
 func (s *Source) fetch(bs []*block) {
+	if s.diskKey != "" {
+		var rest []*block
+		for _, b := range bs {
+			if data, ok := s.opts.Disk.get(s.diskKey, b.idx, s.blockLen(b.idx)); ok {
+				s.complete(b, data)
+			} else {
+				rest = append(rest, b)
+			}
+		}
+		for len(rest) > 0 {
+			j := 1
+			for j < len(rest) && rest[j].idx == rest[j-1].idx+1 {
+				j++
+			}
+			s.fetchRemote(rest[:j])
+			rest = rest[j:]
+		}
+		return
+	}
+	s.fetchRemote(bs)
+}
+
+// fetchRemote fetches adjacent blocks in one request, retried from where
+// it broke off, completing each block as its bytes arrive.
+func (s *Source) fetchRemote(bs []*block) {
 	select {
 	case s.sem <- struct{}{}:
 		defer func() { <-s.sem }()
@@ -469,6 +515,9 @@ func (s *Source) fetch(bs []*block) {
 			}
 			s.fetched.Add(int64(len(buf)))
 			s.complete(b, buf)
+			if s.diskKey != "" {
+				s.opts.Disk.put(s.diskKey, s.Identity(), b.idx, buf)
+			}
 		}
 		return nil
 	})

@@ -23,6 +23,9 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}
+	if err := rf.check(); err != nil {
+		return usageError(stderr, "inspect", err.Error())
+	}
 	switch fl.NArg() {
 	case 1:
 		if isRemote(fl.Arg(0)) {

@@ -37,6 +37,9 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fl, args); done {
 		return code
 	}
+	if err := rf.check(); err != nil {
+		return usageError(stderr, "ls", err.Error())
+	}
 	if fl.NArg() != 1 {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
 	}

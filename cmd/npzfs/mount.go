@@ -46,7 +46,9 @@ its magic): it is served as an archive of that one array.
 ARCHIVE may be remote: https://host/path/data.npz (or http://; a presigned
 URL works as it is) or s3://BUCKET/KEY.npz, read by byte range: the mount
 fetches the archive's tail, then only the bytes that are read, in 256 KiB
-blocks kept in memory (--remote-cache-mb), ahead of sequential readers.
+blocks kept in memory (--remote-cache-mb), ahead of sequential readers;
+with --disk-cache DIR on disk too, keyed by the object's ETag, version and
+date, so a later mount of the unchanged object fetches only its tail.
 S3 takes every credential the AWS SDK does (environment, AWS_PROFILE and
 the shared files, SSO, web identity, instance and container roles);
 --endpoint (or AWS_ENDPOINT_URL_S3) for S3-compatible servers. If the
@@ -189,6 +191,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	}
 	if ma.remoteCacheMB < 1 {
 		return usageError(stderr, "mount", "--remote-cache-mb must be at least 1")
+	}
+	if err := ma.remote.check(); err != nil {
+		return usageError(stderr, "mount", err.Error())
 	}
 
 	if ma.readyFD > 0 {
@@ -520,7 +525,7 @@ func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64
 	if err != nil {
 		return nil, err
 	}
-	a, err := newRemoteArchive(src, &opts)
+	a, err := newRemoteArchive(src.Source, &opts)
 	if err != nil {
 		src.Close()
 		var fe *npz.FormatError

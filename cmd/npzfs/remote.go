@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/textproto"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -21,15 +23,37 @@ import (
 // remoteFlags are the flags of remote archives, taken by mount, ls and
 // inspect.
 type remoteFlags struct {
-	headers  []string
-	endpoint string
-	noSign   bool
+	headers     []string
+	endpoint    string
+	noSign      bool
+	diskCache   string
+	diskCacheMB int
 }
+
+// defaultDiskCacheMB bounds --disk-cache.
+const defaultDiskCacheMB = 10 << 10
 
 func (rf *remoteFlags) add(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&rf.headers, "header", nil, "for an http(s):// archive: send the header `'NAME: VALUE'` with every request (repeatable; never logged)")
 	fl.StringVar(&rf.endpoint, "endpoint", "", "for an s3:// archive: the `URL` of an S3-compatible server (MinIO, Ceph, R2...), buckets addressed by path")
 	fl.BoolVar(&rf.noSign, "no-sign-request", false, "for an s3:// archive: send requests unsigned (public buckets)")
+	fl.StringVar(&rf.diskCache, "disk-cache", "", "for a remote archive: keep fetched blocks in `DIR` too, so a later mount of the unchanged object does not fetch them again")
+	fl.IntVar(&rf.diskCacheMB, "disk-cache-mb", defaultDiskCacheMB, "bound of --disk-cache, in `MiB` (blocks used least recently go first)")
+}
+
+// check refuses values that cannot work, in one line.
+func (rf *remoteFlags) check() error {
+	if rf.diskCacheMB < 1 {
+		return errors.New("--disk-cache-mb must be at least 1")
+	}
+	if rf.diskCache != "" {
+		abs, err := filepath.Abs(rf.diskCache)
+		if err != nil {
+			return fmt.Errorf("--disk-cache: %v", err)
+		}
+		rf.diskCache = abs
+	}
+	return nil
 }
 
 // headerEnv carries --header values from npzfs mount to its daemon, so
@@ -75,9 +99,23 @@ func parseHeaders(hs []string) (http.Header, error) {
 	return h, nil
 }
 
+// remoteSource is a remote archive's source and its disk cache, if any.
+type remoteSource struct {
+	*remote.Source
+	disk *remote.DiskCache
+}
+
+func (rs *remoteSource) Close() error {
+	err := rs.Source.Close()
+	if rs.disk != nil {
+		rs.disk.Close()
+	}
+	return err
+}
+
 // openRemote opens a remote archive's source: the tail of the object is
 // fetched at once.
-func openRemote(ctx context.Context, url string, rf *remoteFlags, cacheBytes int64, logf func(string, ...any)) (*remote.Source, error) {
+func openRemote(ctx context.Context, url string, rf *remoteFlags, cacheBytes int64, logf func(string, ...any)) (*remoteSource, error) {
 	var b remote.Backend
 	var err error
 	if strings.HasPrefix(strings.ToLower(url), "s3://") {
@@ -91,7 +129,20 @@ func openRemote(ctx context.Context, url string, rf *remoteFlags, cacheBytes int
 	if err != nil {
 		return nil, err
 	}
-	return remote.Open(ctx, b, &remote.Options{CacheBytes: cacheBytes, Logf: logf})
+	rs := &remoteSource{}
+	if rf.diskCache != "" {
+		if rs.disk, err = remote.OpenDiskCache(rf.diskCache, int64(rf.diskCacheMB)<<20, logf); err != nil {
+			return nil, err
+		}
+	}
+	rs.Source, err = remote.Open(ctx, b, &remote.Options{CacheBytes: cacheBytes, Disk: rs.disk, Logf: logf})
+	if err != nil {
+		if rs.disk != nil {
+			rs.disk.Close()
+		}
+		return nil, err
+	}
+	return rs, nil
 }
 
 // opened is an archive and, for a remote one, its source, closed with it.
@@ -137,7 +188,7 @@ func openArchive(name string, opts *npz.Options, rf *remoteFlags) (*opened, erro
 	if err != nil {
 		return nil, err
 	}
-	a, err := newRemoteArchive(src, opts)
+	a, err := newRemoteArchive(src.Source, opts)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("%s: %w", src, err)
