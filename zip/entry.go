@@ -85,10 +85,15 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 }
 
 // Declared is how many entries the end records declare, bounded by what
-// the central directory's size can hold and by 65,536: a hint for
-// allocating, since a count may lie (or have wrapped past 65,535).
+// the central directory's size can hold (which lies within the archive)
+// and by 2^24: a hint for allocating, since a count may lie (or have
+// wrapped past 65,535, when it is taken as what the directory can hold).
 func (z *Reader) Declared() int {
-	return int(min(z.dir.entries, uint64(z.dir.size/centralLen), 1<<16))
+	n := z.dir.entries
+	if !z.dir.zip64 && n < uint64(z.dir.size/centralLen) && z.dir.size/centralLen > 0xffff {
+		n = uint64(z.dir.size / centralLen) // the count may have wrapped
+	}
+	return int(min(n, uint64(z.dir.size/centralLen), 1<<24))
 }
 
 // Entries reads the central directory, calling each with every entry in
