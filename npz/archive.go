@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,6 +158,21 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	}
 	a.members = make([]Member, 0, z.Declared())
 	err = z.Entries(func(e *zip.Entry) {
+		if n := len(a.members); n == cap(a.members) && n > 0 {
+			// The declared count, bounded against a lying end
+			// record, may be far short (a 100,000-member archive):
+			// grow once to what the rest of the directory holds at
+			// the entries' size so far, at most doubling (a claimed
+			// directory may be a hole), rather than by append's
+			// quarters, copying the members over and over.
+			done, total := z.Progress()
+			want := int64(n) + 1
+			if done > 0 {
+				est := float64(n) * float64(total) / float64(done)
+				want = max(want, int64(min(est*1.02, 2*float64(n))))
+			}
+			a.members = slices.Grow(a.members, int(want)-n)
+		}
 		a.members = append(a.members, Member{a: a, e: *e})
 		a.members[len(a.members)-1].skip(e.Unusable)
 	})

@@ -68,6 +68,7 @@ type Reader struct {
 	size     int64
 	dir      directory
 	problems []string
+	pos      int64 // directory bytes read by Entries
 }
 
 // NewReader reads the end records of the archive of size bytes read from
@@ -85,15 +86,10 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 }
 
 // Declared is how many entries the end records declare, bounded by what
-// the central directory's size can hold (which lies within the archive)
-// and by 2^24: a hint for allocating, since a count may lie (or have
-// wrapped past 65,535, when it is taken as what the directory can hold).
+// the central directory's size can hold and by 65,536: a hint for
+// allocating, since a count may lie (or have wrapped past 65,535).
 func (z *Reader) Declared() int {
-	n := z.dir.entries
-	if !z.dir.zip64 && n < uint64(z.dir.size/centralLen) && z.dir.size/centralLen > 0xffff {
-		n = uint64(z.dir.size / centralLen) // the count may have wrapped
-	}
-	return int(min(n, uint64(z.dir.size/centralLen), 1<<24))
+	return int(min(z.dir.entries, uint64(z.dir.size/centralLen), 1<<16))
 }
 
 // Entries reads the central directory, calling each with every entry in
@@ -107,6 +103,11 @@ func (z *Reader) Entries(each func(*Entry)) error {
 	z.problems = z.problems[:0]
 	return z.readDirectory(z.dir, each)
 }
+
+// Progress is, while Entries runs, how many bytes of the central
+// directory have been read (the current entry's included) and how many it
+// is declared to hold: an estimate of the entries still to come.
+func (z *Reader) Progress() (done, total int64) { return z.pos, z.dir.size }
 
 // Comment is the archive comment.
 func (z *Reader) Comment() string { return z.dir.comment }
@@ -181,9 +182,10 @@ func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
 		nameStart := pos - base + centralLen
 		e = Entry{Index: int32(min(count, 1<<31-1))}
 		e.parse(fixed, all[nameStart:nameStart+nameLen], buf[nameStart+nameLen:nameStart+nameLen+extraLen], off, z.size, d.shift)
-		each(&e)
 		count++
 		pos += n
+		z.pos = pos
+		each(&e)
 	}
 	if uint16(count) != uint16(d.entries) && !(d.zip64 && count == d.entries) {
 		z.problemf("end record claims %d entries, the central directory has %d", d.entries, count)
