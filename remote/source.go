@@ -516,7 +516,7 @@ func (s *Source) fetchRemote(bs []*block) {
 			s.fetched.Add(int64(len(buf)))
 			s.complete(b, buf)
 			if s.diskKey != "" {
-				s.opts.Disk.put(s.diskKey, s.Identity(), b.idx, buf)
+				s.opts.Disk.put(s.diskKey, b.idx, buf)
 			}
 		}
 		return nil
