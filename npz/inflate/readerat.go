@@ -3,6 +3,7 @@ package inflate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"sort"
@@ -27,6 +28,12 @@ type Options struct {
 	// Windows bounds the memory the checkpoints' windows take, shared by
 	// every ReaderAt given it; nil means no bound (see WindowBudget).
 	Windows *WindowBudget
+	// Complete, when set, is called once the index covers the whole
+	// stream and its CRC-32 matched (see MarshalIndex), from the
+	// goroutine that finished it.
+	Complete func()
+	// BadIndex, when set, is told why a loaded index was discarded.
+	BadIndex func(error)
 }
 
 // checkpoint is a place decoding can resume from: the output offset, the
@@ -41,6 +48,8 @@ type checkpoint struct {
 	final  bool
 	winLen int32  // window bytes before out: min(32 KiB, out)
 	win    []byte // packed window (see packWindow)
+	sum    uint32 // CRC-32 of the span's output, once it is indexed
+	loaded bool   // from LoadIndex: its span is checked against sum
 }
 
 // ReaderAt is random access into one raw DEFLATE stream of compressedSize
@@ -75,6 +84,9 @@ type ReaderAt struct {
 	pendingWin []byte // unpacked window of the last checkpoint
 	winBytes   int64
 	released   bool        // Release was called: windows no longer counts this index
+	loaded     bool        // the index came from LoadIndex (and has not been discarded)
+	complete   func()      // Options.Complete
+	badIndex   func(error) // Options.BadIndex
 	waiting    []*outRange // what the reads in extendTo want
 
 	extMu   sync.Mutex // held while extending the index
@@ -133,6 +145,7 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 		}
 		r.cache = opts.Cache
 		r.windows = opts.Windows
+		r.complete, r.badIndex = opts.Complete, opts.BadIndex
 	}
 	if r.cache == nil {
 		r.cache = NewCache(2 * (r.span + windowSize + outSlack))
@@ -218,6 +231,9 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 	key := cacheKey{r.id, cp.out}
 	for {
 		target := need
+		if cp.loaded {
+			target = end // checked against its CRC-32: whole
+		}
 		if s := r.cache.get(key); s != nil {
 			if cp.out+int64(len(s.data)) >= need {
 				return s, cp.out, nil
@@ -232,6 +248,9 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 			c.wg.Wait()
 			if c.err != nil && isCancel(c.err) && ctx.Err() == nil {
 				continue // the read inflating it was cancelled, not this one
+			}
+			if errors.Is(c.err, ErrBadIndex) {
+				return r.spanAt(ctx, off, need) // the loaded index is gone
 			}
 			if c.err != nil {
 				return nil, 0, c.err
@@ -248,6 +267,13 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 		r.flightMu.Unlock()
 
 		c.span, c.err = r.inflateSpan(ctx, &cp, end, target)
+		if c.err != nil && cp.loaded && !isCancel(c.err) && ctx.Err() == nil {
+			// Whatever went wrong, the loaded index said otherwise.
+			if !errors.Is(c.err, ErrBadIndex) {
+				c.err = fmt.Errorf("%w: span at %d: %w", ErrBadIndex, cp.out, c.err)
+			}
+			r.dropLoaded(c.err)
+		}
 		if c.err == nil {
 			r.cache.put(key, c.span)
 		}
@@ -259,6 +285,9 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 			r.cache.retain(c.span, waiters)
 		}
 		c.wg.Done()
+		if errors.Is(c.err, ErrBadIndex) {
+			return r.spanAt(ctx, off, need)
+		}
 		return c.span, cp.out, c.err
 	}
 }
@@ -314,6 +343,10 @@ func (r *ReaderAt) inflateSpan(ctx context.Context, cp *checkpoint, end, target 
 	got := d.pos - w
 	if got < n || int64(got) > end-cp.out || (target == end && got != n) {
 		return nil, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
+	}
+	if cp.loaded && crc32.ChecksumIEEE(buf[w:w+got]) != cp.sum {
+		r.cache.recycle(buf)
+		return nil, fmt.Errorf("%w: the span at %d does not inflate to its CRC-32", ErrBadIndex, cp.out)
 	}
 	d.out = nil
 	return newSpan(buf, buf[w:w+got:w+got]), nil
@@ -512,6 +545,9 @@ func (r *ReaderAt) dropCheckpoints() bool {
 	for i := 1; i < last; i++ {
 		if r.cps[i].seq%r.stride != 0 {
 			freed += int64(len(r.cps[i].win))
+			// The kept span before it now runs on through it.
+			k := &kept[len(kept)-1]
+			k.sum = crc32Combine(k.sum, r.cps[i].sum, r.cps[i+1].out-r.cps[i].out)
 			continue
 		}
 		kept = append(kept, r.cps[i])
@@ -616,7 +652,8 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		return r.wrapDecodeErr(d, err, endOut)
 	}
 	data := buf[w : w+produced : w+produced]
-	r.crcAcc = crc32.Update(r.crcAcc, crc32.IEEETable, data)
+	sum := crc32.ChecksumIEEE(data)
+	r.crcAcc = crc32Combine(r.crcAcc, sum, int64(produced))
 
 	var next checkpoint
 	if d.state == stDone {
@@ -654,6 +691,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 
 	r.mu.Lock()
 	r.cps[k].win = packed
+	r.cps[k].sum = sum
 	r.winBytes += int64(len(packed))
 	if r.windows != nil && !r.released {
 		r.windows.used.Add(int64(len(packed)))
@@ -669,6 +707,9 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		r.fitBudget()
 	}
 	r.mu.Unlock()
+	if d.state == stDone && r.complete != nil {
+		r.complete()
+	}
 	if keep {
 		s := newSpan(buf, data)
 		r.cache.put(cacheKey{r.id, cp.out}, s)

@@ -1,0 +1,248 @@
+package inflate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestCRC32Combine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	data := randBytes(rng, 300_000)
+	for _, cut := range []int{0, 1, 7, 4096, 65_537, 299_999, 300_000} {
+		a, b := data[:cut], data[cut:]
+		got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), int64(len(b)))
+		if want := crc32.ChecksumIEEE(data); got != want {
+			t.Errorf("cut at %d: %08x, want %08x", cut, got, want)
+		}
+	}
+}
+
+// countingSrc counts the reads of the compressed stream.
+type countingSrc struct {
+	r     io.ReaderAt
+	reads atomic.Int64
+}
+
+func (c *countingSrc) ReadAt(p []byte, off int64) (int, error) {
+	c.reads.Add(1)
+	return c.r.ReadAt(p, off)
+}
+
+// indexed returns a ReaderAt over comp that has indexed all of it, and its
+// index.
+func indexed(t *testing.T, data, comp []byte, opts *Options) (*ReaderAt, []byte) {
+	t.Helper()
+	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), opts)
+	if _, ok := r.MarshalIndex(); ok {
+		t.Fatal("an index with nothing read is complete")
+	}
+	got := make([]byte, len(data))
+	if _, err := r.ReadAt(got, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	idx, ok := r.MarshalIndex()
+	if !ok {
+		t.Fatal("index not complete after a full read")
+	}
+	return r, idx
+}
+
+// checkReads reads r at random offsets and compares with data.
+func checkReads(t *testing.T, r *ReaderAt, data []byte, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for range 60 {
+		off := rng.Int64N(int64(len(data)))
+		n := 1 + rng.IntN(200_000)
+		p := make([]byte, n)
+		k, err := r.ReadAt(p, off)
+		want := data[off:min(off+int64(n), int64(len(data)))]
+		if k != len(want) || !bytes.Equal(p[:k], want) || (err != nil && err != io.EOF) {
+			t.Fatalf("ReadAt(%d at %d) = %d, %v: wrong bytes", n, off, k, err)
+		}
+	}
+}
+
+func TestIndexRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		level int
+	}{
+		{"noise", noisyFloat32(3<<20, 1), 6},
+		{"ramp level 1", intRamp(4 << 20), 1},
+		{"mixed level 9", mixed(3<<20, 2), 9},
+		{"stored blocks", randBytes(rand.New(rand.NewPCG(3, 3)), 2<<20), 0},
+		{"fixed huffman", mixed(2<<20, 4), -2}, // HuffmanOnly
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			comp := deflate(t, tc.data, tc.level)
+			_, idx := indexed(t, tc.data, comp, &Options{SpanSize: 256 << 10})
+			src := &countingSrc{r: bytes.NewReader(comp)}
+			var bad atomic.Int64
+			r := NewReaderAt(src, int64(len(comp)), int64(len(tc.data)), crc32.ChecksumIEEE(tc.data),
+				&Options{SpanSize: 256 << 10, BadIndex: func(error) { bad.Add(1) }})
+			if err := r.LoadIndex(idx); err != nil {
+				t.Fatal(err)
+			}
+			// The last byte at once: one span inflated, not the stream.
+			p := make([]byte, 1)
+			if _, err := r.ReadAt(p, int64(len(tc.data))-1); err != nil && err != io.EOF {
+				t.Fatal(err)
+			}
+			if p[0] != tc.data[len(tc.data)-1] {
+				t.Fatal("last byte wrong")
+			}
+			checkReads(t, r, tc.data, 1)
+			if bad.Load() != 0 || !r.loaded {
+				t.Fatal("a good index was discarded")
+			}
+			again, ok := r.MarshalIndex()
+			if !ok || !bytes.Equal(again, idx) {
+				t.Fatal("a loaded index does not marshal as it was loaded")
+			}
+		})
+	}
+}
+
+// resum rewrites an index's trailing checksum after a test changed it.
+func resum(b []byte) []byte {
+	b = bytes.Clone(b)
+	binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+	return b
+}
+
+// cpAt is the offset of checkpoint i's fixed part in an index.
+func cpAt(t *testing.T, b []byte, i int) int {
+	t.Helper()
+	p := indexHeader
+	for range i {
+		p += indexCPFixed + int(binary.LittleEndian.Uint32(b[p+40:]))
+	}
+	return p
+}
+
+func TestIndexRefused(t *testing.T) {
+	data := mixed(2<<20, 5)
+	comp := deflate(t, data, 6)
+	_, idx := indexed(t, data, comp, &Options{SpanSize: 256 << 10})
+	other := mixed(2<<20, 6)
+	_, otherIdx := indexed(t, other, deflate(t, other, 6), &Options{SpanSize: 256 << 10})
+	older := bytes.Clone(idx)
+	binary.LittleEndian.PutUint32(older[8:], 0)
+	flipped := bytes.Clone(idx)
+	flipped[len(flipped)/2] ^= 0x10
+	backwards := bytes.Clone(idx)
+	binary.LittleEndian.PutUint64(backwards[cpAt(t, idx, 2):], 1) // output offset 1, after checkpoint 1's
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"truncated", idx[:len(idx)-100]},
+		{"flipped byte", flipped},
+		{"older version", resum(older)},
+		{"another stream's", otherIdx},
+		{"offsets not increasing", resum(backwards)},
+		{"not an index", bytes.Repeat([]byte("x"), 200)},
+	} {
+		r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), nil)
+		if err := r.LoadIndex(tc.b); !errors.Is(err, ErrBadIndex) {
+			t.Errorf("%s: LoadIndex = %v, want ErrBadIndex", tc.name, err)
+		}
+		checkReads(t, r, data, 2) // indexed afresh
+	}
+}
+
+// TestLyingIndexIsDiscarded: indexes that pass every check of their form
+// but whose checkpoints lie (a wrong CRC, a wrong window, a wrong bit
+// position) are found out at the first span they yield, discarded, and
+// every byte read is still right.
+func TestLyingIndexIsDiscarded(t *testing.T) {
+	data := mixed(3<<20, 9) // matches reach into the windows
+	comp := deflate(t, data, 6)
+	_, idx := indexed(t, data, comp, &Options{SpanSize: 256 << 10})
+	lie := func(f func(b []byte, cp int)) []byte {
+		b := bytes.Clone(idx)
+		f(b, cpAt(t, b, 3))
+		return resum(b)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"crc", lie(func(b []byte, p int) { b[p+36] ^= 1 })},
+		{"window", nil}, // made below: it is shorter
+		{"bit position", lie(func(b []byte, p int) { binary.LittleEndian.PutUint64(b[p+8:], binary.LittleEndian.Uint64(b[p+8:])+3) })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b
+			if tc.name == "window" {
+				// An all-zero window where the span reads a real one.
+				p := cpAt(t, idx, 3)
+				n := int(binary.LittleEndian.Uint32(idx[p+40:]))
+				if n == 0 {
+					t.Fatal("checkpoint 3 has an empty window: no lie to tell")
+				}
+				b = bytes.Clone(idx)
+				binary.LittleEndian.PutUint32(b[p+40:], 0)
+				b = append(b[:p+indexCPFixed], b[p+indexCPFixed+n:]...)
+				b = resum(b)
+			}
+			var bad atomic.Int64
+			r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+				&Options{SpanSize: 256 << 10, BadIndex: func(error) { bad.Add(1) }})
+			if err := r.LoadIndex(b); err != nil {
+				t.Fatalf("LoadIndex: %v", err)
+			}
+			// Readers at once, some in the lying span.
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					off := int64(3*256<<10 + w*1000)
+					p := make([]byte, 5000)
+					if n, err := r.ReadAt(p, off); n != len(p) || !bytes.Equal(p, data[off:off+5000]) {
+						t.Errorf("reader %d: %d bytes, %v: wrong", w, n, err)
+					}
+				}()
+			}
+			wg.Wait()
+			checkReads(t, r, data, 3)
+			if bad.Load() != 1 {
+				t.Errorf("BadIndex told %d times, want once", bad.Load())
+			}
+		})
+	}
+}
+
+// TestThinnedIndexRoundTrip: an index thinned to fit its window budget
+// keeps one checkpoint in several, each span's CRC-32 covering the spans
+// it absorbed, and loads and reads back exactly.
+func TestThinnedIndexRoundTrip(t *testing.T) {
+	data := mixed(6<<20, 11)
+	comp := deflate(t, data, 6)
+	w := NewWindowBudget(1) // over at the first window kept
+	r, idx := indexed(t, data, comp, &Options{SpanSize: 128 << 10, Windows: w})
+	if r.stride < 2 {
+		t.Fatalf("the index was not thinned (stride %d)", r.stride)
+	}
+	var bad atomic.Int64
+	r2 := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{BadIndex: func(error) { bad.Add(1) }})
+	if err := r2.LoadIndex(idx); err != nil {
+		t.Fatal(err)
+	}
+	checkReads(t, r2, data, 4)
+	if bad.Load() != 0 || !r2.loaded {
+		t.Fatal("a thinned index was discarded")
+	}
+}
