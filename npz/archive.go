@@ -66,6 +66,9 @@ type Options struct {
 	// cache of CacheBytes and window budget of IndexBytes.
 	Cache   *inflate.Cache
 	Windows *inflate.WindowBudget
+	// Indexes, when set, keeps the indexes of deflated members across
+	// mounts (see IndexStore); the archive does not close it.
+	Indexes *IndexStore
 	// Logf, when set, is told why a member or view is not served.
 	Logf func(format string, args ...any)
 }

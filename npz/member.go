@@ -217,8 +217,16 @@ func (m *Member) locate() *location {
 	if l.err == nil && m.e.Method == zip.Deflated {
 		src := &section{r: m.a.r, off: l.dataOff, n: m.e.CompressedSize}
 		cache := m.a.spanCache() // makes the window budget too
-		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32,
-			&inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows})
+		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows}
+		var x *memberIndex
+		if s := m.a.opts.Indexes; s != nil {
+			x = &memberIndex{s: s, m: m, off: l.dataOff}
+			opts.Load, opts.Complete, opts.BadIndex = x.load, x.save, x.bad
+		}
+		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32, opts)
+		if x != nil {
+			x.inf = l.inf
+		}
 	}
 	m.loc.Store(l)
 	return l

@@ -234,6 +234,7 @@ type countingReader struct {
 	r     io.ReaderAt
 	calls atomic.Int64
 	low   atomic.Int64 // lowest offset read
+	bytes atomic.Int64 // bytes read
 }
 
 func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
@@ -244,7 +245,9 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 			break
 		}
 	}
-	return c.r.ReadAt(p, off)
+	n, err := c.r.ReadAt(p, off)
+	c.bytes.Add(int64(n))
+	return n, err
 }
 
 // TestOpenReadsOnlyDirectory: Open reads the end of the archive and the

@@ -98,32 +98,39 @@ func (r *ReaderAt) MarshalIndex() ([]byte, bool) {
 // LoadIndex makes b, an index MarshalIndex wrote for this stream, the
 // reader's index, so that a read anywhere inflates one span. It fails,
 // changing nothing, when b is not a whole index of this stream's sizes
-// and CRC, or when the reader has indexed anything already. Each span of
+// and CRC, or when the reader's own index is complete. Each span of
 // a loaded index is checked against its CRC-32 when it is inflated (and
 // so inflated whole); on a mismatch, or a span that does not inflate,
 // the loaded index is discarded and the stream indexed afresh, and
 // Options.BadIndex is told.
 func (r *ReaderAt) LoadIndex(b []byte) error {
+	r.extMu.Lock()
+	defer r.extMu.Unlock()
+	return r.loadIndexLocked(b)
+}
+
+// loadIndexLocked is LoadIndex with r.extMu held. What the reader has
+// indexed so far (a prefix of the same stream) is replaced; reads going
+// on keep the checkpoints they copied, which are as good.
+func (r *ReaderAt) loadIndexLocked(b []byte) error {
 	cps, err := parseIndex(b, r.csize, r.size, r.crc)
 	if err != nil {
 		return err
 	}
-	r.extMu.Lock()
-	defer r.extMu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.cps) != 1 || r.done || r.err != nil || r.pendingWin != nil {
-		return errors.New("inflate: LoadIndex on a reader already indexing")
+	if r.done || r.err != nil {
+		return errors.New("inflate: LoadIndex on a reader whose index is complete")
 	}
 	var win int64
 	for _, cp := range cps {
 		win += int64(len(cp.win))
 	}
-	r.cps, r.done, r.loaded = cps, true, true
-	r.winBytes += win
 	if r.windows != nil && !r.released {
-		r.windows.used.Add(win)
+		r.windows.used.Add(win - r.winBytes)
 	}
+	r.cps, r.done, r.loaded = cps, true, true
+	r.winBytes, r.pendingWin, r.stride = win, nil, 0
 	return nil
 }
 

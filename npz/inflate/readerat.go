@@ -34,6 +34,11 @@ type Options struct {
 	Complete func()
 	// BadIndex, when set, is told why a loaded index was discarded.
 	BadIndex func(error)
+	// Load, when set, is asked once for a saved index (as MarshalIndex
+	// wrote it), at the first read the index does not cover; it returns
+	// nil when there is none. An index that LoadIndex refuses is told to
+	// BadIndex.
+	Load func() []byte
 }
 
 // checkpoint is a place decoding can resume from: the output offset, the
@@ -83,11 +88,12 @@ type ReaderAt struct {
 	errAt      int64
 	pendingWin []byte // unpacked window of the last checkpoint
 	winBytes   int64
-	released   bool        // Release was called: windows no longer counts this index
-	loaded     bool        // the index came from LoadIndex (and has not been discarded)
-	complete   func()      // Options.Complete
-	badIndex   func(error) // Options.BadIndex
-	waiting    []*outRange // what the reads in extendTo want
+	released   bool          // Release was called: windows no longer counts this index
+	loaded     bool          // the index came from LoadIndex (and has not been discarded)
+	complete   func()        // Options.Complete
+	badIndex   func(error)   // Options.BadIndex
+	load       func() []byte // Options.Load, until it is called (under extMu)
+	waiting    []*outRange   // what the reads in extendTo want
 
 	extMu   sync.Mutex // held while extending the index
 	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
@@ -145,7 +151,7 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 		}
 		r.cache = opts.Cache
 		r.windows = opts.Windows
-		r.complete, r.badIndex = opts.Complete, opts.BadIndex
+		r.complete, r.badIndex, r.load = opts.Complete, opts.BadIndex, opts.Load
 	}
 	if r.cache == nil {
 		r.cache = NewCache(2 * (r.span + windowSize + outSlack))
@@ -379,6 +385,14 @@ func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 		r.cache.recycle(r.extBuf)
 		r.extBuf = nil
 	}()
+	if load := r.load; load != nil {
+		r.load = nil
+		if b := load(); b != nil {
+			if err := r.loadIndexLocked(b); err != nil && r.badIndex != nil {
+				r.badIndex(err)
+			}
+		}
+	}
 	for {
 		if ok, err := r.covers(off); ok {
 			return err

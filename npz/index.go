@@ -1,0 +1,153 @@
+package npz
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"sync"
+
+	"github.com/npzfs/npzfs/cachedir"
+	"github.com/npzfs/npzfs/npz/inflate"
+)
+
+// An IndexStore keeps the indexes of deflated members in a folder, so
+// that a later mount of the same archive (or of a copy of it, wherever it
+// lies) reads anywhere in a member at once instead of inflating it from
+// its start. It is bounded in bytes, the least recently used indexes
+// going first, and may be shared by several archives and processes.
+//
+// A member's index is keyed by its content, not by a path or a time: a
+// SHA-256 of its central directory record (name, CRC-32, sizes, method,
+// local header offset), its local header, and the first and last 64 KiB
+// of its compressed data. It is loaded at the first read of the member
+// that its in-memory index does not cover, and saved once the member has
+// been indexed to its end (a full read, npzfs index); an index is never
+// trusted beyond what each span's CRC-32 confirms (see inflate.LoadIndex).
+//
+// Layout: DIR/v1/KK/KEY.idx, KEY the hex SHA-256 and KK its first two
+// characters; each file is in the format package inflate documents.
+type IndexStore struct {
+	dir   *cachedir.Dir
+	saves sync.WaitGroup
+}
+
+// indexEdge is how much of a member's compressed data, at each end, goes
+// into its index key.
+const indexEdge = 64 << 10
+
+// OpenIndexStore opens (and creates) the index folder dir, holding at
+// most maxBytes of indexes.
+func OpenIndexStore(dir string, maxBytes int64) (*IndexStore, error) {
+	d, err := cachedir.Open(dir+"/v1", maxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("index folder: %w", err)
+	}
+	return &IndexStore{dir: d}, nil
+}
+
+// Close waits for the indexes being saved, and leaves the folder within
+// its bound.
+func (s *IndexStore) Close() error {
+	s.saves.Wait()
+	return s.dir.Close()
+}
+
+// Path is the folder the indexes are in (the one given, plus "v1").
+func (s *IndexStore) Path() string { return s.dir.Path() }
+
+// memberIndex links one deflated member's inflater to the store.
+type memberIndex struct {
+	s   *IndexStore
+	m   *Member
+	off int64 // where the member's data starts
+	inf *inflate.ReaderAt
+
+	once sync.Once
+	name string // in the store; "" when the key could not be made
+}
+
+// key computes (once) the member's name in the store.
+func (x *memberIndex) key() string {
+	x.once.Do(func() {
+		e := &x.m.e
+		h := sha256.New()
+		h.Write([]byte("npzfs member index v1\x00"))
+		h.Write([]byte(e.Name))
+		var fixed [8 + 4 + 8 + 8 + 2 + 8]byte
+		le := binary.LittleEndian
+		le.PutUint64(fixed[0:], uint64(len(e.Name)))
+		le.PutUint32(fixed[8:], e.CRC32)
+		le.PutUint64(fixed[12:], uint64(e.CompressedSize))
+		le.PutUint64(fixed[20:], uint64(e.Size))
+		le.PutUint16(fixed[28:], e.Method)
+		le.PutUint64(fixed[30:], uint64(e.HeaderOffset))
+		h.Write(fixed[:])
+		head := min(indexEdge, e.CompressedSize)
+		tail := min(indexEdge, e.CompressedSize-head)
+		lh := x.off - e.HeaderOffset // the local header, name and extra
+		if lh < 0 || lh > 1<<17 {
+			return
+		}
+		buf := make([]byte, lh+head+tail)
+		if _, err := x.m.a.r.ReadAt(buf[:lh+head], e.HeaderOffset); err != nil {
+			return
+		}
+		if tail > 0 {
+			if _, err := x.m.a.r.ReadAt(buf[lh+head:], x.off+e.CompressedSize-tail); err != nil {
+				return
+			}
+		}
+		h.Write(buf)
+		sum := hex.EncodeToString(h.Sum(nil))
+		x.name = sum[:2] + "/" + sum + ".idx"
+	})
+	return x.name
+}
+
+// load is the inflater's Options.Load.
+func (x *memberIndex) load() []byte {
+	name := x.key()
+	if name == "" {
+		return nil
+	}
+	b, err := x.s.dir.Get(name)
+	if err != nil {
+		if !errors.Is(err, iofs.ErrNotExist) {
+			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.e.Name, err)
+		}
+		return nil
+	}
+	return b
+}
+
+// save is the inflater's Options.Complete: the index is written in the
+// background (Close waits for it).
+func (x *memberIndex) save() {
+	b, ok := x.inf.MarshalIndex()
+	if !ok {
+		return
+	}
+	x.s.saves.Add(1)
+	go func() {
+		defer x.s.saves.Done()
+		name := x.key()
+		if name == "" {
+			return
+		}
+		if err := x.s.dir.Put(name, b); err != nil {
+			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
+		}
+	}()
+}
+
+// bad is the inflater's Options.BadIndex: the saved index is removed
+// (the member is indexed afresh, and saved again once it is whole).
+func (x *memberIndex) bad(err error) {
+	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.e.Name, x.s.dir.Path()+"/"+x.key(), err)
+	if name := x.key(); name != "" {
+		x.s.dir.Remove(name)
+	}
+}

@@ -1,0 +1,154 @@
+package npz
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// indexedArchive is an archive of two deflated members of a few MiB,
+// numpy-like data that compresses a little.
+func indexedArchive(t *testing.T) (zipBytes []byte, members map[string][]byte) {
+	t.Helper()
+	members = map[string][]byte{}
+	var ents []zent
+	for i, name := range []string{"a.npy", "b.npy"} {
+		data := make([]byte, 6<<20)
+		x := uint32(i + 1)
+		for j := range data {
+			x = x*1664525 + 1013904223
+			data[j] = byte(x>>24) & 0x3f // 6 bits of noise: deflates to 3/4
+		}
+		members[name] = data
+		ents = append(ents, zent{name: name, data: data, method: 8})
+	}
+	return makeZip(t, ents), members
+}
+
+// logLinesOf collects what an archive logs.
+type logLinesOf struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLinesOf) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+func (l *logLinesOf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// mountWithIndexes opens the archive with an index store on dir and
+// returns it with the count of archive bytes read and its log.
+func mountWithIndexes(t *testing.T, b []byte, dir string) (*Archive, *IndexStore, *countingReader, *logLinesOf) {
+	t.Helper()
+	s, err := OpenIndexStore(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &countingReader{r: bytes.NewReader(b)}
+	var log logLinesOf
+	a, err := NewReader(cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, s, cr, &log
+}
+
+func readMember(t *testing.T, a *Archive, name string, off, n int64) []byte {
+	t.Helper()
+	p := make([]byte, n)
+	k, err := a.Member(name).File().ReadAt(p, off)
+	if int64(k) != n || (err != nil && err != io.EOF) {
+		t.Fatalf("%s: %d bytes at %d: %d, %v", name, n, off, k, err)
+	}
+	return p
+}
+
+func TestSavedIndexesServeALaterArchive(t *testing.T) {
+	b, members := indexedArchive(t)
+	dir := t.TempDir()
+
+	// First: read a.npy whole, which indexes it and saves the index.
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	if got := readMember(t, a, "a.npy", 0, int64(len(members["a.npy"]))); !bytes.Equal(got, members["a.npy"]) {
+		t.Fatal("a.npy read wrong")
+	}
+	a.Close()
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if len(files) != 1 {
+		t.Fatalf("%d index files after reading one member whole", len(files))
+	}
+
+	// A fresh archive on a copy of the bytes: a deep read of a.npy reads
+	// a span's worth of the archive, not all before it.
+	a, s, cr, _ := mountWithIndexes(t, bytes.Clone(b), dir)
+	defer s.Close()
+	defer a.Close()
+	data := members["a.npy"]
+	before := cr.bytes.Load()
+	off := int64(len(data)) - 5000
+	if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+		t.Fatal("deep read with a saved index: wrong bytes")
+	}
+	// 6 MiB deflate to about 4.5: inflating from the start would read
+	// all of it; the index's key reads 128 KiB, the span about 1.
+	if read := cr.bytes.Load() - before; read > 2<<20 {
+		t.Errorf("a deep read with a saved index read %d bytes of the archive", read)
+	}
+	// b.npy has no saved index: it is indexed from its start.
+	if got := readMember(t, a, "b.npy", 3<<20, 4096); !bytes.Equal(got, members["b.npy"][3<<20:3<<20+4096]) {
+		t.Fatal("b.npy read wrong")
+	}
+}
+
+func TestDamagedSavedIndexIsRebuilt(t *testing.T) {
+	b, members := indexedArchive(t)
+	data := members["a.npy"]
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	readMember(t, a, "a.npy", 0, int64(len(data)))
+	a.Close()
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if len(files) != 1 {
+		t.Fatalf("%d index files", len(files))
+	}
+	good, _ := os.ReadFile(files[0])
+	for _, damage := range []struct {
+		name string
+		f    func([]byte) []byte
+	}{
+		{"truncated", func(x []byte) []byte { return x[:len(x)/2] }},
+		{"flipped", func(x []byte) []byte { x[len(x)/3] ^= 4; return x }},
+		{"empty", func([]byte) []byte { return nil }},
+	} {
+		os.WriteFile(files[0], damage.f(bytes.Clone(good)), 0o600)
+		a, s, _, log := mountWithIndexes(t, b, dir)
+		off := int64(len(data)) - 5000
+		if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+			t.Fatalf("%s: wrong bytes", damage.name)
+		}
+		if !strings.Contains(log.String(), "saved index") {
+			t.Errorf("%s: not logged: %q", damage.name, log.String())
+		}
+		// Read whole again: the index is saved anew, whole.
+		readMember(t, a, "a.npy", 0, int64(len(data)))
+		a.Close()
+		s.Close()
+		if now, err := os.ReadFile(files[0]); err != nil || !bytes.Equal(now, good) {
+			t.Errorf("%s: index not saved again (%v)", damage.name, err)
+		}
+	}
+}
