@@ -247,6 +247,17 @@ func (s *Source) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 	if off >= s.tailOff {
 		return copy(want, s.tail[off-s.tailOff:]), eof
 	}
+	if end > s.tailOff {
+		// What the tail holds is not fetched again (the central
+		// directory of a large archive starts before it and runs on
+		// into it).
+		copy(want[s.tailOff-off:], s.tail)
+		n, err := s.ReadAtContext(ctx, want[:s.tailOff-off], off)
+		if err != nil {
+			return n, err
+		}
+		return len(want), eof
+	}
 	bs := s.opts.BlockSize
 	first, last := off/bs, (end-1)/bs
 	raFrom, raTo := s.readAhead(off, end)

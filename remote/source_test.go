@@ -380,3 +380,15 @@ func (b *badTail) Tail(ctx context.Context, n int64) (Object, []byte, error) {
 func (b *badTail) Fetch(context.Context, Object, int64, int64) (io.ReadCloser, error) {
 	return nil, errors.New("unused")
 }
+
+// TestReadsIntoTheTailFetchOnlyWhatPrecedesIt: a read that starts before
+// the tail fetched at Open and runs into it fetches only the blocks
+// before the tail.
+func TestReadsIntoTheTailFetchOnlyWhatPrecedesIt(t *testing.T) {
+	f := newFake(64 << 10)
+	s := open(t, f, nil) // 4 KiB blocks, 8 KiB tail
+	readBack(t, s, f, 40<<10, 24<<10)
+	if got := s.BytesFetched() - 8192; got != 16<<10 {
+		t.Fatalf("fetched %d bytes for the 16 KiB before the tail", got)
+	}
+}
