@@ -67,6 +67,9 @@ func testMain(m *testing.M) int {
 	os.MkdirAll(filepath.Join(state, "npzfs"), 0o700)
 	os.WriteFile(filepath.Join(state, "npzfs", "npzfs.log"), nil, 0o600)
 	os.Setenv("XDG_STATE_HOME", state)
+	// Mounts keep the indexes of deflated members in
+	// $XDG_CACHE_HOME/npzfs/index: in the suite's folder too.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	code := m.Run()
 	// Read-only is total: the archive every test mounted is unchanged.
 	if shared.path != "" && shared.err == nil {

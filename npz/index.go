@@ -124,19 +124,16 @@ func (x *memberIndex) load() []byte {
 }
 
 // save is the inflater's Options.Complete: the index is written in the
-// background (Close waits for it).
+// background (the store's Close waits for it).
 func (x *memberIndex) save() {
 	b, ok := x.inf.MarshalIndex()
-	if !ok {
+	name := x.key() // now: the archive may be closed once this returns
+	if !ok || name == "" {
 		return
 	}
 	x.s.saves.Add(1)
 	go func() {
 		defer x.s.saves.Done()
-		name := x.key()
-		if name == "" {
-			return
-		}
 		if err := x.s.dir.Put(name, b); err != nil {
 			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
 		}

@@ -362,10 +362,13 @@ func resolveHeaders(members []*npz.Member) {
 }
 
 // forEach calls fn on every member from a few goroutines.
-func forEach(members []*npz.Member, fn func(m *npz.Member)) {
+func forEach(members []*npz.Member, fn func(m *npz.Member)) { forEachN(members, 8, fn) }
+
+// forEachN calls fn for each member, in n goroutines.
+func forEachN(members []*npz.Member, n int, fn func(m *npz.Member)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(8, len(members)) {
+	for range min(max(n, 1), len(members)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

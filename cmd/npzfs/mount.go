@@ -55,6 +55,13 @@ the shared files, SSO, web identity, instance and container roles);
 object changes while mounted, reads of bytes not yet fetched fail with an
 I/O error. URLs are shown without their query string, headers never.
 
+A deflated member (np.savez_compressed) is inflated from its start the
+first time it is read deep; the index made on the way (a checkpoint every
+MiB) is saved in --index-dir once the member has been read to its end, so
+later mounts of the archive, or of a copy of it, read anywhere at once.
+"npzfs index ARCHIVE" builds them ahead of time. --no-index leaves no
+trace on disk.
+
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until
 "npzfs unmount MOUNTPOINT" or SIGINT/SIGTERM. If the mount cannot be made,
@@ -116,6 +123,7 @@ type mountArgs struct {
 	readyFD             int // daemon mode: report readiness on this fd
 	remoteCacheMB       int
 	remote              remoteFlags
+	index               indexFlags
 }
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -133,6 +141,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&ma.maxOpen, "max-open", folder.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
 	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", int(remote.DefaultCacheBytes>>20), "for a remote archive: memory for fetched blocks, in `MiB`")
 	ma.remote.add(fl)
+	ma.index.add(fl, true)
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
 	if code, done := parseFlags(fl, args); done {
@@ -193,6 +202,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "mount", "--remote-cache-mb must be at least 1")
 	}
 	if err := ma.remote.check(); err != nil {
+		return usageError(stderr, "mount", err.Error())
+	}
+	if err := ma.index.check(); err != nil {
 		return usageError(stderr, "mount", err.Error())
 	}
 
@@ -427,6 +439,14 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		Logf: func(format string, args ...any) {
 			logger.Printf(format, args...)
 		},
+	}
+	indexes, err := ma.index.open()
+	if err != nil {
+		return err
+	}
+	if indexes != nil {
+		defer indexes.Close() // after the archive: waits for indexes being saved
+		opts.Indexes = indexes
 	}
 	var sv *served
 	switch {

@@ -111,6 +111,8 @@ type ReaderAt struct {
 	aheadSpans  int64      // how many spans readAhead may inflate past seqEnd
 	aheadDone   *sync.Cond // on aheadMu: readAhead extended the index, or stopped
 	aheadWG     sync.WaitGroup
+	aheadCtx    context.Context // read-ahead's: Release cancels it
+	stopAhead   context.CancelFunc
 	aheadStarts atomic.Int64 // readAhead goroutines started, for tests
 }
 
@@ -131,9 +133,14 @@ var readerIDs atomic.Uint64
 var decoders = sync.Pool{New: func() any { return newDecoder() }}
 
 // Release gives back what the reader's index takes of its WindowBudget,
-// for a reader that will not be read again (its archive closed); it may
-// still be read, but its index then counts toward no budget.
+// for a reader that will not be read again (its archive closed), once its
+// read-ahead has stopped (it is told to); it may still be read, but its
+// index then counts toward no budget and grows no further ahead.
 func (r *ReaderAt) Release() {
+	r.aheadMu.Lock() // noteRead starts no read-ahead after this
+	r.stopAhead()
+	r.aheadMu.Unlock()
+	r.aheadWG.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.windows != nil && !r.released {
@@ -158,6 +165,7 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 	}
 	r.id = readerIDs.Add(1)
 	r.aheadDone = sync.NewCond(&r.aheadMu)
+	r.aheadCtx, r.stopAhead = context.WithCancel(context.Background())
 	// Spans inflated ahead are cached until read: leave the cache at least
 	// half of its budget for everything else.
 	r.aheadSpans = min(maxAheadSpans, r.cache.Budget()/(r.span+windowSize+outSlack)/2)
@@ -486,7 +494,7 @@ func (r *ReaderAt) noteRead(off, end int64) {
 // run: it is sequential, the stream is not done or bad, and the frontier
 // is less than aheadSpans past the run. r.aheadMu is held.
 func (r *ReaderAt) aheadDue() bool {
-	if r.seqRun < r.span {
+	if r.seqRun < r.span || r.aheadCtx.Err() != nil {
 		return false
 	}
 	r.mu.RLock()
@@ -519,7 +527,7 @@ func (r *ReaderAt) extendAhead() bool {
 		return false
 	}
 	r.aheadMu.Unlock() // reads go on while the span inflates
-	err := r.extendOne(context.Background(), true)
+	err := r.extendOne(r.aheadCtx, true)
 	r.recordErr(err)
 	r.aheadMu.Lock()
 	r.aheading = err == nil

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/npzfs/npzfs/npz"
+)
+
+const indexHelp = `Builds the index of every deflated member of ARCHIVE (or of the members
+named by KEY, as "images" or "images.npy"), so that a later mount reads
+anywhere in them at once instead of inflating each from its start. The
+members are inflated whole, several at once (one per core), and their
+indexes saved where mount looks for them (--index-dir). An index already
+saved is loaded and checked, span by span, against its CRC-32s; one that
+fails is rebuilt.
+
+On a terminal a progress line shows the bytes inflated, the rate and the
+time left; otherwise one summary line is printed at the end. A member
+that cannot be read is named, and the exit code is then 1.`
+
+// indexFlags are the flags of the index cache, taken by mount and index.
+type indexFlags struct {
+	dir     string
+	none    bool
+	cacheMB int
+}
+
+// defaultIndexCacheMB bounds --index-dir.
+const defaultIndexCacheMB = 1 << 10
+
+func (f *indexFlags) add(fl *pflag.FlagSet, withNone bool) {
+	fl.StringVar(&f.dir, "index-dir", "", "keep the indexes of deflated members in `DIR` (default $XDG_CACHE_HOME/npzfs/index, or ~/.cache/npzfs/index)")
+	fl.IntVar(&f.cacheMB, "index-cache-mb", defaultIndexCacheMB, "bound of the --index-dir folder, in `MiB` (the indexes used least recently go first)")
+	if withNone {
+		fl.BoolVar(&f.none, "no-index", false, "neither read nor write saved indexes")
+	}
+}
+
+// check resolves the folder (absolute, for the daemon) and refuses bad
+// values in one line.
+func (f *indexFlags) check() error {
+	if f.cacheMB < 1 {
+		return errors.New("--index-cache-mb must be at least 1")
+	}
+	if f.none {
+		return nil
+	}
+	if f.dir == "" {
+		f.dir = defaultIndexDir()
+		if f.dir == "" {
+			f.none = true // no home folder: nowhere to keep them
+			return nil
+		}
+	}
+	abs, err := filepath.Abs(f.dir)
+	if err != nil {
+		return fmt.Errorf("--index-dir: %v", err)
+	}
+	f.dir = abs
+	return nil
+}
+
+// defaultIndexDir is $XDG_CACHE_HOME/npzfs/index, else
+// ~/.cache/npzfs/index, else "".
+func defaultIndexDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "npzfs", "index")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".cache", "npzfs", "index")
+	}
+	return ""
+}
+
+// open opens the index folder, or returns nil with --no-index.
+func (f *indexFlags) open() (*npz.IndexStore, error) {
+	if f.none {
+		return nil, nil
+	}
+	return npz.OpenIndexStore(f.dir, int64(f.cacheMB)<<20)
+}
+
+func init() {
+	register("index", &command{
+		summary: "build the indexes of an archive's deflated members ahead of mounting",
+		usage:   "[flags] ARCHIVE [KEY...]",
+		help:    indexHelp,
+		run:     runIndex,
+	})
+}
+
+func runIndex(args []string, stdout, stderr io.Writer) int {
+	fl := newFlags("index", stdout, stderr)
+	var xf indexFlags
+	xf.add(fl, false)
+	var rf remoteFlags
+	rf.add(fl)
+	if code, done := parseFlags(fl, args); done {
+		return code
+	}
+	if fl.NArg() < 1 {
+		return argsError(stderr, "index", fl.Args(), 1, "ARCHIVE")
+	}
+	if err := xf.check(); err != nil {
+		return usageError(stderr, "index", err.Error())
+	}
+	if err := rf.check(); err != nil {
+		return usageError(stderr, "index", err.Error())
+	}
+	if xf.none {
+		return fail(stderr, "index", errors.New("no folder to keep indexes in: give --index-dir"))
+	}
+	store, err := xf.open()
+	if err != nil {
+		return fail(stderr, "index", err)
+	}
+	defer store.Close()
+	var logMu sync.Mutex
+	var logged []string
+	opts := &npz.Options{Indexes: store, Logf: func(format string, a ...any) {
+		logMu.Lock()
+		logged = append(logged, fmt.Sprintf(format, a...))
+		logMu.Unlock()
+	}}
+	a, err := openArchive(fl.Arg(0), opts, &rf)
+	if err != nil {
+		return fail(stderr, "index", err)
+	}
+	defer a.Close()
+
+	members, err := toIndex(a.Members(), fl.Args()[1:])
+	if err != nil {
+		return fail(stderr, "index", err)
+	}
+	var total int64
+	for _, m := range members {
+		total += m.Size()
+	}
+	var done atomic.Int64
+	start := time.Now()
+	stop := progress(stderr, &done, total, start)
+	failed := map[*npz.Member]error{}
+	var failMu sync.Mutex
+	forEachN(members, runtime.GOMAXPROCS(0), func(m *npz.Member) {
+		if err := inflateWhole(m, &done); err != nil {
+			failMu.Lock()
+			failed[m] = err
+			failMu.Unlock()
+		}
+	})
+	stop()
+	a.Close()
+	store.Close() // waits for the indexes being written
+	elapsed := time.Since(start)
+	for _, m := range members {
+		if err := failed[m]; err != nil {
+			fmt.Fprintf(stderr, "npzfs index: %s: %v\n", m.Name(), bare(err))
+		}
+	}
+	for _, l := range logged {
+		if strings.Contains(l, "saved index") || strings.Contains(l, "cannot save") {
+			fmt.Fprintf(stderr, "npzfs index: %s\n", bare(errors.New(l)))
+		}
+	}
+	rate := float64(total) / max(elapsed.Seconds(), 1e-9) / 1e6
+	fmt.Fprintf(stdout, "indexed %d of %d deflated members (%s) in %.1f s, %.0f MB/s; indexes in %s\n",
+		len(members)-len(failed), len(members), mib(total), elapsed.Seconds(), rate, store.Path())
+	if len(failed) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// toIndex picks the deflated members to index: all, or those keys name.
+func toIndex(all []*npz.Member, keys []string) ([]*npz.Member, error) {
+	var out []*npz.Member
+	if len(keys) == 0 {
+		for _, m := range all {
+			if m.Method() == 8 && !m.IsDir() && m.Served() && m.Size() > 0 {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+	for _, k := range keys {
+		i := slices.IndexFunc(all, func(m *npz.Member) bool { return m.Name() == k || m.Name() == k+".npy" })
+		if i < 0 {
+			return nil, fmt.Errorf("no member %q in the archive", k)
+		}
+		if all[i].Method() != 8 {
+			return nil, fmt.Errorf("%s is not deflated: it needs no index", all[i].Name())
+		}
+		if !slices.Contains(out, all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+// inflateWhole reads m from start to end, counting bytes into done.
+func inflateWhole(m *npz.Member, done *atomic.Int64) error {
+	f := m.File()
+	buf := make([]byte, 4<<20)
+	for off := int64(0); off < m.Size(); {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), m.Size()-off)], off)
+		off += int64(n)
+		done.Add(int64(n))
+		if err != nil && !(err == io.EOF && off == m.Size()) {
+			return err
+		}
+	}
+	return nil
+}
+
+// progress draws a progress line on w while it is a terminal, and
+// returns what stops it (and ends the line).
+func progress(w io.Writer, done *atomic.Int64, total int64, start time.Time) (stop func()) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	draw := func() {
+		d := done.Load()
+		secs := time.Since(start).Seconds()
+		rate := float64(d) / max(secs, 1e-9)
+		left := "?"
+		if rate > 0 {
+			left = time.Duration(float64(total-d) / rate * float64(time.Second)).Round(time.Second).String()
+		}
+		fmt.Fprintf(f, "\r\x1b[Kindexing: %s of %s, %.0f MB/s, %s left", mib(d), mib(total), rate/1e6, left)
+	}
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				draw()
+			case <-quit:
+				fmt.Fprint(f, "\r\x1b[K")
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

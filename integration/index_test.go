@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/npzfs/npzfs/internal/hostile"
+)
+
+// indexFiles lists the saved indexes under an --index-dir folder.
+func indexFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// deepRead reads 4 KiB near the end of a mounted file and compares.
+func deepRead(t *testing.T, what, path string, want []byte) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	off := int64(len(want)) - 10000
+	p := make([]byte, 4096)
+	if _, err := f.ReadAt(p, off); err != nil || !bytes.Equal(p, want[off:off+4096]) {
+		t.Errorf("%s: deep read of %s: %v, or wrong bytes", what, path, err)
+	}
+}
+
+// TestSavedIndexes: a deflated member read whole leaves its index in
+// --index-dir when the mount ends; a later mount reads deep at once from
+// it and every byte is right; a damaged index is said in the log, not
+// used, and never yields a wrong byte; --no-index writes nothing.
+func TestSavedIndexes(t *testing.T) {
+	archive, files := bigArchive(t, 16)
+	idx := t.TempDir()
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+
+	dir := mount(t, archive, "--index-dir", idx)
+	if got, err := os.ReadFile(filepath.Join(dir, "deflated.npy")); err != nil || !bytes.Equal(got, files["deflated.npy"]) {
+		t.Fatalf("first read: %v", err)
+	}
+	clear(t, dir) // the daemon saves the index before it exits
+	saved := indexFiles(t, idx)
+	if len(saved) != 1 {
+		t.Fatalf("%d saved indexes after reading the deflated member, want 1", len(saved))
+	}
+
+	dir = mount(t, archive, "--index-dir", idx, "--log", log)
+	deepRead(t, "saved index", filepath.Join(dir, "deflated", "raw.bin"), files["deflated/raw.bin"])
+	sameFiles(t, dir, files)
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("saved index")) {
+		t.Errorf("a good index was refused: %s", b)
+	}
+
+	good, _ := os.ReadFile(saved[0])
+	for _, damage := range []func([]byte) []byte{
+		func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b },
+		func(b []byte) []byte { return b[:len(b)-7] },
+	} {
+		os.WriteFile(saved[0], damage(bytes.Clone(good)), 0o600)
+		os.Remove(log)
+		dir = mount(t, archive, "--index-dir", idx, "--log", log)
+		deepRead(t, "damaged index", filepath.Join(dir, "deflated.npy"), files["deflated.npy"])
+		sameFiles(t, dir, files)
+		clear(t, dir)
+		if b, _ := os.ReadFile(log); !bytes.Contains(b, []byte("saved index")) {
+			t.Errorf("a damaged index was not reported: %s", b)
+		}
+		if b, _ := os.ReadFile(saved[0]); !bytes.Equal(b, good) {
+			t.Error("the damaged index was not rebuilt and saved again after a full read")
+		}
+	}
+
+	// By default, in $XDG_CACHE_HOME/npzfs/index (the suite sets it).
+	def := filepath.Join(os.Getenv("XDG_CACHE_HOME"), "npzfs", "index")
+	before := len(indexFiles(t, def))
+	own, _ := bigArchive(t, 17) // an archive no other test indexes
+	dir = mount(t, own)
+	if _, err := os.ReadFile(filepath.Join(dir, "deflated.npy")); err != nil {
+		t.Fatal(err)
+	}
+	clear(t, dir)
+	if after := len(indexFiles(t, def)); after != before+1 {
+		t.Errorf("%d indexes in the default folder %s after a full read, had %d", after, def, before)
+	}
+
+	none := t.TempDir()
+	dir = mount(t, archive, "--no-index", "--index-dir", none)
+	sameFiles(t, dir, files)
+	clear(t, dir)
+	if entries, _ := os.ReadDir(none); len(entries) != 0 {
+		t.Errorf("--no-index wrote %d entries in the index folder", len(entries))
+	}
+}
+
+// sameFiles compares files of a mount with what they should hold.
+func sameFiles(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, want := range files {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v, or wrong bytes", name, err)
+		}
+	}
+}
+
+var indexedLine = regexp.MustCompile(`^indexed (\d+) of (\d+) deflated members \(.*\) in [\d.]+ s, \d+ MB/s; indexes in (.*)\n$`)
+
+// TestIndexCommand: npzfs index builds what a mount then uses, names a
+// member it cannot read and exits 1, and refuses keys it cannot index.
+func TestIndexCommand(t *testing.T) {
+	archive, files := bigArchive(t, 16)
+	idx := t.TempDir()
+	r := npzfs(t, "index", archive, "--index-dir", idx)
+	m := indexedLine.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil || m[1] != "1" || m[2] != "1" || m[3] != filepath.Join(idx, "v1") || r.stderr != "" {
+		t.Fatalf("npzfs index: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if n := len(indexFiles(t, idx)); n != 1 {
+		t.Fatalf("%d indexes saved", n)
+	}
+	// Again: the saved index is loaded and checked, and stays.
+	if r := npzfs(t, "index", archive, "--index-dir", idx, "deflated"); r.code != 0 || !indexedLine.MatchString(r.stdout) {
+		t.Errorf("second npzfs index: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	dir := mount(t, archive, "--index-dir", idx)
+	deepRead(t, "after npzfs index", filepath.Join(dir, "deflated", "raw.bin"), files["deflated/raw.bin"])
+	clear(t, dir)
+
+	for _, tc := range []struct{ key, want string }{
+		{"stored", "not deflated"},
+		{"nothere", `no member "nothere"`},
+	} {
+		r := npzfs(t, "index", archive, "--index-dir", idx, tc.key)
+		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("npzfs index %s: exit %d, %q", tc.key, r.code, r.stderr)
+		}
+	}
+
+	// A deflated member whose stream is damaged: named, exit 1, no index.
+	data := hostile.NPY("<f4", []int64{1 << 20}, hostile.Bytes(4<<20, 3))
+	z := hostile.Zip([]hostile.Member{{Name: "bad.npy", Data: data, Deflate: true}})
+	z[len(z)/2] ^= 0xff
+	bad := filepath.Join(t.TempDir(), "bad.npz")
+	os.WriteFile(bad, z, 0o644)
+	idx2 := t.TempDir()
+	r = npzfs(t, "index", bad, "--index-dir", idx2)
+	if m := indexedLine.FindStringSubmatch(r.stdout); r.code != 1 || m == nil || m[1] != "0" || !strings.Contains(r.stderr, "bad.npy") {
+		t.Errorf("npzfs index of a damaged member: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	if n := len(indexFiles(t, idx2)); n != 0 {
+		t.Errorf("%d indexes saved for a damaged member", n)
+	}
+}
