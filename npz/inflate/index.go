@@ -105,7 +105,7 @@ func (r *ReaderAt) MarshalIndex() ([]byte, bool) {
 // Options.BadIndex is told.
 func (r *ReaderAt) LoadIndex(b []byte) error {
 	r.extMu.Lock()
-	defer r.extMu.Unlock()
+	defer r.unlockExt()
 	return r.loadIndexLocked(b)
 }
 
@@ -211,7 +211,7 @@ func parseIndex(b []byte, csize, size int64, crc uint32) ([]checkpoint, error) {
 // windows, so that the stream is indexed afresh from its start.
 func (r *ReaderAt) dropLoaded(why error) {
 	r.extMu.Lock()
-	defer r.extMu.Unlock()
+	defer r.unlockExt()
 	r.mu.Lock()
 	if !r.loaded {
 		r.mu.Unlock()

@@ -375,6 +375,11 @@ func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
 
 // extendTo grows the index until it covers output offset off, for a read
 // of [off, end), or until ctx is done.
+//
+// The index grows a span at a time, by whichever read (or readAhead)
+// takes r.extMu; the others wait for the span to be done, then look
+// again, so a read returns as soon as the index covers it, however much
+// deeper other reads are going (no read waits behind a deeper one).
 func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 	if ok, err := r.covers(off); ok {
 		return err
@@ -384,15 +389,40 @@ func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 	r.waiting = append(r.waiting, want)
 	r.mu.Unlock()
 	defer r.stopWaiting(want)
-	if ok, err := r.awaitAhead(off); ok {
-		return err
+	for {
+		// Wait for a turn at extending, or for the index to cover off.
+		r.aheadMu.Lock()
+		for {
+			ok, err := r.covers(off)
+			if ok {
+				r.aheadMu.Unlock()
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				r.aheadMu.Unlock()
+				return err
+			}
+			// While readAhead runs it extends for everyone: taking
+			// turns with it would make this read wait for spans past
+			// the ones it needs.
+			if !r.aheading && r.extMu.TryLock() {
+				break
+			}
+			r.aheadDone.Wait() // broadcast after every span indexed
+		}
+		r.aheadMu.Unlock()
+		err := r.extendLocked(ctx, off)
+		r.unlockExt()
+		if err != nil {
+			return err
+		}
 	}
-	r.extMu.Lock()
-	defer r.extMu.Unlock()
-	defer func() { // hold no span buffer between reads
-		r.cache.recycle(r.extBuf)
-		r.extBuf = nil
-	}()
+}
+
+// extendLocked, with r.extMu held, loads a saved index if there is one
+// (the first time), or else extends the index by a span. Once the index
+// covers off, no span buffer is kept for the next extension.
+func (r *ReaderAt) extendLocked(ctx context.Context, off int64) error {
 	if load := r.load; load != nil {
 		r.load = nil
 		if b := load(); b != nil {
@@ -400,19 +430,17 @@ func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 				r.badIndex(err)
 			}
 		}
+		return nil
 	}
-	for {
-		if ok, err := r.covers(off); ok {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := r.extendOne(ctx, false); err != nil {
-			r.recordErr(err)
-			return err
-		}
+	err := r.extendOne(ctx, false)
+	if err != nil {
+		r.recordErr(err)
 	}
+	if ok, _ := r.covers(off); ok || err != nil {
+		r.cache.recycle(r.extBuf)
+		r.extBuf = nil
+	}
+	return err
 }
 
 // covers reports whether the index covers output offset off, or the
@@ -430,22 +458,6 @@ func (r *ReaderAt) covers(off int64) (bool, error) {
 	// the stream (and the CRC) to check before anything is served.
 	last := r.cps[len(r.cps)-1].out
 	return r.done || (last > off && last < r.size), nil
-}
-
-// awaitAhead waits, while a readAhead runs, until the index covers off,
-// and reports whether it does. A read that took turns with readAhead at
-// extending the index would, when its span is done, often wait for
-// another span past the ones it needs.
-func (r *ReaderAt) awaitAhead(off int64) (bool, error) {
-	r.aheadMu.Lock()
-	defer r.aheadMu.Unlock()
-	for {
-		ok, err := r.covers(off)
-		if ok || !r.aheading {
-			return ok, err
-		}
-		r.aheadDone.Wait()
-	}
 }
 
 // recordErr keeps an error (if any) from extendOne if the stream itself
@@ -518,12 +530,11 @@ func (r *ReaderAt) readAhead() {
 // deciding keeps the frontier from moving under the decision.
 func (r *ReaderAt) extendAhead() bool {
 	r.extMu.Lock()
-	defer r.extMu.Unlock()
+	defer r.unlockExt()
 	r.aheadMu.Lock()
-	defer r.aheadMu.Unlock()
-	defer r.aheadDone.Broadcast()
 	if !r.aheadDue() {
 		r.aheading = false
+		r.aheadMu.Unlock()
 		return false
 	}
 	r.aheadMu.Unlock() // reads go on while the span inflates
@@ -531,7 +542,18 @@ func (r *ReaderAt) extendAhead() bool {
 	r.recordErr(err)
 	r.aheadMu.Lock()
 	r.aheading = err == nil
-	return r.aheading
+	r.aheadMu.Unlock()
+	return err == nil
+}
+
+// unlockExt releases r.extMu and wakes the reads waiting in extendTo, to
+// look again at the index and, if it still does not cover them, take a
+// turn at extending it. Whoever holds r.extMu releases it so.
+func (r *ReaderAt) unlockExt() {
+	r.extMu.Unlock()
+	r.aheadMu.Lock()
+	r.aheadDone.Broadcast()
+	r.aheadMu.Unlock()
 }
 
 // fitBudget keeps the index within the archive's window budget. Once
