@@ -162,3 +162,23 @@ func TestIndexCommand(t *testing.T) {
 		t.Errorf("%d indexes saved for a damaged member", n)
 	}
 }
+
+// TestMountIndexInBackground: mount --index indexes the deflated member
+// once the mount is live, saves its index and says so in the log; reads
+// meanwhile and after are right.
+func TestMountIndexInBackground(t *testing.T) {
+	archive, files := bigArchive(t, 18)
+	idx := t.TempDir()
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	dir := mount(t, archive, "--index", "--index-dir", idx, "--log", log)
+	deepRead(t, "while indexing", filepath.Join(dir, "deflated", "raw.bin"), files["deflated/raw.bin"])
+	eventually(t, "the background indexing is logged", func() bool {
+		b, _ := os.ReadFile(log)
+		return bytes.Contains(b, []byte("background indexing: 1 deflated members"))
+	})
+	sameFiles(t, dir, files)
+	clear(t, dir)
+	if n := len(indexFiles(t, idx)); n != 1 {
+		t.Errorf("%d indexes saved by mount --index, want 1", n)
+	}
+}

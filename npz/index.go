@@ -1,6 +1,7 @@
 package npz
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/npzfs/npzfs/cachedir"
 	"github.com/npzfs/npzfs/npz/inflate"
+	"github.com/npzfs/npzfs/zip"
 )
 
 // An IndexStore keeps the indexes of deflated members in a folder, so
@@ -147,4 +149,40 @@ func (x *memberIndex) bad(err error) {
 	if name := x.key(); name != "" {
 		x.s.dir.Remove(name)
 	}
+}
+
+// BuildIndex indexes a deflated member to its end (loading its saved
+// index, when the archive has an IndexStore that holds one), checking its
+// length and CRC-32 unless the index was loaded; the index is then saved,
+// if the archive has an IndexStore. It runs in the calling goroutine and
+// stops when ctx is done; reads of the member go on meanwhile. A stored
+// member needs no index: BuildIndex returns nil.
+func (m *Member) BuildIndex(ctx context.Context) error {
+	if m.e.Method != zip.Deflated {
+		return nil
+	}
+	l := m.locate()
+	if l.err != nil {
+		return l.err
+	}
+	if err := l.inf.IndexAll(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &FormatError{Offset: l.dataOff, Msg: fmt.Sprintf("cannot inflate %q", m.e.Name), Err: err}
+	}
+	return nil
+}
+
+// Indexed is how many bytes of a deflated member its index covers (all
+// of them for a stored member).
+func (m *Member) Indexed() int64 {
+	if m.e.Method != zip.Deflated {
+		return m.e.Size
+	}
+	l := m.loc.Load()
+	if l == nil || l.inf == nil {
+		return 0
+	}
+	return l.inf.Indexed()
 }

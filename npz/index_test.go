@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -150,5 +151,42 @@ func TestDamagedSavedIndexIsRebuilt(t *testing.T) {
 		if now, err := os.ReadFile(files[0]); err != nil || !bytes.Equal(now, good) {
 			t.Errorf("%s: index not saved again (%v)", damage.name, err)
 		}
+	}
+}
+
+func TestBuildIndex(t *testing.T) {
+	b, members := indexedArchive(t)
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	m := a.Member("b.npy")
+	if m.Indexed() != 0 {
+		t.Fatalf("Indexed = %d before any read", m.Indexed())
+	}
+	if err := m.BuildIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m.Indexed() != m.Size() {
+		t.Fatalf("Indexed = %d after BuildIndex, size %d", m.Indexed(), m.Size())
+	}
+	a.Close()
+	s.Close()
+	if files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx")); len(files) != 1 {
+		t.Fatalf("%d index files after BuildIndex", len(files))
+	}
+	// A later archive loads it: BuildIndex returns at once, and reads
+	// are right.
+	a, s, cr, _ := mountWithIndexes(t, b, dir)
+	defer s.Close()
+	defer a.Close()
+	before := cr.bytes.Load()
+	if err := a.Member("b.npy").BuildIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if read := cr.bytes.Load() - before; read > 1<<20 {
+		t.Errorf("BuildIndex with a saved index read %d bytes of the archive", read)
+	}
+	data := members["b.npy"]
+	if got := readMember(t, a, "b.npy", 5<<20, 4096); !bytes.Equal(got, data[5<<20:5<<20+4096]) {
+		t.Fatal("wrong bytes")
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +22,11 @@ import (
 const indexHelp = `Builds the index of every deflated member of ARCHIVE (or of the members
 named by KEY, as "images" or "images.npy"), so that a later mount reads
 anywhere in them at once instead of inflating each from its start. The
-members are inflated whole, several at once (one per core), and their
-indexes saved where mount looks for them (--index-dir). An index already
-saved is loaded and checked, span by span, against its CRC-32s; one that
-fails is rebuilt.
+members are inflated whole, several at once (one per core), their length
+and CRC-32 checked, and their indexes saved where mount looks for them
+(--index-dir). A member whose index is already saved has it loaded, not
+rebuilt; with --verify every member is then also read whole, each span of
+a saved index checked against its CRC-32 (one that fails is rebuilt).
 
 On a terminal a progress line shows the bytes inflated, the rate and the
 time left; otherwise one summary line is printed at the end. A member
@@ -105,6 +107,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("index", stdout, stderr)
 	var xf indexFlags
 	xf.add(fl, false)
+	verify := fl.Bool("verify", false, "read every member whole, checking saved indexes span by span")
 	var rf remoteFlags
 	rf.add(fl)
 	if code, done := parseFlags(fl, args); done {
@@ -148,13 +151,27 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	for _, m := range members {
 		total += m.Size()
 	}
-	var done atomic.Int64
+	var verified atomic.Int64 // bytes read whole by --verify
+	done := func() int64 {
+		var n int64
+		for _, m := range members {
+			n += m.Indexed()
+		}
+		if *verify {
+			return (n + verified.Load()) / 2
+		}
+		return n
+	}
 	start := time.Now()
-	stop := progress(stderr, &done, total, start)
+	stop := progress(stderr, done, total, start)
 	failed := map[*npz.Member]error{}
 	var failMu sync.Mutex
 	forEachN(members, runtime.GOMAXPROCS(0), func(m *npz.Member) {
-		if err := inflateWhole(m, &done); err != nil {
+		err := m.BuildIndex(context.Background())
+		if err == nil && *verify {
+			err = readMember(m, &verified)
+		}
+		if err != nil {
 			failMu.Lock()
 			failed[m] = err
 			failMu.Unlock()
@@ -209,8 +226,8 @@ func toIndex(all []*npz.Member, keys []string) ([]*npz.Member, error) {
 	return out, nil
 }
 
-// inflateWhole reads m from start to end, counting bytes into done.
-func inflateWhole(m *npz.Member, done *atomic.Int64) error {
+// readMember reads m from start to end, counting bytes into done.
+func readMember(m *npz.Member, done *atomic.Int64) error {
 	f := m.File()
 	buf := make([]byte, 4<<20)
 	for off := int64(0); off < m.Size(); {
@@ -226,7 +243,7 @@ func inflateWhole(m *npz.Member, done *atomic.Int64) error {
 
 // progress draws a progress line on w while it is a terminal, and
 // returns what stops it (and ends the line).
-func progress(w io.Writer, done *atomic.Int64, total int64, start time.Time) (stop func()) {
+func progress(w io.Writer, done func() int64, total int64, start time.Time) (stop func()) {
 	f, ok := w.(*os.File)
 	if !ok {
 		return func() {}
@@ -238,7 +255,7 @@ func progress(w io.Writer, done *atomic.Int64, total int64, start time.Time) (st
 	var wg sync.WaitGroup
 	wg.Add(1)
 	draw := func() {
-		d := done.Load()
+		d := done()
 		secs := time.Since(start).Seconds()
 		rate := float64(d) / max(secs, 1e-9)
 		left := "?"

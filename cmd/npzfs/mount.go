@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
@@ -59,8 +60,10 @@ A deflated member (np.savez_compressed) is inflated from its start the
 first time it is read deep; the index made on the way (a checkpoint every
 MiB) is saved in --index-dir once the member has been read to its end, so
 later mounts of the archive, or of a copy of it, read anywhere at once.
-"npzfs index ARCHIVE" builds them ahead of time. --no-index leaves no
-trace on disk.
+"npzfs index ARCHIVE" builds them ahead of time; with --index the mount
+builds them in the background once it is live, at the lowest CPU
+priority (a read waits for no more than one span of it). --no-index
+leaves no trace on disk.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until
@@ -124,6 +127,7 @@ type mountArgs struct {
 	remoteCacheMB       int
 	remote              remoteFlags
 	index               indexFlags
+	buildIndex          bool
 }
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -142,6 +146,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", int(remote.DefaultCacheBytes>>20), "for a remote archive: memory for fetched blocks, in `MiB`")
 	ma.remote.add(fl)
 	ma.index.add(fl, true)
+	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
 	if code, done := parseFlags(fl, args); done {
@@ -388,6 +393,38 @@ func tuneRuntime() string {
 	return fmt.Sprintf("GOGC=%s GOMAXPROCS=%d", gc, runtime.GOMAXPROCS(0))
 }
 
+// indexInBackground indexes the archive's deflated members one after the
+// other (npz.Member.BuildIndex), on a thread of the lowest CPU priority,
+// until done or ctx ends; reads of the mount wait for no more than a span
+// of it.
+func indexInBackground(ctx context.Context, a *npz.Archive, logger *log.Logger) {
+	runtime.LockOSThread() // the thread dies with the goroutine
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19); err != nil {
+		logger.Printf("background indexing: cannot lower its priority: %v", err)
+	}
+	start := time.Now()
+	var n, failed int
+	var bytes int64
+	for _, m := range a.Members() {
+		if m.Method() != 8 || !m.Served() || m.IsDir() || m.Size() == 0 {
+			continue
+		}
+		if err := m.BuildIndex(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failed++
+			logger.Printf("background indexing: %s: %v", m.Name(), err)
+			continue
+		}
+		n++
+		bytes += m.Size()
+	}
+	if n+failed > 0 {
+		logger.Printf("background indexing: %d deflated members (%.1f MiB) indexed in %.1f s; %d failed", n, float64(bytes)/(1<<20), time.Since(start).Seconds(), failed)
+	}
+}
+
 // serve checks everything, mounts, calls ready with how the mount went
 // (the Go runtime's settings, members that cannot be read) once it is live, and serves until unmounted (by npzfs
 // unmount, or here on SIGINT/SIGTERM).
@@ -511,6 +548,15 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		st.members, st.unreadable = len(sv.a.Members()), unreadableMembers(sv.a)
 	}
 	ready(st)
+	if ma.buildIndex && sv.a != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			indexInBackground(ctx, sv.a, logger)
+		}()
+		defer func() { cancel(); <-done }()
+	}
 	srv.Wait()
 	logger.Printf("unmounted %s", mnt)
 	return nil

@@ -1,6 +1,7 @@
 package inflate
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -283,4 +284,23 @@ func gf2Square(square, mat *[32]uint32) {
 	for n := range 32 {
 		square[n] = gf2Times(mat, mat[n])
 	}
+}
+
+// IndexAll extends the index to the end of the stream, checking its
+// length and CRC-32, in the calling goroutine (no read-ahead, no span
+// kept in the cache), unless ctx ends first: what npzfs index and a
+// mount's background indexing run. Reads of the stream go on meanwhile,
+// each waiting for no more than the span being indexed.
+func (r *ReaderAt) IndexAll(ctx context.Context) error {
+	return r.extendTo(ctx, max(r.size-1, 0), max(r.size-1, 0))
+}
+
+// Indexed is how many bytes of output the index covers.
+func (r *ReaderAt) Indexed() int64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.done {
+		return r.size
+	}
+	return r.cps[len(r.cps)-1].out
 }
