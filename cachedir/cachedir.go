@@ -89,6 +89,23 @@ func (d *Dir) Get(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.touch(name, path)
+	return b, nil
+}
+
+// Open opens the file name for reading, and marks it used. The file
+// stays readable while open, even if it is trimmed away meanwhile.
+func (d *Dir) Open(name string) (*os.File, error) {
+	path := filepath.Join(d.dir, filepath.FromSlash(name))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	d.touch(name, path)
+	return f, nil
+}
+
+func (d *Dir) touch(name, path string) {
 	now := time.Now()
 	os.Chtimes(path, now, now)
 	d.mu.Lock()
@@ -97,7 +114,6 @@ func (d *Dir) Get(name string) ([]byte, error) {
 		d.files[name] = e
 	}
 	d.mu.Unlock()
-	return b, nil
 }
 
 // Put stores data as the file name, whole or not at all, and starts

@@ -353,6 +353,9 @@ func (a *Archive) Close() error {
 	for i := range a.members {
 		if l := a.members[i].loc.Load(); l != nil && l.inf != nil {
 			l.inf.Release()
+			if l.idx != nil {
+				l.idx.close()
+			}
 		}
 	}
 	if a.closer != nil {

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
+	"os"
 	"sync"
 
 	"github.com/npzfs/npzfs/cachedir"
@@ -69,6 +71,9 @@ type memberIndex struct {
 
 	once sync.Once
 	name string // in the store; "" when the key could not be made
+
+	mu   sync.Mutex
+	file *os.File // the saved index loaded, read for its windows
 }
 
 // key computes (once) the member's name in the store.
@@ -109,20 +114,39 @@ func (x *memberIndex) key() string {
 	return x.name
 }
 
-// load is the inflater's Options.Load.
-func (x *memberIndex) load() []byte {
+// load is the inflater's Options.Load: the saved index's file is opened
+// and kept open (its windows are read as spans need them) until close.
+func (x *memberIndex) load() (io.ReaderAt, int64) {
 	name := x.key()
 	if name == "" {
-		return nil
+		return nil, 0
 	}
-	b, err := x.s.dir.Get(name)
+	f, err := x.s.dir.Open(name)
 	if err != nil {
 		if !errors.Is(err, iofs.ErrNotExist) {
 			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.e.Name, err)
 		}
-		return nil
+		return nil, 0
 	}
-	return b
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0
+	}
+	x.mu.Lock()
+	x.file = f
+	x.mu.Unlock()
+	return f, fi.Size()
+}
+
+// close closes the saved index's file, if one was opened.
+func (x *memberIndex) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.file != nil {
+		x.file.Close()
+		x.file = nil
+	}
 }
 
 // save is the inflater's Options.Complete: the index is written in the
@@ -145,6 +169,9 @@ func (x *memberIndex) save() {
 // bad is the inflater's Options.BadIndex: the saved index is removed
 // (the member is indexed afresh, and saved again once it is whole).
 func (x *memberIndex) bad(err error) {
+	if x.m.a.closed.Load() {
+		return // its file was closed under a late read: not the index's fault
+	}
 	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.e.Name, x.s.dir.Path()+"/"+x.key(), err)
 	if name := x.key(); name != "" {
 		x.s.dir.Remove(name)

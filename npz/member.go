@@ -50,6 +50,7 @@ type location struct {
 	dataOff int64
 	err     error
 	inf     *inflate.ReaderAt // deflated members
+	idx     *memberIndex      // its link to the archive's IndexStore, if any
 }
 
 func (m *Member) skip(reason string) {
@@ -225,7 +226,7 @@ func (m *Member) locate() *location {
 		}
 		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32, opts)
 		if x != nil {
-			x.inf = l.inf
+			x.inf, l.idx = l.inf, x
 		}
 	}
 	m.loc.Store(l)

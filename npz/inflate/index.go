@@ -6,38 +6,43 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"slices"
 )
 
 // The index file format, version 1: what MarshalIndex writes and
-// LoadIndex reads. Every integer is little-endian.
+// LoadIndex reads. Every integer is little-endian. A header, a table of
+// fixed-size checkpoint records, then the checkpoints' windows, so that a
+// reader loads the table alone and each window when a span needs it.
 //
-//	offset  size  field
-//	0       8     magic "NPZFSIDX"
-//	8       4     version (1)
-//	12      4     flags (0)
-//	16      8     compressed size of the stream
-//	24      8     inflated size
-//	32      4     CRC-32 (IEEE) of the inflated bytes
-//	36      4     number of checkpoints N (at least 1)
-//	40      ...   N checkpoints, each:
-//	                8  output offset (the first is 0; increasing)
-//	                8  bit position of the next symbol, block header
-//	                   or stored byte in the compressed stream
-//	                8  bit position of the current Huffman block's header
-//	                4  bytes left in the current stored block
-//	                1  state: 0 block header next, 1 in a stored block,
-//	                   2 in a Huffman block
-//	                1  1 if the current block is the final one
-//	                2  zero
-//	                4  window length: min(32768, output offset)
-//	                4  CRC-32 (IEEE) of the output from this checkpoint
-//	                   to the next (to the end, for the last)
-//	                4  length L of the stored window
-//	                L  the window: the 32 KiB of output before the
-//	                   checkpoint with the bytes the span after it does
-//	                   not read zeroed, as a raw DEFLATE stream (L = 0:
-//	                   all zeros)
-//	end     4     CRC-32C (Castagnoli) of everything before it
+//	header, 48 bytes:
+//	0    8  magic "NPZFSIDX"
+//	8    4  version (1)
+//	12   4  flags (0)
+//	16   8  compressed size of the stream
+//	24   8  inflated size
+//	32   4  CRC-32 (IEEE) of the inflated bytes
+//	36   4  number of checkpoints N (at least 1)
+//	40   4  CRC-32C (Castagnoli) of bytes 0-39 and of the table
+//	44   4  zero
+//	table, N records of 56 bytes, in output order:
+//	0    8  output offset (the first is 0; increasing)
+//	8    8  bit position in the compressed stream of the next symbol,
+//	        block header or stored byte
+//	16   8  bit position of the current Huffman block's header
+//	24   8  file offset of the checkpoint's window
+//	32   4  bytes left in the current stored block
+//	36   4  window length: min(32768, output offset)
+//	40   4  CRC-32 (IEEE) of the output from this checkpoint to the
+//	        next (to the end of the stream, for the last)
+//	44   4  stored window size W (0: the window is all zeros)
+//	48   1  state: 0 block header next, 1 in a stored block, 2 in a
+//	        Huffman block
+//	49   1  1 if the current block is the final one
+//	50   6  zero
+//	windows: each W bytes at its file offset, after the table: the 32
+//	KiB of output before the checkpoint with the bytes the span after it
+//	does not read zeroed, as a raw DEFLATE stream.
 //
 // The index is complete: the last checkpoint's span ends the stream. A
 // loaded index is trusted only as far as each span it yields inflates to
@@ -45,8 +50,11 @@ import (
 const (
 	indexMagic   = "NPZFSIDX"
 	indexVersion = 1
-	indexHeader  = 40
-	indexCPFixed = 44
+	indexHeader  = 48
+	indexRecord  = 56
+	// maxIndexWindow bounds a stored window: 32 KiB deflated can grow a
+	// little, never this much.
+	maxIndexWindow = 64 << 10
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -62,59 +70,96 @@ var ErrBadIndex = errors.New("inflate: index does not match the stream")
 // or was found bad).
 func (r *ReaderAt) MarshalIndex() ([]byte, bool) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if !r.done || r.err != nil {
+	cps := slices.Clone(r.cps)
+	ok := r.done && r.err == nil
+	r.mu.RUnlock()
+	if !ok {
 		return nil, false
 	}
-	n := indexHeader + 4
-	for _, cp := range r.cps {
-		n += indexCPFixed + len(cp.win)
+	wins := make([][]byte, len(cps))
+	winOff := int64(indexHeader + indexRecord*len(cps))
+	n := winOff
+	for i := range cps {
+		w, err := r.windowOf(&cps[i])
+		if err != nil {
+			return nil, false
+		}
+		wins[i] = w
+		n += int64(len(w))
 	}
+	le := binary.LittleEndian
 	b := make([]byte, indexHeader, n)
 	copy(b, indexMagic)
-	le := binary.LittleEndian
 	le.PutUint32(b[8:], indexVersion)
 	le.PutUint64(b[16:], uint64(r.csize))
 	le.PutUint64(b[24:], uint64(r.size))
 	le.PutUint32(b[32:], r.crc)
-	le.PutUint32(b[36:], uint32(len(r.cps)))
-	for _, cp := range r.cps {
+	le.PutUint32(b[36:], uint32(len(cps)))
+	for i, cp := range cps {
 		b = le.AppendUint64(b, uint64(cp.out))
 		b = le.AppendUint64(b, uint64(cp.bit))
 		b = le.AppendUint64(b, uint64(cp.block))
+		b = le.AppendUint64(b, uint64(winOff))
 		b = le.AppendUint32(b, uint32(cp.stored))
+		b = le.AppendUint32(b, uint32(cp.winLen))
+		b = le.AppendUint32(b, cp.sum)
+		b = le.AppendUint32(b, uint32(len(wins[i])))
 		final := byte(0)
 		if cp.final {
 			final = 1
 		}
-		b = append(b, cp.state, final, 0, 0)
-		b = le.AppendUint32(b, uint32(cp.winLen))
-		b = le.AppendUint32(b, cp.sum)
-		b = le.AppendUint32(b, uint32(len(cp.win)))
-		b = append(b, cp.win...)
+		b = append(b, cp.state, final, 0, 0, 0, 0, 0, 0)
+		winOff += int64(len(wins[i]))
 	}
-	return le.AppendUint32(b, crc32.Checksum(b, castagnoli)), true
+	sum := crc32.Update(crc32.Checksum(b[:40], castagnoli), castagnoli, b[indexHeader:])
+	le.PutUint32(b[40:], sum)
+	for _, w := range wins {
+		b = append(b, w...)
+	}
+	return b, true
 }
 
-// LoadIndex makes b, an index MarshalIndex wrote for this stream, the
-// reader's index, so that a read anywhere inflates one span. It fails,
-// changing nothing, when b is not a whole index of this stream's sizes
-// and CRC, or when the reader's own index is complete. Each span of
-// a loaded index is checked against its CRC-32 when it is inflated (and
-// so inflated whole); on a mismatch, or a span that does not inflate,
-// the loaded index is discarded and the stream indexed afresh, and
-// Options.BadIndex is told.
-func (r *ReaderAt) LoadIndex(b []byte) error {
+// windowOf is a checkpoint's stored window: in memory, or read from the
+// index it was loaded from.
+func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
+	if !cp.loaded || cp.winSize == 0 {
+		return cp.win, nil
+	}
+	r.mu.RLock()
+	src := r.indexSrc
+	r.mu.RUnlock()
+	if src == nil {
+		return nil, fmt.Errorf("%w: its file is gone", ErrBadIndex)
+	}
+	w := make([]byte, cp.winSize)
+	if _, err := src.ReadAt(w, cp.winOff); err != nil {
+		return nil, fmt.Errorf("%w: reading the window of the span at %d: %v", ErrBadIndex, cp.out, err)
+	}
+	return w, nil
+}
+
+// LoadIndex makes the index that src holds (size bytes, as MarshalIndex
+// wrote it for this stream) the reader's, so that a read anywhere
+// inflates one span. Only the header and the table of checkpoints are
+// read now: each window is read from src when its span is inflated, so
+// src must stay readable while the reader is used (LoadIndex keeps it).
+// It fails, changing nothing, when src does not hold an index of this
+// stream's sizes and CRC, or when the reader's own index is complete.
+// Each span of a loaded index is checked against its CRC-32 when it is
+// inflated (and so inflated whole); on a mismatch, or a span that does
+// not inflate, the loaded index is discarded and the stream indexed
+// afresh, and Options.BadIndex is told.
+func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
 	r.extMu.Lock()
 	defer r.unlockExt()
-	return r.loadIndexLocked(b)
+	return r.loadIndexLocked(src, size)
 }
 
 // loadIndexLocked is LoadIndex with r.extMu held. What the reader has
 // indexed so far (a prefix of the same stream) is replaced; reads going
 // on keep the checkpoints they copied, which are as good.
-func (r *ReaderAt) loadIndexLocked(b []byte) error {
-	cps, err := parseIndex(b, r.csize, r.size, r.crc)
+func (r *ReaderAt) loadIndexLocked(src io.ReaderAt, size int64) error {
+	cps, err := parseIndex(src, size, r.csize, r.size, r.crc)
 	if err != nil {
 		return err
 	}
@@ -123,87 +168,81 @@ func (r *ReaderAt) loadIndexLocked(b []byte) error {
 	if r.done || r.err != nil {
 		return errors.New("inflate: LoadIndex on a reader whose index is complete")
 	}
-	var win int64
-	for _, cp := range cps {
-		win += int64(len(cp.win))
-	}
 	if r.windows != nil && !r.released {
-		r.windows.used.Add(win - r.winBytes)
+		r.windows.used.Add(-r.winBytes)
 	}
-	r.cps, r.done, r.loaded = cps, true, true
-	r.winBytes, r.pendingWin, r.stride = win, nil, 0
+	r.cps, r.done, r.loaded, r.indexSrc = cps, true, true, src
+	r.winBytes, r.pendingWin, r.stride = 0, nil, 0
 	return nil
 }
 
-func parseIndex(b []byte, csize, size int64, crc uint32) ([]checkpoint, error) {
+func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]checkpoint, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadIndex, fmt.Sprintf(format, args...))
 	}
 	le := binary.LittleEndian
-	if len(b) < indexHeader+4 || string(b[:8]) != indexMagic {
+	var h [indexHeader]byte
+	if size < indexHeader+indexRecord {
+		return nil, bad("not an index file (%d bytes)", size)
+	}
+	if _, err := src.ReadAt(h[:], 0); err != nil {
+		return nil, bad("reading it: %v", err)
+	}
+	if string(h[:8]) != indexMagic {
 		return nil, bad("not an index file")
 	}
-	if v := le.Uint32(b[8:]); v != indexVersion {
+	if v := le.Uint32(h[8:]); v != indexVersion {
 		return nil, bad("format version %d, want %d", v, indexVersion)
 	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != le.Uint32(b[len(b)-4:]) {
+	n := int64(le.Uint32(h[36:]))
+	if n < 1 || n > (size-indexHeader)/indexRecord {
+		return nil, bad("%d checkpoints in %d bytes", n, size)
+	}
+	table := make([]byte, n*indexRecord)
+	if _, err := src.ReadAt(table, indexHeader); err != nil {
+		return nil, bad("reading its table: %v", err)
+	}
+	if crc32.Update(crc32.Checksum(h[:40], castagnoli), castagnoli, table) != le.Uint32(h[40:]) {
 		return nil, bad("checksum mismatch (truncated or damaged)")
 	}
-	if le.Uint32(b[12:]) != 0 || int64(le.Uint64(b[16:])) != csize || int64(le.Uint64(b[24:])) != size || le.Uint32(b[32:]) != crc {
+	if le.Uint32(h[12:]) != 0 || int64(le.Uint64(h[16:])) != csize || int64(le.Uint64(h[24:])) != osize || le.Uint32(h[32:]) != crc {
 		return nil, bad("made for another stream")
 	}
-	n := int64(le.Uint32(b[36:]))
-	if n < 1 || n > int64(len(body)-indexHeader)/indexCPFixed {
-		return nil, bad("%d checkpoints", n)
-	}
+	tableEnd := indexHeader + n*indexRecord
 	cps := make([]checkpoint, 0, n)
-	p := body[indexHeader:]
 	for i := int64(0); i < n; i++ {
-		if len(p) < indexCPFixed {
-			return nil, bad("checkpoint %d truncated", i)
-		}
+		p := table[i*indexRecord:]
 		cp := checkpoint{
-			seq:    i,
-			out:    int64(le.Uint64(p)),
-			bit:    int64(le.Uint64(p[8:])),
-			block:  int64(le.Uint64(p[16:])),
-			stored: int32(le.Uint32(p[24:])),
-			state:  p[28],
-			final:  p[29] == 1,
-			winLen: int32(le.Uint32(p[32:])),
-			sum:    le.Uint32(p[36:]),
-			loaded: true,
+			seq:     i,
+			out:     int64(le.Uint64(p)),
+			bit:     int64(le.Uint64(p[8:])),
+			block:   int64(le.Uint64(p[16:])),
+			winOff:  int64(le.Uint64(p[24:])),
+			stored:  int32(le.Uint32(p[32:])),
+			winLen:  int32(le.Uint32(p[36:])),
+			sum:     le.Uint32(p[40:]),
+			winSize: int32(le.Uint32(p[44:])),
+			state:   p[48],
+			final:   p[49] == 1,
+			loaded:  true,
 		}
-		wl := int64(le.Uint32(p[40:]))
-		p = p[indexCPFixed:]
-		if wl > int64(len(p)) {
-			return nil, bad("checkpoint %d: window truncated", i)
-		}
-		if wl > 0 {
-			cp.win = p[:wl:wl]
-		}
-		p = p[wl:]
 		switch {
 		case i == 0 && (cp.out != 0 || cp.bit != 0 || cp.state != stHeader):
 			return nil, bad("first checkpoint is not the stream's start")
-		case i > 0 && cp.out <= cps[i-1].out:
-			return nil, bad("checkpoint %d: output offsets not increasing", i)
-		case cp.out >= size && size > 0, cp.out < 0:
-			return nil, bad("checkpoint %d: output offset %d past the size %d", i, cp.out, size)
+		case i > 0 && (cp.out <= cps[i-1].out || cp.bit < cps[i-1].bit):
+			return nil, bad("checkpoint %d: offsets not increasing", i)
+		case cp.out < 0 || (cp.out >= osize && osize > 0):
+			return nil, bad("checkpoint %d: output offset %d past the size %d", i, cp.out, osize)
 		case cp.bit < 0 || cp.bit > csize*8 || cp.block < 0 || cp.block > cp.bit:
 			return nil, bad("checkpoint %d: bit position outside the stream", i)
-		case cp.state > stHuff || cp.stored < 0:
+		case cp.state > stHuff || cp.stored < 0 || p[49] > 1:
 			return nil, bad("checkpoint %d: state %d", i, cp.state)
 		case int64(cp.winLen) != min(windowSize, cp.out):
 			return nil, bad("checkpoint %d: window of %d bytes", i, cp.winLen)
-		case i > 0 && (cp.bit < cps[i-1].bit):
-			return nil, bad("checkpoint %d: bit positions not increasing", i)
+		case cp.winSize < 0 || cp.winSize > maxIndexWindow || (cp.winSize > 0 && (cp.winOff < tableEnd || cp.winOff > size-int64(cp.winSize))):
+			return nil, bad("checkpoint %d: window outside the file", i)
 		}
 		cps = append(cps, cp)
-	}
-	if len(p) != 0 {
-		return nil, bad("%d bytes past the last checkpoint", len(p))
 	}
 	return cps, nil
 }
@@ -218,7 +257,7 @@ func (r *ReaderAt) dropLoaded(why error) {
 		r.mu.Unlock()
 		return
 	}
-	r.loaded = false
+	r.loaded, r.indexSrc = false, nil
 	if r.windows != nil && !r.released {
 		r.windows.used.Add(-r.winBytes)
 	}

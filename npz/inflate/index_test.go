@@ -89,7 +89,7 @@ func TestIndexRoundTrip(t *testing.T) {
 			var bad atomic.Int64
 			r := NewReaderAt(src, int64(len(comp)), int64(len(tc.data)), crc32.ChecksumIEEE(tc.data),
 				&Options{SpanSize: 256 << 10, BadIndex: func(error) { bad.Add(1) }})
-			if err := r.LoadIndex(idx); err != nil {
+			if err := r.LoadIndex(bytes.NewReader(idx), int64(len(idx))); err != nil {
 				t.Fatal(err)
 			}
 			// The last byte at once: one span inflated, not the stream.
@@ -112,21 +112,20 @@ func TestIndexRoundTrip(t *testing.T) {
 	}
 }
 
-// resum rewrites an index's trailing checksum after a test changed it.
+// resum rewrites an index's checksum (of its header and table) after a
+// test changed them.
 func resum(b []byte) []byte {
 	b = bytes.Clone(b)
-	binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+	n := int(binary.LittleEndian.Uint32(b[36:]))
+	sum := crc32.Update(crc32.Checksum(b[:40], castagnoli), castagnoli, b[indexHeader:indexHeader+n*indexRecord])
+	binary.LittleEndian.PutUint32(b[40:], sum)
 	return b
 }
 
-// cpAt is the offset of checkpoint i's fixed part in an index.
+// cpAt is the offset of checkpoint i's record in an index.
 func cpAt(t *testing.T, b []byte, i int) int {
 	t.Helper()
-	p := indexHeader
-	for range i {
-		p += indexCPFixed + int(binary.LittleEndian.Uint32(b[p+40:]))
-	}
-	return p
+	return indexHeader + i*indexRecord
 }
 
 func TestIndexRefused(t *testing.T) {
@@ -138,7 +137,7 @@ func TestIndexRefused(t *testing.T) {
 	older := bytes.Clone(idx)
 	binary.LittleEndian.PutUint32(older[8:], 0)
 	flipped := bytes.Clone(idx)
-	flipped[len(flipped)/2] ^= 0x10
+	flipped[cpAt(t, idx, 1)+9] ^= 0x10 // in the table
 	backwards := bytes.Clone(idx)
 	binary.LittleEndian.PutUint64(backwards[cpAt(t, idx, 2):], 1) // output offset 1, after checkpoint 1's
 	for _, tc := range []struct {
@@ -146,7 +145,8 @@ func TestIndexRefused(t *testing.T) {
 		b    []byte
 	}{
 		{"empty", nil},
-		{"truncated", idx[:len(idx)-100]},
+		{"truncated in its windows", idx[:len(idx)-100]},
+		{"truncated in its table", idx[:indexHeader+2*indexRecord]},
 		{"flipped byte", flipped},
 		{"older version", resum(older)},
 		{"another stream's", otherIdx},
@@ -154,7 +154,7 @@ func TestIndexRefused(t *testing.T) {
 		{"not an index", bytes.Repeat([]byte("x"), 200)},
 	} {
 		r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), nil)
-		if err := r.LoadIndex(tc.b); !errors.Is(err, ErrBadIndex) {
+		if err := r.LoadIndex(bytes.NewReader(tc.b), int64(len(tc.b))); !errors.Is(err, ErrBadIndex) {
 			t.Errorf("%s: LoadIndex = %v, want ErrBadIndex", tc.name, err)
 		}
 		checkReads(t, r, data, 2) // indexed afresh
@@ -178,28 +178,28 @@ func TestLyingIndexIsDiscarded(t *testing.T) {
 		name string
 		b    []byte
 	}{
-		{"crc", lie(func(b []byte, p int) { b[p+36] ^= 1 })},
-		{"window", nil}, // made below: it is shorter
+		{"crc", lie(func(b []byte, p int) { b[p+40] ^= 1 })},
+		{"window", lie(func(b []byte, p int) {
+			if binary.LittleEndian.Uint32(b[p+44:]) == 0 {
+				t.Fatal("checkpoint 3 has an empty window: no lie to tell")
+			}
+			binary.LittleEndian.PutUint32(b[p+44:], 0) // all zeros, where the span reads a real one
+		})},
+		{"window bytes", func() []byte { // not covered by the table's checksum
+			b := bytes.Clone(idx)
+			p := cpAt(t, b, 3)
+			off := binary.LittleEndian.Uint64(b[p+24:])
+			b[off+2] ^= 0x55
+			return b
+		}()},
 		{"bit position", lie(func(b []byte, p int) { binary.LittleEndian.PutUint64(b[p+8:], binary.LittleEndian.Uint64(b[p+8:])+3) })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b
-			if tc.name == "window" {
-				// An all-zero window where the span reads a real one.
-				p := cpAt(t, idx, 3)
-				n := int(binary.LittleEndian.Uint32(idx[p+40:]))
-				if n == 0 {
-					t.Fatal("checkpoint 3 has an empty window: no lie to tell")
-				}
-				b = bytes.Clone(idx)
-				binary.LittleEndian.PutUint32(b[p+40:], 0)
-				b = append(b[:p+indexCPFixed], b[p+indexCPFixed+n:]...)
-				b = resum(b)
-			}
 			var bad atomic.Int64
 			r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 				&Options{SpanSize: 256 << 10, BadIndex: func(error) { bad.Add(1) }})
-			if err := r.LoadIndex(b); err != nil {
+			if err := r.LoadIndex(bytes.NewReader(b), int64(len(b))); err != nil {
 				t.Fatalf("LoadIndex: %v", err)
 			}
 			// Readers at once, some in the lying span.
@@ -238,7 +238,7 @@ func TestThinnedIndexRoundTrip(t *testing.T) {
 	var bad atomic.Int64
 	r2 := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 		&Options{BadIndex: func(error) { bad.Add(1) }})
-	if err := r2.LoadIndex(idx); err != nil {
+	if err := r2.LoadIndex(bytes.NewReader(idx), int64(len(idx))); err != nil {
 		t.Fatal(err)
 	}
 	checkReads(t, r2, data, 4)

@@ -35,10 +35,11 @@ type Options struct {
 	// BadIndex, when set, is told why a loaded index was discarded.
 	BadIndex func(error)
 	// Load, when set, is asked once for a saved index (as MarshalIndex
-	// wrote it), at the first read the index does not cover; it returns
-	// nil when there is none. An index that LoadIndex refuses is told to
-	// BadIndex.
-	Load func() []byte
+	// wrote it: its bytes and size, kept readable while the reader is
+	// used, see LoadIndex), at the first read the index does not cover;
+	// it returns nil when there is none. An index that LoadIndex refuses
+	// is told to BadIndex.
+	Load func() (io.ReaderAt, int64)
 }
 
 // checkpoint is a place decoding can resume from: the output offset, the
@@ -55,6 +56,10 @@ type checkpoint struct {
 	win    []byte // packed window (see packWindow)
 	sum    uint32 // CRC-32 of the span's output, once it is indexed
 	loaded bool   // from LoadIndex: its span is checked against sum
+	// A loaded checkpoint's window stays in the index file until its
+	// span is inflated: winSize bytes at winOff.
+	winSize int32
+	winOff  int64
 }
 
 // ReaderAt is random access into one raw DEFLATE stream of compressedSize
@@ -88,12 +93,13 @@ type ReaderAt struct {
 	errAt      int64
 	pendingWin []byte // unpacked window of the last checkpoint
 	winBytes   int64
-	released   bool          // Release was called: windows no longer counts this index
-	loaded     bool          // the index came from LoadIndex (and has not been discarded)
-	complete   func()        // Options.Complete
-	badIndex   func(error)   // Options.BadIndex
-	load       func() []byte // Options.Load, until it is called (under extMu)
-	waiting    []*outRange   // what the reads in extendTo want
+	released   bool                        // Release was called: windows no longer counts this index
+	loaded     bool                        // the index came from LoadIndex (and has not been discarded)
+	complete   func()                      // Options.Complete
+	badIndex   func(error)                 // Options.BadIndex
+	load       func() (io.ReaderAt, int64) // Options.Load, until it is called (under extMu)
+	indexSrc   io.ReaderAt                 // what a loaded index's windows are read from
+	waiting    []*outRange                 // what the reads in extendTo want
 
 	extMu   sync.Mutex // held while extending the index
 	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
@@ -345,7 +351,14 @@ func (r *ReaderAt) inflateSpan(ctx context.Context, cp *checkpoint, end, target 
 	w := int(cp.winLen)
 	n := int(target - cp.out)
 	buf := r.cache.alloc(w + n + outSlack)
-	if err := unpackWindow(d, cp.win, buf, w); err != nil {
+	win, err := r.windowOf(cp)
+	if err != nil {
+		return nil, err
+	}
+	if err := unpackWindow(d, win, buf, w); err != nil {
+		if cp.loaded {
+			return nil, fmt.Errorf("%w: the window of the span at %d does not inflate", ErrBadIndex, cp.out)
+		}
 		return nil, err
 	}
 	if err := r.resume(ctx, d, cp, buf); err != nil {
@@ -425,8 +438,8 @@ func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 func (r *ReaderAt) extendLocked(ctx context.Context, off int64) error {
 	if load := r.load; load != nil {
 		r.load = nil
-		if b := load(); b != nil {
-			if err := r.loadIndexLocked(b); err != nil && r.badIndex != nil {
+		if src, size := load(); src != nil {
+			if err := r.loadIndexLocked(src, size); err != nil && r.badIndex != nil {
 				r.badIndex(err)
 			}
 		}
@@ -697,7 +710,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	}
 	data := buf[w : w+produced : w+produced]
 	sum := crc32.ChecksumIEEE(data)
-	r.crcAcc = crc32Combine(r.crcAcc, sum, int64(produced))
+	r.crcAcc = crc32.Update(r.crcAcc, crc32.IEEETable, data)
 
 	var next checkpoint
 	if d.state == stDone {

@@ -204,6 +204,30 @@ def build(r, gobench):
     row("4", "daemon peak RSS serving a %s deflated member (full + random reads)" % big_h, rss,
         "s4.big.seq", "MiB", None, None, None, None, None, "<= 64 MiB", None if rss is None else rss <= 64)
 
+    # 4b. saved indexes, depths (issue 11)
+    isecs, ibytes = r.med("s4b.index", "secs"), r.med("s4b.index", "bytes")
+    row("4b", "deflated %s: `npzfs index` (the first pass, one core for one member)" % big_h,
+        div(ibytes / MiB if ibytes else None, isecs), "s4b.index", "MiB/s", None, None, None, None, None, "—", None)
+    isize, idata = r.med("s4b.size", "bytes"), r.med("s4b.size", "data")
+    pct = div(isize * 100 if isize is not None else None, idata)
+    row("4b", "  its index on disk, %% of the data (%s bytes)" % ("?" if isize is None else "%d" % isize),
+        pct, "s4b.size", "%", None, None, None, None, None, "<= 0.5%", None if pct is None else pct <= 0.5, digits=3)
+    first, med = r.med("s4b.rand", "first_ms"), r.med("s4b.rand", "median_ms")
+    q = div(first, med)
+    row("4b", "  fresh mount with the saved index: first 4 KiB pread at a random offset", first, "s4b.rand", "ms",
+        med, "s4b.rand", "ms", "the next 999 on that mount (index in memory), median", None,
+        "<= 5 ms and <= 2x", None if first is None or q is None else (first <= 5 and q <= 2))
+    if q is not None:
+        rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
+    for d in (25, 50, 75, 100):
+        a, g = r.med("s4b.alone.%d" % d, "secs"), r.med("s4b.together.%d" % d, "secs")
+        q = div(g, a)
+        row("4b", "  fresh mount, no index: first read at %d%% with three others at 25/50/75/100%%" % d,
+            g, "s4b.together.%d" % d, "s", a, "s4b.alone.%d" % d, "s", "the same read alone", None,
+            "<= 1.3x as long", None if q is None else q <= 1.3)
+        if q is not None:
+            rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
+
     # 5. many small arrays
     count = r.one("s5.expect")
     cnt = parse_kv(count).get("files", "?")
