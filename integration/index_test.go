@@ -147,6 +147,25 @@ func TestIndexCommand(t *testing.T) {
 		}
 	}
 
+	// --sidecar: the indexes beside the archive, which a mount with an
+	// empty index folder finds.
+	side := strings.TrimSuffix(archive, ".npz") + ".npzidx"
+	r = npzfs(t, "index", "--sidecar", archive, "--index-dir", t.TempDir())
+	if r.code != 0 || !strings.Contains(r.stdout, "; sidecar "+side) {
+		t.Errorf("npzfs index --sidecar: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	empty := t.TempDir()
+	dir = mount(t, archive, "--index-dir", empty, "--log", log)
+	deepRead(t, "with the sidecar", filepath.Join(dir, "deflated", "raw.bin"), files["deflated/raw.bin"])
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("not used")) {
+		t.Errorf("the sidecar was refused: %s", b)
+	}
+	if n := len(indexFiles(t, empty)); n != 0 {
+		t.Errorf("a deep read with the sidecar saved %d indexes", n)
+	}
+
 	// A deflated member whose stream is damaged: named, exit 1, no index.
 	data := hostile.NPY("<f4", []int64{1 << 20}, hostile.Bytes(4<<20, 3))
 	z := hostile.Zip([]hostile.Member{{Name: "bad.npy", Data: data, Deflate: true}})

@@ -69,6 +69,10 @@ type Options struct {
 	// Indexes, when set, keeps the indexes of deflated members across
 	// mounts (see IndexStore); the archive does not close it.
 	Indexes *IndexStore
+	// Sidecar, when set, is the archive's read-only file of saved indexes
+	// (see IndexSidecar), looked in after Indexes; the archive does not
+	// close it.
+	Sidecar *IndexSidecar
 	// Logf, when set, is told why a member or view is not served.
 	Logf func(format string, args ...any)
 }

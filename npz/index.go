@@ -62,9 +62,11 @@ func (s *IndexStore) Close() error {
 // Path is the folder the indexes are in (the one given, plus "v1").
 func (s *IndexStore) Path() string { return s.dir.Path() }
 
-// memberIndex links one deflated member's inflater to the store.
+// memberIndex links one deflated member's inflater to the store and the
+// sidecar (either may be nil).
 type memberIndex struct {
 	s   *IndexStore
+	sc  *IndexSidecar
 	m   *Member
 	off int64 // where the member's data starts
 	inf *inflate.ReaderAt
@@ -72,8 +74,9 @@ type memberIndex struct {
 	once sync.Once
 	name string // in the store; "" when the key could not be made
 
-	mu   sync.Mutex
-	file *os.File // the saved index loaded, read for its windows
+	mu          sync.Mutex
+	file        *os.File // the saved index loaded, read for its windows
+	fromSidecar bool     // the index loaded came from the sidecar
 }
 
 // key computes (once) the member's name in the store.
@@ -121,12 +124,15 @@ func (x *memberIndex) load() (io.ReaderAt, int64) {
 	if name == "" {
 		return nil, 0
 	}
+	if x.s == nil {
+		return x.loadSidecar(name)
+	}
 	f, err := x.s.dir.Open(name)
 	if err != nil {
 		if !errors.Is(err, iofs.ErrNotExist) {
 			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.e.Name, err)
 		}
-		return nil, 0
+		return x.loadSidecar(name)
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -137,6 +143,22 @@ func (x *memberIndex) load() (io.ReaderAt, int64) {
 	x.file = f
 	x.mu.Unlock()
 	return f, fi.Size()
+}
+
+// loadSidecar finds the member's index in the sidecar, if any. (The
+// store comes first: an index rebuilt after the sidecar's failed is
+// there.)
+func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
+	if x.sc == nil {
+		return nil, 0
+	}
+	src, size := x.sc.lookup(name)
+	if src != nil {
+		x.mu.Lock()
+		x.fromSidecar = true
+		x.mu.Unlock()
+	}
+	return src, size
 }
 
 // close closes the saved index's file, if one was opened.
@@ -152,6 +174,9 @@ func (x *memberIndex) close() {
 // save is the inflater's Options.Complete: the index is written in the
 // background (the store's Close waits for it).
 func (x *memberIndex) save() {
+	if x.s == nil {
+		return
+	}
 	b, ok := x.inf.MarshalIndex()
 	name := x.key() // now: the archive may be closed once this returns
 	if !ok || name == "" {
@@ -171,6 +196,17 @@ func (x *memberIndex) save() {
 func (x *memberIndex) bad(err error) {
 	if x.m.a.closed.Load() {
 		return // its file was closed under a late read: not the index's fault
+	}
+	x.mu.Lock()
+	sidecar := x.fromSidecar
+	x.fromSidecar = false
+	x.mu.Unlock()
+	if sidecar {
+		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)
+		return
+	}
+	if x.s == nil {
+		return
 	}
 	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.e.Name, x.s.dir.Path()+"/"+x.key(), err)
 	if name := x.key(); name != "" {

@@ -190,3 +190,64 @@ func TestBuildIndex(t *testing.T) {
 		t.Fatal("wrong bytes")
 	}
 }
+
+func TestIndexSidecar(t *testing.T) {
+	b, members := indexedArchive(t)
+	data := members["a.npy"]
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	m := a.Member("a.npy")
+	if err := m.BuildIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	side := filepath.Join(t.TempDir(), "x.npzidx")
+	if err := WriteIndexSidecar(side, []*Member{m}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	s.Close()
+
+	open := func() (*Archive, *countingReader, *logLinesOf) {
+		sc, err := OpenIndexSidecar(side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sc.Close() })
+		if sc.Len() != 1 {
+			t.Fatalf("the sidecar holds %d indexes", sc.Len())
+		}
+		cr := &countingReader{r: bytes.NewReader(b)}
+		var log logLinesOf
+		a, err := NewReader(cr, int64(len(b)), &Options{Sidecar: sc, Logf: log.logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a, cr, &log
+	}
+	// With the sidecar alone (no index folder): a deep read at once.
+	a, cr, log := open()
+	off := int64(len(data)) - 5000
+	if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+		t.Fatal("wrong bytes")
+	}
+	if read := cr.bytes.Load(); read > 2<<20 {
+		t.Errorf("a deep read with the sidecar read %d bytes of the archive", read)
+	}
+	if log.String() != "" {
+		t.Errorf("logged: %s", log.String())
+	}
+
+	// A damaged sidecar: said, not used, never a wrong byte.
+	sb, _ := os.ReadFile(side)
+	i := bytes.Index(sb, []byte("NPZFSIDX"))
+	sb[i+48+9] ^= 0x20 // a bit position in its table
+	os.WriteFile(side, sb, 0o644)
+	a, _, log = open()
+	if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+		t.Fatal("wrong bytes with a damaged sidecar")
+	}
+	if !strings.Contains(log.String(), "x.npzidx not used") {
+		t.Errorf("the damaged sidecar was not said: %q", log.String())
+	}
+}

@@ -220,8 +220,8 @@ func (m *Member) locate() *location {
 		cache := m.a.spanCache() // makes the window budget too
 		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows}
 		var x *memberIndex
-		if s := m.a.opts.Indexes; s != nil {
-			x = &memberIndex{s: s, m: m, off: l.dataOff}
+		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil {
+			x = &memberIndex{s: m.a.opts.Indexes, sc: m.a.opts.Sidecar, m: m, off: l.dataOff}
 			opts.Load, opts.Complete, opts.BadIndex = x.load, x.save, x.bad
 		}
 		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32, opts)

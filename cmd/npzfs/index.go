@@ -30,7 +30,12 @@ a saved index checked against its CRC-32 (one that fails is rebuilt).
 
 On a terminal a progress line shows the bytes inflated, the rate and the
 time left; otherwise one summary line is printed at the end. A member
-that cannot be read is named, and the exit code is then 1.`
+that cannot be read is named, and the exit code is then 1.
+
+With --sidecar the indexes are also written beside the archive, as
+ARCHIVE.npzidx (data.npz: data.npzidx), for a dataset to ship: a mount
+of the archive finds them there, read-only, when its index folder does
+not hold them.`
 
 // indexFlags are the flags of the index cache, taken by mount and index.
 type indexFlags struct {
@@ -108,6 +113,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	var xf indexFlags
 	xf.add(fl, false)
 	verify := fl.Bool("verify", false, "read every member whole, checking saved indexes span by span")
+	sidecar := fl.Bool("sidecar", false, "also write the indexes beside the archive, as ARCHIVE.npzidx (for a dataset to ship; mounts use it)")
 	var rf remoteFlags
 	rf.add(fl)
 	if code, done := parseFlags(fl, args); done {
@@ -147,6 +153,9 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "index", err)
 	}
+	if *sidecar && isRemote(fl.Arg(0)) {
+		return usageError(stderr, "index", "--sidecar is for a local archive")
+	}
 	var total int64
 	for _, m := range members {
 		total += m.Size()
@@ -178,6 +187,17 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		}
 	})
 	stop()
+	var wrote string
+	var sidecarErr error
+	if *sidecar && len(failed) == 0 {
+		name := npz.SidecarPath(fl.Arg(0))
+		if err := npz.WriteIndexSidecar(name, members); err != nil {
+			fmt.Fprintf(stderr, "npzfs index: cannot write %s: %v\n", name, bare(err))
+			sidecarErr = err
+		} else {
+			wrote = fmt.Sprintf("; sidecar %s", name)
+		}
+	}
 	a.Close()
 	store.Close() // waits for the indexes being written
 	elapsed := time.Since(start)
@@ -192,9 +212,9 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rate := float64(total) / max(elapsed.Seconds(), 1e-9) / 1e6
-	fmt.Fprintf(stdout, "indexed %d of %d deflated members (%s) in %.1f s, %.0f MB/s; indexes in %s\n",
-		len(members)-len(failed), len(members), mib(total), elapsed.Seconds(), rate, store.Path())
-	if len(failed) > 0 {
+	fmt.Fprintf(stdout, "indexed %d of %d deflated members (%s) in %.1f s, %.0f MB/s; indexes in %s%s\n",
+		len(members)-len(failed), len(members), mib(total), elapsed.Seconds(), rate, store.Path(), wrote)
+	if len(failed) > 0 || sidecarErr != nil {
 		return exitFail
 	}
 	return exitOK

@@ -485,6 +485,17 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		defer indexes.Close() // after the archive: waits for indexes being saved
 		opts.Indexes = indexes
 	}
+	if !ma.index.none && !remoteSource && !fi.IsDir() {
+		// A dataset may ship its indexes beside the archive.
+		sc, err := npz.OpenIndexSidecar(npz.SidecarPath(archive))
+		switch {
+		case err == nil:
+			defer sc.Close()
+			opts.Sidecar = sc
+		case !errors.Is(err, os.ErrNotExist):
+			logger.Printf("%v; not used", err)
+		}
+	}
 	var sv *served
 	switch {
 	case remoteSource:
