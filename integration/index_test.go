@@ -95,6 +95,17 @@ func TestSavedIndexes(t *testing.T) {
 		t.Errorf("%d indexes in the default folder %s after a full read, had %d", after, def, before)
 	}
 
+	// An index folder that cannot be made does not stop the mount.
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, nil, 0o644)
+	os.Remove(log)
+	dir = mount(t, archive, "--index-dir", filepath.Join(notDir, "index"), "--log", log)
+	sameFiles(t, dir, files)
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); !bytes.Contains(b, []byte("indexes of deflated members are not kept")) {
+		t.Errorf("an unusable index folder was not said: %s", b)
+	}
+
 	none := t.TempDir()
 	dir = mount(t, archive, "--no-index", "--index-dir", none)
 	sameFiles(t, dir, files)

@@ -479,7 +479,10 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	}
 	indexes, err := ma.index.open()
 	if err != nil {
-		return err
+		// Indexes save time, nothing more: a folder that cannot be
+		// made (no home, a read-only one) does not stop the mount.
+		logger.Printf("%v; indexes of deflated members are not kept", err)
+		indexes = nil
 	}
 	if indexes != nil {
 		defer indexes.Close() // after the archive: waits for indexes being saved
@@ -559,6 +562,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		st.members, st.unreadable = len(sv.a.Members()), unreadableMembers(sv.a)
 	}
 	ready(st)
+	if ma.buildIndex && sv.a == nil {
+		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
+	}
 	if ma.buildIndex && sv.a != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
