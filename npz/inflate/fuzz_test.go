@@ -3,6 +3,7 @@ package inflate
 import (
 	"bytes"
 	"compress/flate"
+	"encoding/binary"
 	"hash/crc32"
 	"io"
 	"testing"
@@ -49,6 +50,48 @@ func FuzzInflate(f *testing.F) {
 			bad := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc^0x80, &Options{SpanSize: span})
 			if _, err := bad.ReadAt(p, 0); err == nil || err == io.EOF {
 				t.Fatalf("CRC mismatch not reported: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzLoadIndex: whatever bytes an index file holds, LoadIndex refuses
+// them or every read still gives the stream's bytes (a lying index is
+// found out and discarded), and nothing panics.
+func FuzzLoadIndex(f *testing.F) {
+	data := mixed(400_000, 8)
+	comp := deflate(f, data, 6)
+	crc := crc32.ChecksumIEEE(data)
+	const span = 32 << 10
+	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc, &Options{SpanSize: span})
+	if _, err := r.ReadAt(make([]byte, len(data)), 0); err != nil && err != io.EOF {
+		f.Fatal(err)
+	}
+	idx, ok := r.MarshalIndex()
+	if !ok {
+		f.Fatal("no index")
+	}
+	f.Add(idx)
+	f.Add(idx[:indexHeader+indexRecord])
+	f.Add([]byte(indexMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// Mutated checkpoints must pass the header's checksum to be
+		// looked at: recompute it, as a forger would.
+		if len(b) >= indexHeader && string(b[:8]) == indexMagic {
+			n := int(binary.LittleEndian.Uint32(b[36:]))
+			if n > 0 && n <= (len(b)-indexHeader)/indexRecord {
+				b = resum(b)
+			}
+		}
+		ra := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc, &Options{SpanSize: span})
+		if err := ra.LoadIndex(bytes.NewReader(b), int64(len(b))); err != nil {
+			return
+		}
+		for _, off := range []int64{int64(len(data)) - 1000, 0, 123_456, 300_000} {
+			p := make([]byte, 1000)
+			n, err := ra.ReadAt(p, off)
+			if n != len(p) || !bytes.Equal(p, data[off:off+1000]) {
+				t.Fatalf("ReadAt(1000 at %d) = %d, %v: wrong bytes from an index LoadIndex took", off, n, err)
 			}
 		}
 	})
