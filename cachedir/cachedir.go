@@ -31,6 +31,7 @@ type Dir struct {
 	used     int64            // bytes of files, as last seen
 	written  int64            // bytes written since the last scan
 	trimming bool
+	closing  bool           // Close was called: no more background trims
 	trimmed  sync.WaitGroup // the trim running in the background
 }
 
@@ -65,6 +66,9 @@ func (d *Dir) Path() string { return d.dir }
 // Close waits for the background trimming to end, and leaves the folder
 // within its bound.
 func (d *Dir) Close() error {
+	d.mu.Lock()
+	d.closing = true // Put starts no trim (no trimmed.Add) from now on
+	d.mu.Unlock()
 	d.trimmed.Wait()
 	// The books may be stale: a background scan does not see files
 	// written while it reads the folder.
@@ -116,6 +120,12 @@ func (d *Dir) touch(name, path string) {
 	d.mu.Unlock()
 }
 
+// Has reports whether the file name is there.
+func (d *Dir) Has(name string) bool {
+	_, err := os.Stat(filepath.Join(d.dir, filepath.FromSlash(name)))
+	return err == nil
+}
+
 // Put stores data as the file name, whole or not at all, and starts
 // trimming in the background when the folder holds too much.
 func (d *Dir) Put(name string, data []byte) error {
@@ -139,7 +149,7 @@ func (d *Dir) Put(name string, data []byte) error {
 	d.files[name] = entry{size: size, used: time.Now()}
 	d.used += size
 	d.written += size
-	start := !d.trimming && (d.used > d.max || d.written > d.max/8)
+	start := !d.trimming && !d.closing && (d.used > d.max || d.written > d.max/8)
 	if start {
 		d.trimming = true
 		d.trimmed.Add(1)

@@ -34,8 +34,22 @@ import (
 // Layout: DIR/v1/KK/KEY.idx, KEY the hex SHA-256 and KK its first two
 // characters; each file is in the format package inflate documents.
 type IndexStore struct {
-	dir   *cachedir.Dir
-	saves sync.WaitGroup
+	dir     *cachedir.Dir
+	mu      sync.Mutex
+	closing bool // Close was called: nothing more is saved
+	saves   sync.WaitGroup
+}
+
+// startSave counts a save in the background, unless the store is
+// closing; it reports whether to go on.
+func (s *IndexStore) startSave() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.saves.Add(1)
+	return true
 }
 
 // indexEdge is how much of a member's compressed data, at each end, goes
@@ -55,6 +69,9 @@ func OpenIndexStore(dir string, maxBytes int64) (*IndexStore, error) {
 // Close waits for the indexes being saved, and leaves the folder within
 // its bound.
 func (s *IndexStore) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.saves.Wait()
 	return s.dir.Close()
 }
@@ -77,7 +94,12 @@ type memberIndex struct {
 	mu          sync.Mutex
 	file        *os.File // the saved index loaded, read for its windows
 	fromSidecar bool     // the index loaded came from the sidecar
+	fromStore   bool     // an index was loaded from the store
 }
+
+// minPartialSpans is the least a partial index covers to be saved: less
+// is quickly indexed again.
+const minPartialSpans = 4
 
 // key computes (once) the member's name in the store.
 func (x *memberIndex) key() string {
@@ -140,7 +162,7 @@ func (x *memberIndex) load() (io.ReaderAt, int64) {
 		return nil, 0
 	}
 	x.mu.Lock()
-	x.file = f
+	x.file, x.fromStore = f, true
 	x.mu.Unlock()
 	return f, fi.Size()
 }
@@ -182,7 +204,39 @@ func (x *memberIndex) save() {
 	if !ok || name == "" {
 		return
 	}
-	x.s.saves.Add(1)
+	if !x.s.startSave() {
+		return
+	}
+	go func() {
+		defer x.s.saves.Done()
+		if err := x.s.dir.Put(name, b); err != nil {
+			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
+		}
+	}()
+}
+
+// savePartial saves the member's index so far, when the archive closes
+// before the member was indexed to its end, unless the store holds an
+// index of it that this archive did not load (another process's, which
+// may be complete).
+func (x *memberIndex) savePartial() {
+	if x.s == nil {
+		return
+	}
+	b, ok := x.inf.MarshalPartialIndex(minPartialSpans)
+	name := x.key()
+	if !ok || name == "" {
+		return
+	}
+	x.mu.Lock()
+	fromStore := x.fromStore
+	x.mu.Unlock()
+	if !fromStore && x.s.dir.Has(name) {
+		return
+	}
+	if !x.s.startSave() {
+		return
+	}
 	go func() {
 		defer x.s.saves.Done()
 		if err := x.s.dir.Put(name, b); err != nil {
@@ -200,6 +254,9 @@ func (x *memberIndex) bad(err error) {
 	x.mu.Lock()
 	sidecar := x.fromSidecar
 	x.fromSidecar = false
+	x.mu.Unlock()
+	x.mu.Lock()
+	x.fromStore = false
 	x.mu.Unlock()
 	if sidecar {
 		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)

@@ -251,3 +251,47 @@ func TestIndexSidecar(t *testing.T) {
 		t.Errorf("the damaged sidecar was not said: %q", log.String())
 	}
 }
+
+// TestPartialIndexSavedAtClose: a member read part way has its index
+// saved when the archive closes; a later archive reads within that part
+// at once, and past it from its frontier, not from the start.
+func TestPartialIndexSavedAtClose(t *testing.T) {
+	b, members := indexedArchive(t)
+	data := members["a.npy"]
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	readMember(t, a, "a.npy", 4<<20, 4096) // indexes the first 4 MiB
+	a.Close()
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if len(files) != 1 {
+		t.Fatalf("%d index files after a partial read", len(files))
+	}
+
+	a, s, cr, log := mountWithIndexes(t, b, dir)
+	before := cr.bytes.Load()
+	if got := readMember(t, a, "a.npy", 3<<20, 4096); !bytes.Equal(got, data[3<<20:3<<20+4096]) {
+		t.Fatal("wrong bytes within the saved part")
+	}
+	within := cr.bytes.Load() - before
+	off := int64(len(data)) - 5000
+	if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+		t.Fatal("wrong bytes past the saved part")
+	}
+	past := cr.bytes.Load() - before - within
+	// 6 MiB deflate to 4.5: from the start, the deep read would read
+	// them all; from the frontier at 4 MiB, about a third.
+	if within > 1<<20 || past > 5<<19 {
+		t.Errorf("read %d bytes of the archive within the saved part, %d past it", within, past)
+	}
+	if log.String() != "" {
+		t.Errorf("logged: %s", log.String())
+	}
+	// Read whole: the complete index replaces the partial one.
+	readMember(t, a, "a.npy", 0, int64(len(data)))
+	a.Close()
+	s.Close()
+	if b, _ := os.ReadFile(files[0]); len(b) < 16 || b[12] != 0 {
+		t.Error("the complete index did not replace the partial one")
+	}
+}

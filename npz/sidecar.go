@@ -86,8 +86,9 @@ func (s *IndexSidecar) lookup(name string) (io.ReaderAt, int64) {
 	return io.NewSectionReader(s.f, e.off, e.size), e.size
 }
 
-// SavedIndex returns the index of a deflated member that its archive's
-// IndexStore holds (after BuildIndex, say), for WriteIndexSidecar.
+// SavedIndex returns the complete index of a deflated member (after
+// BuildIndex, say) as an index file, and the name the IndexStore gives
+// it, for WriteIndexSidecar.
 func (m *Member) SavedIndex() (name string, b []byte, err error) {
 	if m.e.Method != zip.Deflated {
 		return "", nil, fmt.Errorf("%s is not deflated", m.e.Name)
@@ -96,16 +97,18 @@ func (m *Member) SavedIndex() (name string, b []byte, err error) {
 	if l.err != nil {
 		return "", nil, l.err
 	}
-	if l.idx == nil || l.idx.s == nil {
-		return "", nil, errors.New("the archive has no index folder")
+	if l.idx == nil {
+		return "", nil, errors.New("the archive keeps no indexes")
 	}
 	name = l.idx.key()
 	if name == "" {
 		return "", nil, errors.New("cannot read the member to name its index")
 	}
-	l.idx.s.saves.Wait()
-	b, err = l.idx.s.dir.Get(name)
-	return name, b, err
+	b, ok := l.inf.MarshalIndex()
+	if !ok {
+		return "", nil, errors.New("the member is not indexed to its end")
+	}
+	return name, b, nil
 }
 
 // WriteIndexSidecar writes the saved indexes of members (see SavedIndex)

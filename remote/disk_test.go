@@ -133,6 +133,7 @@ func TestDiskCacheStaysInItsBound(t *testing.T) {
 	f := newFake(1 << 20)
 	s := open(t, f, withDisk(d))
 	readBack(t, s, f, 0, int64(len(f.data)))
+	s.Close()
 	d.Close() // trimming runs in the background
 	var total int64
 	for _, p := range blockFiles(t, dir) {

@@ -1,6 +1,7 @@
 package inflate
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,7 +19,7 @@ import (
 //	header, 48 bytes:
 //	0    8  magic "NPZFSIDX"
 //	8    4  version (1)
-//	12   4  flags (0)
+//	12   4  flags: 1 for a partial index (see below), else 0
 //	16   8  compressed size of the stream
 //	24   8  inflated size
 //	32   4  CRC-32 (IEEE) of the inflated bytes
@@ -44,9 +45,15 @@ import (
 //	KiB of output before the checkpoint with the bytes the span after it
 //	does not read zeroed, as a raw DEFLATE stream.
 //
-// The index is complete: the last checkpoint's span ends the stream. A
-// loaded index is trusted only as far as each span it yields inflates to
-// exactly the bytes its CRC-32 says; anything else discards it.
+// A complete index's last checkpoint's span ends the stream. A partial
+// index (flag 1) covers the stream up to its last checkpoint, the
+// frontier, which has no span CRC-32 and no window: a reader that goes
+// on from it first inflates the span before it (checked against its
+// CRC-32), requires the decoder to end in the frontier's state, and takes
+// the window from that span's output, which must be at least 32 KiB.
+//
+// A loaded index is trusted only as far as each span it yields inflates
+// to exactly the bytes its CRC-32 says; anything else discards it.
 const (
 	indexMagic   = "NPZFSIDX"
 	indexVersion = 1
@@ -68,13 +75,31 @@ var ErrBadIndex = errors.New("inflate: index does not match the stream")
 // MarshalIndex returns the reader's index in the format above, or false
 // when it is not complete (the stream has not been indexed to its end,
 // or was found bad).
-func (r *ReaderAt) MarshalIndex() ([]byte, bool) {
+func (r *ReaderAt) MarshalIndex() ([]byte, bool) { return r.marshal(false) }
+
+// MarshalPartialIndex returns the reader's index so far as a partial
+// index, or false when there is none to save: the index is complete (see
+// MarshalIndex), the stream bad, fewer than minSpans spans indexed, a
+// last span shorter than a window, or nothing indexed past what was
+// loaded.
+func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) { return r.marshal(true, minSpans) }
+
+func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
 	r.mu.RLock()
 	cps := slices.Clone(r.cps)
 	ok := r.done && r.err == nil
+	if partial {
+		k := len(cps) - 1
+		ok = !r.done && r.err == nil && k >= max(1, minSpans[0]) && len(cps) > r.loadedCPs &&
+			!r.frontierLoaded && cps[k].out-cps[k-1].out >= windowSize
+	}
 	r.mu.RUnlock()
 	if !ok {
 		return nil, false
+	}
+	if partial {
+		last := &cps[len(cps)-1]
+		last.win, last.sum, last.loaded, last.winSize = nil, 0, false, 0
 	}
 	wins := make([][]byte, len(cps))
 	winOff := int64(indexHeader + indexRecord*len(cps))
@@ -91,6 +116,9 @@ func (r *ReaderAt) MarshalIndex() ([]byte, bool) {
 	b := make([]byte, indexHeader, n)
 	copy(b, indexMagic)
 	le.PutUint32(b[8:], indexVersion)
+	if partial {
+		le.PutUint32(b[12:], 1)
+	}
 	le.PutUint64(b[16:], uint64(r.csize))
 	le.PutUint64(b[24:], uint64(r.size))
 	le.PutUint32(b[32:], r.crc)
@@ -159,7 +187,7 @@ func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
 // indexed so far (a prefix of the same stream) is replaced; reads going
 // on keep the checkpoints they copied, which are as good.
 func (r *ReaderAt) loadIndexLocked(src io.ReaderAt, size int64) error {
-	cps, err := parseIndex(src, size, r.csize, r.size, r.crc)
+	cps, partial, err := parseIndex(src, size, r.csize, r.size, r.crc)
 	if err != nil {
 		return err
 	}
@@ -168,48 +196,105 @@ func (r *ReaderAt) loadIndexLocked(src io.ReaderAt, size int64) error {
 	if r.done || r.err != nil {
 		return errors.New("inflate: LoadIndex on a reader whose index is complete")
 	}
+	if partial && cps[len(cps)-1].out <= r.cps[len(r.cps)-1].out {
+		return nil // no further than this reader's own: keep that
+	}
 	if r.windows != nil && !r.released {
 		r.windows.used.Add(-r.winBytes)
 	}
-	r.cps, r.done, r.loaded, r.indexSrc = cps, true, true, src
+	r.cps, r.done, r.loaded, r.indexSrc = cps, !partial, true, src
 	r.winBytes, r.pendingWin, r.stride = 0, nil, 0
+	r.frontierLoaded, r.loadedCPs = partial, len(cps)
+	if partial {
+		// The running CRC, from the loaded spans' CRCs: checked at the
+		// end of the stream (a mismatch discards the loaded index).
+		r.crcAcc = 0
+		for i := 0; i+1 < len(cps); i++ {
+			r.crcAcc = crc32Combine(r.crcAcc, cps[i].sum, cps[i+1].out-cps[i].out)
+		}
+	}
 	return nil
 }
 
-func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]checkpoint, error) {
+// prepareFrontier, with r.extMu held, gives a frontier loaded from a
+// partial index its window, before the index grows from it: the span
+// before it is inflated from its own loaded checkpoint (so checked
+// against its CRC-32), the decoder must end in the frontier's recorded
+// state, and the span's last 32 KiB are the window. The span goes into
+// the cache. Anything amiss discards the loaded index, and the stream is
+// indexed afresh.
+func (r *ReaderAt) prepareFrontier(ctx context.Context) error {
+	r.mu.RLock()
+	if !r.frontierLoaded {
+		r.mu.RUnlock()
+		return nil
+	}
+	k := len(r.cps) - 1
+	prev, front := r.cps[k-1], r.cps[k]
+	r.mu.RUnlock()
+	s, err := r.inflateSpan(ctx, &prev, front.out, front.out, &front)
+	if err != nil {
+		if isCancel(err) || ctx.Err() != nil {
+			return err
+		}
+		if !errors.Is(err, ErrBadIndex) {
+			err = fmt.Errorf("%w: the span before its frontier: %w", ErrBadIndex, err)
+		}
+		r.dropLoadedLocked(err)
+		return nil
+	}
+	win := bytes.Clone(s.data[len(s.data)-windowSize:])
+	r.cache.put(cacheKey{r.id, prev.out}, s)
+	r.cache.release(s)
+	r.mu.Lock()
+	r.pendingWin, r.frontierLoaded = win, false
+	r.mu.Unlock()
+	return nil
+}
+
+// isLoaded reports an index from LoadIndex not discarded since.
+func (r *ReaderAt) isLoaded() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.loaded
+}
+
+func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) (cps []checkpoint, partial bool, err error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadIndex, fmt.Sprintf(format, args...))
 	}
 	le := binary.LittleEndian
 	var h [indexHeader]byte
 	if size < indexHeader+indexRecord {
-		return nil, bad("not an index file (%d bytes)", size)
+		return nil, false, bad("not an index file (%d bytes)", size)
 	}
 	if _, err := src.ReadAt(h[:], 0); err != nil {
-		return nil, bad("reading it: %v", err)
+		return nil, false, bad("reading it: %v", err)
 	}
 	if string(h[:8]) != indexMagic {
-		return nil, bad("not an index file")
+		return nil, false, bad("not an index file")
 	}
 	if v := le.Uint32(h[8:]); v != indexVersion {
-		return nil, bad("format version %d, want %d", v, indexVersion)
+		return nil, false, bad("format version %d, want %d", v, indexVersion)
 	}
 	n := int64(le.Uint32(h[36:]))
 	if n < 1 || n > (size-indexHeader)/indexRecord {
-		return nil, bad("%d checkpoints in %d bytes", n, size)
+		return nil, false, bad("%d checkpoints in %d bytes", n, size)
 	}
 	table := make([]byte, n*indexRecord)
 	if _, err := src.ReadAt(table, indexHeader); err != nil {
-		return nil, bad("reading its table: %v", err)
+		return nil, false, bad("reading its table: %v", err)
 	}
 	if crc32.Update(crc32.Checksum(h[:40], castagnoli), castagnoli, table) != le.Uint32(h[40:]) {
-		return nil, bad("checksum mismatch (truncated or damaged)")
+		return nil, false, bad("checksum mismatch (truncated or damaged)")
 	}
-	if le.Uint32(h[12:]) != 0 || int64(le.Uint64(h[16:])) != csize || int64(le.Uint64(h[24:])) != osize || le.Uint32(h[32:]) != crc {
-		return nil, bad("made for another stream")
+	flags := le.Uint32(h[12:])
+	partial = flags == 1
+	if flags > 1 || int64(le.Uint64(h[16:])) != csize || int64(le.Uint64(h[24:])) != osize || le.Uint32(h[32:]) != crc {
+		return nil, false, bad("made for another stream")
 	}
 	tableEnd := indexHeader + n*indexRecord
-	cps := make([]checkpoint, 0, n)
+	cps = make([]checkpoint, 0, n)
 	for i := int64(0); i < n; i++ {
 		p := table[i*indexRecord:]
 		cp := checkpoint{
@@ -228,23 +313,32 @@ func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]checkp
 		}
 		switch {
 		case i == 0 && (cp.out != 0 || cp.bit != 0 || cp.state != stHeader):
-			return nil, bad("first checkpoint is not the stream's start")
+			return nil, false, bad("first checkpoint is not the stream's start")
 		case i > 0 && (cp.out <= cps[i-1].out || cp.bit < cps[i-1].bit):
-			return nil, bad("checkpoint %d: offsets not increasing", i)
+			return nil, false, bad("checkpoint %d: offsets not increasing", i)
 		case cp.out < 0 || (cp.out >= osize && osize > 0):
-			return nil, bad("checkpoint %d: output offset %d past the size %d", i, cp.out, osize)
+			return nil, false, bad("checkpoint %d: output offset %d past the size %d", i, cp.out, osize)
 		case cp.bit < 0 || cp.bit > csize*8 || cp.block < 0 || cp.block > cp.bit:
-			return nil, bad("checkpoint %d: bit position outside the stream", i)
+			return nil, false, bad("checkpoint %d: bit position outside the stream", i)
 		case cp.state > stHuff || cp.stored < 0 || p[49] > 1:
-			return nil, bad("checkpoint %d: state %d", i, cp.state)
+			return nil, false, bad("checkpoint %d: state %d", i, cp.state)
 		case int64(cp.winLen) != min(windowSize, cp.out):
-			return nil, bad("checkpoint %d: window of %d bytes", i, cp.winLen)
+			return nil, false, bad("checkpoint %d: window of %d bytes", i, cp.winLen)
 		case cp.winSize < 0 || cp.winSize > maxIndexWindow || (cp.winSize > 0 && (cp.winOff < tableEnd || cp.winOff > size-int64(cp.winSize))):
-			return nil, bad("checkpoint %d: window outside the file", i)
+			return nil, false, bad("checkpoint %d: window outside the file", i)
 		}
 		cps = append(cps, cp)
 	}
-	return cps, nil
+	if partial {
+		// The frontier: no window of its own; the span before it makes
+		// one, so it must be at least a window long.
+		last := &cps[n-1]
+		if n < 2 || last.winSize != 0 || last.winLen != windowSize || last.out-cps[n-2].out < windowSize {
+			return nil, false, bad("partial index: its frontier cannot be resumed from")
+		}
+		last.sum = 0
+	}
+	return cps, partial, nil
 }
 
 // dropLoaded discards a loaded index that proved wrong, giving back its
@@ -252,12 +346,17 @@ func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]checkp
 func (r *ReaderAt) dropLoaded(why error) {
 	r.extMu.Lock()
 	defer r.unlockExt()
+	r.dropLoadedLocked(why)
+}
+
+// dropLoadedLocked is dropLoaded with r.extMu held.
+func (r *ReaderAt) dropLoadedLocked(why error) {
 	r.mu.Lock()
 	if !r.loaded {
 		r.mu.Unlock()
 		return
 	}
-	r.loaded, r.indexSrc = false, nil
+	r.loaded, r.indexSrc, r.frontierLoaded, r.loadedCPs = false, nil, false, 0
 	if r.windows != nil && !r.released {
 		r.windows.used.Add(-r.winBytes)
 	}

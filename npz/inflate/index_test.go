@@ -246,3 +246,77 @@ func TestThinnedIndexRoundTrip(t *testing.T) {
 		t.Fatal("a thinned index was discarded")
 	}
 }
+
+// TestPartialIndex: an index saved part way loads, serves what it covers,
+// and grows from its frontier to the very index a full pass makes; a
+// frontier or a span CRC that lies is found out, and every byte is right.
+func TestPartialIndex(t *testing.T) {
+	data := mixed(4<<20, 12)
+	comp := deflate(t, data, 6)
+	crc := crc32.ChecksumIEEE(data)
+	const span = 128 << 10
+	_, full := indexed(t, data, comp, &Options{SpanSize: span})
+
+	a := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc, &Options{SpanSize: span})
+	if _, err := a.ReadAt(make([]byte, 4096), int64(len(data))*2/5); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.MarshalPartialIndex(100); ok {
+		t.Fatal("a partial index of fewer spans than asked")
+	}
+	part, ok := a.MarshalPartialIndex(4)
+	if !ok {
+		t.Fatal("no partial index")
+	}
+	if _, ok := a.MarshalIndex(); ok {
+		t.Fatal("a partial index marshalled as complete")
+	}
+
+	load := func(b []byte) (*ReaderAt, *atomic.Int64) {
+		var bad atomic.Int64
+		r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc,
+			&Options{SpanSize: span, BadIndex: func(error) { bad.Add(1) }})
+		if err := r.LoadIndex(bytes.NewReader(b), int64(len(b))); err != nil {
+			t.Fatal(err)
+		}
+		return r, &bad
+	}
+	r, bad := load(part)
+	checkReads(t, r, data, 5)
+	got := make([]byte, len(data))
+	if _, err := r.ReadAt(got, 0); (err != nil && err != io.EOF) || !bytes.Equal(got, data) {
+		t.Fatalf("whole read: %v", err)
+	}
+	again, ok := r.MarshalIndex()
+	if !ok || !bytes.Equal(again, full) || bad.Load() != 0 {
+		t.Fatalf("grown from a partial index: complete %v, same as a full pass's %v, discarded %d", ok, bytes.Equal(again, full), bad.Load())
+	}
+
+	n := int(binary.LittleEndian.Uint32(part[36:]))
+	for _, tc := range []struct {
+		name string
+		f    func(b []byte)
+	}{
+		{"frontier bit position", func(b []byte) {
+			p := cpAt(t, b, n-1) + 8
+			binary.LittleEndian.PutUint64(b[p:], binary.LittleEndian.Uint64(b[p:])+1)
+		}},
+		{"first span's CRC", func(b []byte) { b[cpAt(t, b, 0)+40] ^= 1 }},
+	} {
+		b := bytes.Clone(part)
+		tc.f(b)
+		r, bad := load(resum(b))
+		// Deep first: past the frontier, then everything.
+		p := make([]byte, 4096)
+		off := int64(len(data)) - 5000
+		if k, err := r.ReadAt(p, off); k != len(p) || !bytes.Equal(p, data[off:off+4096]) {
+			t.Fatalf("%s: deep read: %d, %v", tc.name, k, err)
+		}
+		if _, err := r.ReadAt(got, 0); (err != nil && err != io.EOF) || !bytes.Equal(got, data) {
+			t.Fatalf("%s: whole read: %v", tc.name, err)
+		}
+		if bad.Load() != 1 {
+			t.Errorf("%s: BadIndex told %d times, want once", tc.name, bad.Load())
+		}
+	}
+}

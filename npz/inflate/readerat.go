@@ -93,13 +93,18 @@ type ReaderAt struct {
 	errAt      int64
 	pendingWin []byte // unpacked window of the last checkpoint
 	winBytes   int64
-	released   bool                        // Release was called: windows no longer counts this index
-	loaded     bool                        // the index came from LoadIndex (and has not been discarded)
-	complete   func()                      // Options.Complete
-	badIndex   func(error)                 // Options.BadIndex
-	load       func() (io.ReaderAt, int64) // Options.Load, until it is called (under extMu)
-	indexSrc   io.ReaderAt                 // what a loaded index's windows are read from
-	waiting    []*outRange                 // what the reads in extendTo want
+	released   bool // Release was called: windows no longer counts this index
+	loaded     bool // the index came from LoadIndex (and has not been discarded)
+	// frontierLoaded: the last checkpoint came from a partial index and
+	// has no window yet (prepareFrontier makes it); loadedCPs is how many
+	// checkpoints were loaded.
+	frontierLoaded bool
+	loadedCPs      int
+	complete       func()                      // Options.Complete
+	badIndex       func(error)                 // Options.BadIndex
+	load           func() (io.ReaderAt, int64) // Options.Load, until it is called (under extMu)
+	indexSrc       io.ReaderAt                 // what a loaded index's windows are read from
+	waiting        []*outRange                 // what the reads in extendTo want
 
 	extMu   sync.Mutex // held while extending the index
 	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
@@ -286,7 +291,7 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 		r.flight[cp.out] = c
 		r.flightMu.Unlock()
 
-		c.span, c.err = r.inflateSpan(ctx, &cp, end, target)
+		c.span, c.err = r.inflateSpan(ctx, &cp, end, target, nil)
 		if c.err != nil && cp.loaded && !isCancel(c.err) && ctx.Err() == nil {
 			// Whatever went wrong, the loaded index said otherwise.
 			if !errors.Is(c.err, ErrBadIndex) {
@@ -345,7 +350,11 @@ func (r *ReaderAt) resume(ctx context.Context, d *decoder, cp *checkpoint, buf [
 // inflateSpan inflates the indexed span [cp.out, end) as far as the
 // first symbol boundary at or after target (end itself is one), into a
 // span held for the caller.
-func (r *ReaderAt) inflateSpan(ctx context.Context, cp *checkpoint, end, target int64) (*span, error) {
+//
+// With check set, the decoder must end in check's state (its bit and
+// block positions, block state), as when check was recorded: see
+// prepareFrontier.
+func (r *ReaderAt) inflateSpan(ctx context.Context, cp *checkpoint, end, target int64, check *checkpoint) (*span, error) {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	w := int(cp.winLen)
@@ -374,6 +383,10 @@ func (r *ReaderAt) inflateSpan(ctx context.Context, cp *checkpoint, end, target 
 	if cp.loaded && crc32.ChecksumIEEE(buf[w:w+got]) != cp.sum {
 		r.cache.recycle(buf)
 		return nil, fmt.Errorf("%w: the span at %d does not inflate to its CRC-32", ErrBadIndex, cp.out)
+	}
+	if check != nil && (uint8(d.state) != check.state || d.bitPos() != check.bit || d.blockBit != check.block || int32(d.stored) != check.stored || d.final != check.final) {
+		r.cache.recycle(buf)
+		return nil, fmt.Errorf("%w: the span at %d does not end where the next checkpoint says", ErrBadIndex, cp.out)
 	}
 	d.out = nil
 	return newSpan(buf, buf[w:w+got:w+got]), nil
@@ -664,6 +677,9 @@ func isStreamError(err error) bool {
 // of them extends the index past those spans, but indexing deep into a
 // member does not flush the shared cache. r.extMu is held.
 func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
+	if err := r.prepareFrontier(ctx); err != nil {
+		return err
+	}
 	r.mu.RLock()
 	k := len(r.cps) - 1
 	cp := r.cps[k]
@@ -718,6 +734,13 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 			return &OffsetError{Offset: endOut, Err: ErrTooShort}
 		}
 		if r.crcAcc != r.crc {
+			if r.isLoaded() {
+				// The CRCs of the loaded spans, which the running CRC
+				// began from, were not all checked: the loaded index
+				// is at fault, not the stream, until shown otherwise.
+				r.dropLoadedLocked(fmt.Errorf("%w: the stream's CRC-32 does not match the loaded spans'", ErrBadIndex))
+				return nil
+			}
 			return &OffsetError{Offset: r.size, Err: ErrChecksum}
 		}
 	} else {

@@ -57,7 +57,7 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 				case stStored:
 					midStored++
 				}
-				got, err := ra.inflateSpan(context.Background(), &cp, end, end)
+				got, err := ra.inflateSpan(context.Background(), &cp, end, end, nil)
 				if err != nil {
 					t.Fatalf("span %d: %v", k, err)
 				}
@@ -67,7 +67,7 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 				ra.cache.release(got)
 				// A prefix, as a small read inflates it.
 				if mid := cp.out + (end-cp.out)/3 + 1; mid < end {
-					pre, err := ra.inflateSpan(context.Background(), &cp, end, mid)
+					pre, err := ra.inflateSpan(context.Background(), &cp, end, mid, nil)
 					if err != nil {
 						t.Fatalf("span %d prefix: %v", k, err)
 					}
