@@ -73,6 +73,15 @@ func FuzzLoadIndex(f *testing.F) {
 	}
 	f.Add(idx)
 	f.Add(idx[:indexHeader+indexRecord])
+	half := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc, &Options{SpanSize: span})
+	if _, err := half.ReadAt(make([]byte, 10), int64(len(data))/2); err != nil {
+		f.Fatal(err)
+	}
+	part, ok := half.MarshalPartialIndex(2)
+	if !ok {
+		f.Fatal("no partial index")
+	}
+	f.Add(part)
 	f.Add([]byte(indexMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Mutated checkpoints must pass the header's checksum to be
