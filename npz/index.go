@@ -224,8 +224,11 @@ func (x *memberIndex) savePartial() {
 		return
 	}
 	b, ok := x.inf.MarshalPartialIndex(minPartialSpans)
+	if !ok {
+		return
+	}
 	name := x.key()
-	if !ok || name == "" {
+	if name == "" {
 		return
 	}
 	x.mu.Lock()
