@@ -94,12 +94,38 @@ type memberIndex struct {
 	mu          sync.Mutex
 	file        *os.File // the saved index loaded, read for its windows
 	fromSidecar bool     // the index loaded came from the sidecar
-	fromStore   bool     // an index was loaded from the store
+	fromStore   bool     // an index was loaded from the store, or saved to it
+	savedAt     int64    // how far the last partial index saved reached
+}
+
+// grew is the inflater's Options.Grew: past partialEvery since the last
+// save, the index so far is saved, in the background.
+func (x *memberIndex) grew(indexed int64) {
+	if x.s == nil {
+		return
+	}
+	x.mu.Lock()
+	due := indexed-x.savedAt >= partialEvery
+	if due {
+		x.savedAt = indexed
+	}
+	x.mu.Unlock()
+	if due && x.s.startSave() {
+		go func() {
+			defer x.s.saves.Done()
+			x.savePartial()
+		}()
+	}
 }
 
 // minPartialSpans is the least a partial index covers to be saved: less
 // is quickly indexed again.
 const minPartialSpans = 4
+
+// partialEvery is how far a member's index grows between two saves of it
+// as a partial index while the archive is open (so that a daemon killed
+// keeps most of what it indexed): about a second of inflation.
+var partialEvery int64 = 256 << 20
 
 // key computes (once) the member's name in the store.
 func (x *memberIndex) key() string {
@@ -244,7 +270,11 @@ func (x *memberIndex) savePartial() {
 		defer x.s.saves.Done()
 		if err := x.s.dir.Put(name, b); err != nil {
 			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
+			return
 		}
+		x.mu.Lock()
+		x.fromStore = true // ours to replace with a larger one
+		x.mu.Unlock()
 	}()
 }
 

@@ -3,6 +3,7 @@ package npz
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -293,5 +294,33 @@ func TestPartialIndexSavedAtClose(t *testing.T) {
 	s.Close()
 	if b, _ := os.ReadFile(files[0]); len(b) < 16 || b[12] != 0 {
 		t.Error("the complete index did not replace the partial one")
+	}
+}
+
+// TestPartialIndexSavedWhileOpen: while the archive is open, a growing
+// index is saved every partialEvery bytes, so that a daemon that dies
+// keeps what it indexed.
+func TestPartialIndexSavedWhileOpen(t *testing.T) {
+	defer func(v int64) { partialEvery = v }(partialEvery)
+	partialEvery = 1 << 20
+	b, _ := indexedArchive(t)
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	defer s.Close()
+	defer a.Close()
+	readMember(t, a, "a.npy", 4<<20, 4096)
+	s.saves.Wait() // no read is under way: nothing starts a save meanwhile
+	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if len(files) != 1 {
+		t.Fatalf("%d index files while the archive is open", len(files))
+	}
+	idx, _ := os.ReadFile(files[0])
+	if len(idx) < 48 || idx[12] != 1 {
+		t.Fatal("not a partial index")
+	}
+	// It reaches at least 3 MiB: saved at the last MiB boundary passed.
+	n := int(binary.LittleEndian.Uint32(idx[36:]))
+	if last := int64(binary.LittleEndian.Uint64(idx[48+(n-1)*56:])); last < 3<<20 {
+		t.Errorf("the partial index saved reaches %d bytes", last)
 	}
 }

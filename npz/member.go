@@ -222,7 +222,7 @@ func (m *Member) locate() *location {
 		var x *memberIndex
 		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil {
 			x = &memberIndex{s: m.a.opts.Indexes, sc: m.a.opts.Sidecar, m: m, off: l.dataOff}
-			opts.Load, opts.Complete, opts.BadIndex = x.load, x.save, x.bad
+			opts.Load, opts.Complete, opts.BadIndex, opts.Grew = x.load, x.save, x.bad, x.grew
 		}
 		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32, opts)
 		if x != nil {

@@ -40,6 +40,10 @@ type Options struct {
 	// it returns nil when there is none. An index that LoadIndex refuses
 	// is told to BadIndex.
 	Load func() (io.ReaderAt, int64)
+	// Grew, when set, is told how far the index reaches each time it
+	// grows by a span (from the goroutine growing it, which holds the
+	// index's lock: it must not read the reader).
+	Grew func(indexed int64)
 }
 
 // checkpoint is a place decoding can resume from: the output offset, the
@@ -100,6 +104,7 @@ type ReaderAt struct {
 	// checkpoints were loaded.
 	frontierLoaded bool
 	loadedCPs      int
+	grew           func(int64)                 // Options.Grew
 	complete       func()                      // Options.Complete
 	badIndex       func(error)                 // Options.BadIndex
 	load           func() (io.ReaderAt, int64) // Options.Load, until it is called (under extMu)
@@ -169,7 +174,7 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 		}
 		r.cache = opts.Cache
 		r.windows = opts.Windows
-		r.complete, r.badIndex, r.load = opts.Complete, opts.BadIndex, opts.Load
+		r.complete, r.badIndex, r.load, r.grew = opts.Complete, opts.BadIndex, opts.Load, opts.Grew
 	}
 	if r.cache == nil {
 		r.cache = NewCache(2 * (r.span + windowSize + outSlack))
@@ -789,6 +794,8 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	r.mu.Unlock()
 	if d.state == stDone && r.complete != nil {
 		r.complete()
+	} else if d.state != stDone && r.grew != nil {
+		r.grew(endOut)
 	}
 	if keep {
 		s := newSpan(buf, data)
