@@ -324,3 +324,47 @@ func TestPartialIndexSavedWhileOpen(t *testing.T) {
 		t.Errorf("the partial index saved reaches %d bytes", last)
 	}
 }
+
+// TestTwoArchivesShareAnIndexFolder: two archives of the same bytes, each
+// with its own store on one folder (two mounts), index the same members at
+// once; what the folder holds after is whole and serves a third.
+func TestTwoArchivesShareAnIndexFolder(t *testing.T) {
+	defer func(v int64) { partialEvery = v }(partialEvery)
+	partialEvery = 1 << 20 // partial saves racing with complete ones too
+	b, members := indexedArchive(t)
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	var closers []func()
+	for range 2 {
+		a, s, _, _ := mountWithIndexes(t, bytes.Clone(b), dir)
+		closers = append(closers, func() { a.Close(); s.Close() })
+		for _, name := range []string{"a.npy", "b.npy"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				data := members[name]
+				p := make([]byte, len(data))
+				if n, err := a.Member(name).File().ReadAt(p, 0); n != len(p) || !bytes.Equal(p, data) {
+					t.Errorf("%s: %d bytes, %v", name, n, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, c := range closers {
+		c() // the stores' Close waits for their saves
+	}
+	a, s, cr, log := mountWithIndexes(t, b, dir)
+	defer s.Close()
+	defer a.Close()
+	for _, name := range []string{"a.npy", "b.npy"} {
+		data := members[name]
+		off := int64(len(data)) - 5000
+		if got := readMember(t, a, name, off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+			t.Fatalf("%s: wrong bytes", name)
+		}
+	}
+	if read := cr.bytes.Load(); read > 4<<20 || log.String() != "" {
+		t.Errorf("deep reads of both members read %d bytes of the archive; log %q", read, log.String())
+	}
+}
