@@ -61,6 +61,9 @@ type Options struct {
 	// CacheTime is how long the kernel may cache folders and archive
 	// entries; 0 means DefaultCacheTime.
 	CacheTime time.Duration
+	// Sidecars: an archive with an index sidecar beside it
+	// (npz.SidecarPath) is opened with it.
+	Sidecars bool
 }
 
 // Tree is a folder of archives served as one tree. It is safe for
@@ -276,10 +279,19 @@ type slot struct {
 	mu   sync.Mutex
 	a    *npz.Archive
 	f    *source.File
-	err  error  // why it cannot be opened (this file, for good)
-	base uint64 // inode number of the archive's node 2; 0 before the first open
-	gen  uint64 // counts opens, so nodes know to find themselves again
+	sc   *npz.IndexSidecar // the archive's, while it is open
+	err  error             // why it cannot be opened (this file, for good)
+	base uint64            // inode number of the archive's node 2; 0 before the first open
+	gen  uint64            // counts opens, so nodes know to find themselves again
 	elem *list.Element
+}
+
+// closeSidecar closes the archive's index sidecar, if it had one.
+func (s *slot) closeSidecar() {
+	if s.sc != nil {
+		s.sc.Close()
+		s.sc = nil
+	}
 }
 
 var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)
@@ -352,10 +364,21 @@ func (s *slot) openFile() (*npz.Archive, *source.File, error) {
 	if s.bare {
 		a, err = npz.NewNPY(f, f.Size(), s.name, &s.t.opts.Archive)
 	} else {
-		a, err = npz.NewReader(f, f.Size(), &s.t.opts.Archive)
+		opts := s.t.opts.Archive
+		if s.t.opts.Sidecars {
+			sc, err := npz.OpenIndexSidecar(npz.SidecarPath(abs))
+			switch {
+			case err == nil:
+				opts.Sidecar, s.sc = sc, sc
+			case !errors.Is(err, os.ErrNotExist):
+				s.t.logf("%v; not used", err)
+			}
+		}
+		a, err = npz.NewReader(f, f.Size(), &opts)
 	}
 	if err != nil {
 		f.Close()
+		s.closeSidecar()
 		return nil, nil, err
 	}
 	return a, f, nil
@@ -371,6 +394,7 @@ func (s *slot) close(force bool) {
 	}
 	s.a.Close()
 	s.f.Close()
+	s.closeSidecar()
 	s.a, s.f = nil, nil
 	t := s.t
 	t.mu.Lock()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npy"
+	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
 
@@ -325,4 +326,67 @@ func TestFolderConcurrentReaders(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestFolderUsesSidecars: with Sidecars, an archive of the folder is
+// opened with the index sidecar beside it (here a damaged one, which the
+// log then names); without, the sidecar is not looked at.
+func TestFolderUsesSidecars(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "d.npz")
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "x.npy", Method: zip.Deflate})
+	data := npyBytes(t, 7, 1<<20)
+	w.Write(data)
+	zw.Close()
+	os.WriteFile(path, buf.Bytes(), 0o644)
+
+	store, err := npz.OpenIndexStore(t.TempDir(), 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := npz.Open(path, &npz.Options{Indexes: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.Member("x.npy")
+	if err := m.BuildIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	side := npz.SidecarPath(path)
+	if err := npz.WriteIndexSidecar(side, []*npz.Member{m}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	store.Close()
+	sb, _ := os.ReadFile(side)
+	i := bytes.Index(sb, []byte("NPZFSIDX"))
+	sb[i+48+9] ^= 0x20 // damage its table
+	os.WriteFile(side, sb, 0o644)
+
+	for _, use := range []bool{true, false} {
+		var mu sync.Mutex
+		var log []string
+		tr, err := Open(dir, &Options{Sidecars: use, Archive: npz.Options{Logf: func(f string, args ...any) {
+			mu.Lock()
+			log = append(log, fmt.Sprintf(f, args...))
+			mu.Unlock()
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := lookup(tr.Root(), "d.npz/x.npy")
+		if e == nil {
+			t.Fatal("d.npz/x.npy not found")
+		}
+		if got := read(t, e); !bytes.Equal(got, data) {
+			t.Fatal("wrong bytes")
+		}
+		tr.Close()
+		said := strings.Contains(strings.Join(log, "\n"), "d.npzidx not used")
+		if said != use {
+			t.Errorf("Sidecars %v: the damaged sidecar said %v: %q", use, said, log)
+		}
+	}
 }

@@ -506,7 +506,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	case fi.IsDir() && within(mnt, archive):
 		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", archive, mnt)
 	case fi.IsDir():
-		sv, err = serveFolder(archive, opts, ma.maxOpen)
+		sv, err = serveFolder(archive, opts, ma.maxOpen, !ma.index.none)
 	default:
 		sv, err = serveArchive(archive, opts, nil)
 	}
@@ -640,8 +640,8 @@ func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, erro
 // figures come from one walk of the folder, which opens no archive: the
 // bytes of its archives, and its folders and archives plus four nodes a
 // .npy file.
-func serveFolder(dir string, opts npz.Options, maxOpen int) (*served, error) {
-	t, err := folder.Open(dir, &folder.Options{Archive: opts, MaxOpen: maxOpen})
+func serveFolder(dir string, opts npz.Options, maxOpen int, sidecars bool) (*served, error) {
+	t, err := folder.Open(dir, &folder.Options{Archive: opts, MaxOpen: maxOpen, Sidecars: sidecars})
 	if err != nil {
 		return nil, fmt.Errorf("cannot open folder: %v", err)
 	}

@@ -320,3 +320,25 @@ func TestPartialIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadWhenReadAheadExtendsFirst: a saved index is loaded whoever
+// first grows the index, a read or readAhead (a single large read starts
+// readAhead, which extended without asking Options.Load).
+func TestLoadWhenReadAheadExtendsFirst(t *testing.T) {
+	data := mixed(4<<20, 13)
+	comp := deflate(t, data, 6)
+	_, idx := indexed(t, data, comp, &Options{SpanSize: 128 << 10})
+	var asked atomic.Int64
+	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{SpanSize: 128 << 10, Load: func() (io.ReaderAt, int64) {
+			asked.Add(1)
+			return bytes.NewReader(idx), int64(len(idx))
+		}})
+	got := make([]byte, len(data))
+	if _, err := r.ReadAt(got, 0); (err != nil && err != io.EOF) || !bytes.Equal(got, data) {
+		t.Fatalf("whole read: %v", err)
+	}
+	if asked.Load() != 1 || !r.isLoaded() {
+		t.Fatalf("Load asked %d times, index loaded %v", asked.Load(), r.isLoaded())
+	}
+}

@@ -450,19 +450,10 @@ func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
 	}
 }
 
-// extendLocked, with r.extMu held, loads a saved index if there is one
-// (the first time), or else extends the index by a span. Once the index
-// covers off, no span buffer is kept for the next extension.
+// extendLocked, with r.extMu held, extends the index by a span (see
+// extendOne). Once the index covers off, no span buffer is kept for the
+// next extension.
 func (r *ReaderAt) extendLocked(ctx context.Context, off int64) error {
-	if load := r.load; load != nil {
-		r.load = nil
-		if src, size := load(); src != nil {
-			if err := r.loadIndexLocked(src, size); err != nil && r.badIndex != nil {
-				r.badIndex(err)
-			}
-		}
-		return nil
-	}
 	err := r.extendOne(ctx, false)
 	if err != nil {
 		r.recordErr(err)
@@ -681,7 +672,20 @@ func isStreamError(err error) bool {
 // in flight, as kernel readahead makes) find their spans cached whichever
 // of them extends the index past those spans, but indexing deep into a
 // member does not flush the shared cache. r.extMu is held.
+//
+// The first time, it asks Options.Load for a saved index instead, and
+// loads it if there is one (whichever extends first: a read, or
+// readAhead).
 func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
+	if load := r.load; load != nil {
+		r.load = nil
+		if src, size := load(); src != nil {
+			if err := r.loadIndexLocked(src, size); err != nil && r.badIndex != nil {
+				r.badIndex(err)
+			}
+			return nil
+		}
+	}
 	if err := r.prepareFrontier(ctx); err != nil {
 		return err
 	}
