@@ -49,14 +49,27 @@ func Open(dir string, maxBytes int64) (*Dir, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("cache folder %s: a bound of %d bytes", dir, maxBytes)
 	}
-	d := &Dir{dir: dir, max: maxBytes}
+	d := &Dir{dir: dir, max: maxBytes, files: map[string]entry{}}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := d.scan(); err != nil {
+	f, err := os.Open(dir)
+	if err != nil {
 		return nil, err
 	}
-	d.trim()
+	f.Close()
+	// The books are made in the background: a folder of many thousand
+	// files takes a while to list, and a mount should not wait for it.
+	d.trimming = true
+	d.trimmed.Add(1)
+	go func() {
+		defer d.trimmed.Done()
+		d.scan()
+		d.trim()
+		d.mu.Lock()
+		d.trimming = false
+		d.mu.Unlock()
+	}()
 	return d, nil
 }
 
@@ -79,7 +92,8 @@ func (d *Dir) Close() error {
 	return nil
 }
 
-// Used is the bytes of files the folder holds, as last seen.
+// Used is the bytes of files the folder holds, as last seen (after Open,
+// once the folder has been listed in the background).
 func (d *Dir) Used() int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -16,6 +16,7 @@ func TestPutGetRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	d.trimmed.Wait() // the folder listed: the books are Put's alone now
 	if err := d.Put("g/a", []byte("alpha")); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +42,7 @@ func TestPutGetRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d2.Close()
+	d2.trimmed.Wait() // the folder listed
 	if b, err := d2.Get("b"); err != nil || string(b) != "beta" || d2.Used() != 4 {
 		t.Fatalf("second Dir: %q, %v, used %d", b, err, d2.Used())
 	}
@@ -67,6 +69,7 @@ func TestLeastRecentlyUsedGoFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.trimmed.Wait()
 	if _, err := d.Get("g0/f0"); err != nil { // the oldest, used now
 		t.Fatal(err)
 	}
@@ -106,6 +109,7 @@ func TestStaleTemporaryFilesGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	d.trimmed.Wait() // the folder listed
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("stale temporary file kept: %v", err)
 	}
