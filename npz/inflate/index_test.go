@@ -288,6 +288,17 @@ func TestPartialIndex(t *testing.T) {
 		t.Fatalf("whole read: %v", err)
 	}
 	again, ok := r.MarshalIndex()
+	if ok && !bytes.Equal(again, full) {
+		i := 44
+		for i < min(len(again), len(full)) && again[i] == full[i] {
+			i++
+		}
+		if i < len(full) && i >= indexHeader {
+			rec := (i - indexHeader) / indexRecord
+			t.Logf("record %d, field byte %d: %x vs %x", rec, (i-indexHeader)%indexRecord, again[indexHeader+rec*indexRecord:indexHeader+(rec+1)*indexRecord], full[indexHeader+rec*indexRecord:indexHeader+(rec+1)*indexRecord])
+		}
+		t.Logf("lengths %d and %d, first difference at byte %d (table ends at %d)", len(again), len(full), i, indexHeader+indexRecord*int(binary.LittleEndian.Uint32(full[36:])))
+	}
 	if !ok || !bytes.Equal(again, full) || bad.Load() != 0 {
 		t.Fatalf("grown from a partial index: complete %v, same as a full pass's %v, discarded %d", ok, bytes.Equal(again, full), bad.Load())
 	}

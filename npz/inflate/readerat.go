@@ -331,6 +331,10 @@ func (r *ReaderAt) resume(ctx context.Context, d *decoder, cp *checkpoint, buf [
 	d.minPos = 0
 	d.trackEnd = 0
 	d.bits, d.nb = 0, 0
+	// What the checkpoint says of the current block, so that a decoder
+	// from the pool carries nothing over into the next checkpoint (a
+	// span that ends in the stored block it began in records its header).
+	d.blockBit, d.stored, d.final = cp.block, int(cp.stored), cp.final
 	switch cp.state {
 	case stHeader:
 		d.state = stHeader
@@ -389,12 +393,22 @@ func (r *ReaderAt) inflateSpan(ctx context.Context, cp *checkpoint, end, target 
 		r.cache.recycle(buf)
 		return nil, fmt.Errorf("%w: the span at %d does not inflate to its CRC-32", ErrBadIndex, cp.out)
 	}
-	if check != nil && (uint8(d.state) != check.state || d.bitPos() != check.bit || d.blockBit != check.block || int32(d.stored) != check.stored || d.final != check.final) {
+	if check != nil && (uint8(d.state) != check.state || d.bitPos() != check.bit || d.blockBit != check.block || int32(storedLeft(d)) != check.stored || d.final != check.final) {
 		r.cache.recycle(buf)
 		return nil, fmt.Errorf("%w: the span at %d does not end where the next checkpoint says", ErrBadIndex, cp.out)
 	}
 	d.out = nil
 	return newSpan(buf, buf[w:w+got:w+got]), nil
+}
+
+// storedLeft is what a checkpoint records of d's stored block: the bytes
+// left in it, or 0 outside one (where d.stored is what an earlier block
+// left, which depends on the decoder's history, not the stream's).
+func storedLeft(d *decoder) int {
+	if d.state == stStored {
+		return d.stored
+	}
+	return 0
 }
 
 func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
@@ -763,7 +777,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 			out:    endOut,
 			bit:    d.bitPos(),
 			block:  d.blockBit,
-			stored: int32(d.stored),
+			stored: int32(storedLeft(d)),
 			state:  uint8(d.state),
 			final:  d.final,
 			winLen: int32(wl),
