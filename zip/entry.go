@@ -109,6 +109,10 @@ func (z *Reader) Entries(each func(*Entry)) error {
 // is declared to hold: an estimate of the entries still to come.
 func (z *Reader) Progress() (done, total int64) { return z.pos, z.dir.size }
 
+// Directory is where the central directory is and how long, prepended
+// bytes included (see Prefix).
+func (z *Reader) Directory() (offset, size int64) { return z.dir.offset, z.dir.size }
+
 // Comment is the archive comment.
 func (z *Reader) Comment() string { return z.dir.comment }
 

@@ -184,3 +184,26 @@ func TestDecodeName(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectory: Directory is where the end record says the central
+// directory is, shifted by any prepended bytes, and its length.
+func TestDirectory(t *testing.T) {
+	names := []string{"a.npy", "b.npy.z", "c/d.npy"}
+	b := build(t, names, func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1000) }, "")
+	end := b[len(b)-22:]
+	size := int64(binary.LittleEndian.Uint32(end[12:]))
+	off := int64(binary.LittleEndian.Uint32(end[16:]))
+	if binary.LittleEndian.Uint32(b[off:]) != 0x02014b50 || off+size != int64(len(b))-22 {
+		t.Fatalf("the test archive's end record does not point at its directory (%d, %d)", off, size)
+	}
+	for _, prefix := range []int{0, 100} {
+		a := append(bytes.Repeat([]byte("#"), prefix), b...)
+		z, err := NewReader(bytes.NewReader(a), int64(len(a)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotOff, gotSize := z.Directory(); gotOff != off+int64(prefix) || gotSize != size {
+			t.Errorf("prefix %d: Directory() = %d, %d; want %d, %d", prefix, gotOff, gotSize, off+int64(prefix), size)
+		}
+	}
+}

@@ -469,6 +469,10 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 
 	// Before fs.Mount: go-fuse reads GOMAXPROCS when it starts serving.
 	settings := tuneRuntime()
+	// The collector waits until the mount is live: the open and the
+	// mount allocate into a heap readied for them (readyHeapFor).
+	resume := pauseGC()
+	defer resume()
 	opts := npz.Options{
 		CacheBytes:   int64(ma.cacheMB) << 20,
 		IndexBytes:   int64(ma.indexMB) << 20,
@@ -558,10 +562,12 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	}()
 	unlock()
 	st := mountStatus{archive: archive, mountpoint: mnt, settings: settings, hidden: hidden}
-	if sv.a != nil {
-		st.members, st.unreadable = len(sv.a.Members()), unreadableMembers(sv.a)
+	if sv.members != nil {
+		st.members, st.unreadable = len(sv.members), unreadableMembers(sv.members)
+		sv.members = nil
 	}
 	ready(st)
+	resume()
 	if ma.buildIndex && sv.a == nil {
 		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
 	}
@@ -595,9 +601,10 @@ func within(path, dir string) bool {
 // served is what a mount serves: an archive's tree, or a folder's.
 type served struct {
 	root    npzfs.Entry
-	a       *npz.Archive // an archive's
-	size    int64        // bytes of archives, for statfs
-	files   uint64       // nodes, for statfs (df -i)
+	a       *npz.Archive  // an archive's
+	members []*npz.Member // its members, until the mount is live
+	size    int64         // bytes of archives, for statfs
+	files   uint64        // nodes, for statfs (df -i)
 	close   func() error
 	mounted func(*npzfs.Server) // called once the mount is live, if set
 }
@@ -618,7 +625,8 @@ func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64
 		return nil, err
 	}
 	o := &opened{Archive: a, src: src}
-	return &served{root: npzfs.FromNPZ(a.Root()), a: a, size: a.Size(), files: fileCount(a), close: o.Close}, nil
+	ms := a.Members()
+	return &served{root: npzfs.FromNPZ(a.Root()), a: a, members: ms, size: a.Size(), files: fileCount(ms), close: o.Close}, nil
 }
 
 func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, error) {
@@ -633,7 +641,8 @@ func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, erro
 		}
 		return nil, fmt.Errorf("cannot open archive: %v", err)
 	}
-	return &served{root: npzfs.FromNPZ(a.Root()), a: a.Archive, size: a.Size(), files: fileCount(a.Archive), close: a.Close}, nil
+	ms := a.Members()
+	return &served{root: npzfs.FromNPZ(a.Root()), a: a.Archive, members: ms, size: a.Size(), files: fileCount(ms), close: a.Close}, nil
 }
 
 // serveFolder serves the archives under dir (package folder). statfs's
@@ -785,10 +794,10 @@ func checkFuse() error {
 // fileCount estimates the served nodes for statfs (df -i) without reading
 // any header: the root, each served member, and for each .npy member its
 // folder, the views in it and those beside it.
-func fileCount(a *npz.Archive) uint64 {
+func fileCount(members []*npz.Member) uint64 {
 	n := uint64(1)
 	perArray := uint64(1 + len(npz.ViewNames()) + len(npz.BesideSuffixes()))
-	for _, m := range a.Members() {
+	for _, m := range members {
 		if !m.Served() {
 			continue
 		}

@@ -63,11 +63,11 @@ func parseReady(line string) (st mountStatus, ok bool) {
 	return st, err1 == nil && err2 == nil && err3 == nil
 }
 
-// unreadableMembers counts the members a mount of a does not serve or
+// unreadableMembers counts the members a mount does not serve or
 // cannot read a byte of (folders aside).
-func unreadableMembers(a *npz.Archive) int {
+func unreadableMembers(members []*npz.Member) int {
 	n := 0
-	for _, m := range a.Members() {
+	for _, m := range members {
 		if !m.Served() || m.ReadError() != nil {
 			n++
 		}

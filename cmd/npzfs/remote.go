@@ -18,6 +18,7 @@ import (
 	"github.com/npzfs/npzfs/remote"
 	"github.com/npzfs/npzfs/remote/httpsrc"
 	"github.com/npzfs/npzfs/remote/s3src"
+	"github.com/npzfs/npzfs/source"
 )
 
 // remoteFlags are the flags of remote archives, taken by mount, ls and
@@ -170,7 +171,10 @@ func openArchive(name string, opts *npz.Options, rf *remoteFlags) (*opened, erro
 		if kind, _ := sniff(name); kind == kindNPY {
 			a, err = npz.OpenNPY(name, opts)
 		} else {
+			resume := pauseGC()
+			readyHeapFor(directoryOf(name).Len)
 			a, err = npz.Open(name, opts)
+			resume()
 		}
 		if err != nil {
 			return nil, err
@@ -202,6 +206,11 @@ func newRemoteArchive(src *remote.Source, opts *npz.Options) (*npz.Archive, erro
 	if base := path.Base(src.String()); strings.HasSuffix(base, ".npy") {
 		return npz.NewNPY(src, src.Size(), base, opts)
 	}
+	// The central directory is fetched while the heap is readied.
+	defer pauseGC()()
+	dir := directory(src, src.Size())
+	src.Prefetch(context.Background(), []source.Range{dir})
+	readyHeapFor(dir.Len)
 	return npz.NewReader(src, src.Size(), opts)
 }
 
