@@ -25,14 +25,16 @@ import (
 // call, costs about 4 ms for 64 MiB there.
 //
 // So before opening a large archive the heap is grown once by what the
-// open (and then the mount's first buffers) will allocate, in huge pages
-// faulted in at once, and handed back for them to reuse; the collector is
-// paused meanwhile (it would only scan a table still being built, and
-// could return the pages to the system before they are used).
+// open will allocate, in huge pages faulted in at once, and handed back
+// for it to reuse; the collector is paused meanwhile (it would only scan
+// a table still being built, and could return the pages to the system
+// before they are used). A mount readies some more for its first
+// requests: the first read of a deflated member with a saved index
+// allocates about 1 MiB (its index, a window, a span), 5 ms of faults.
 const (
-	heapPerDirectoryByte = 10      // what an open allocates for each byte of central directory
-	heapMargin           = 8 << 20 // and the mount's first buffers
-	minHeapReady         = 8 << 20 // below this, faults cost under 40 ms even there
+	heapPerDirectoryByte = 10       // what an open allocates for each byte of central directory
+	mountHeap            = 16 << 20 // what a mount's first requests allocate (buffers, spans, indexes)
+	minHeapReady         = 8 << 20  // below this, an open's faults cost under 40 ms even there
 	maxHeapReady         = 1 << 30
 	hugePage             = 2 << 20
 )
@@ -45,10 +47,14 @@ func pauseGC() (resume func()) {
 }
 
 // readyHeapFor readies the heap (readyHeap) for opening an archive whose
-// central directory is dirLen bytes long.
-func readyHeapFor(dirLen int64) {
-	if n := dirLen * heapPerDirectoryByte; n >= minHeapReady {
-		readyHeap(min(n+heapMargin, maxHeapReady))
+// central directory is dirLen bytes long, and extra bytes more.
+func readyHeapFor(dirLen, extra int64) {
+	n := dirLen * heapPerDirectoryByte
+	if n < minHeapReady {
+		n = 0
+	}
+	if n += extra; n > 0 {
+		readyHeap(min(n, maxHeapReady))
 	}
 }
 
@@ -64,15 +70,36 @@ func readyHeap(n int64) {
 	runtime.GC() // b's pages go back to the heap, still faulted in
 }
 
-// faultInHuge asks for the 2 MiB pages within b to be huge pages, and
-// faults them in.
+// faultInHuge asks for the memory of b to be huge pages, faulted in. The
+// heap hands out the lowest free pages first, so the 2 MiB around b's
+// unaligned start matter most: they are advised too and, where other
+// objects already hold small pages of them, collapsed into a huge page
+// (as khugepaged would do in time; the contents stay). Heap memory is
+// mapped in aligned 4 MiB chunks, so these ranges are mapped; a failure
+// leaves small pages, which are only slower.
 func faultInHuge(b []byte) {
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	start := (base+hugePage-1)&^(hugePage-1) - base
-	end := (base+uintptr(len(b)))&^(hugePage-1) - base
-	if end > start && unix.Madvise(b[start:end], unix.MADV_HUGEPAGE) == nil {
-		unix.Madvise(b[start:end], unix.MADV_POPULATE_WRITE)
+	lo := base &^ (hugePage - 1)
+	hi := (base + uintptr(len(b)) + hugePage - 1) &^ (hugePage - 1)
+	if madvise(lo, hi-lo, unix.MADV_HUGEPAGE) != nil {
+		return
 	}
+	madvise(lo, hi-lo, unix.MADV_POPULATE_WRITE)
+	if lo != base {
+		madvise(lo, hugePage, unix.MADV_COLLAPSE)
+	}
+	if end := base + uintptr(len(b)); hi != end && hi-hugePage != lo {
+		madvise(hi-hugePage, hugePage, unix.MADV_COLLAPSE)
+	}
+}
+
+// madvise is madvise(2) on addresses (which may extend past any one Go
+// object).
+func madvise(addr, n uintptr, advice int) error {
+	if _, _, e := unix.Syscall(unix.SYS_MADVISE, addr, n, uintptr(advice)); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // directory is where the central directory of the zip archive of size

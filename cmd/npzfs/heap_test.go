@@ -70,29 +70,49 @@ func TestReadyHeapCoversTheOpen(t *testing.T) {
 	}
 }
 
-// TestFaultInHuge: fresh memory (as the heap's is when readyHeap grows
-// it) is advised for huge pages (the mapping's flag "hg") and, where the
-// kernel has them, backed by them.
+// TestFaultInHuge: memory laid out as the heap's may be (an object
+// starting past a 2 MiB boundary, other objects' small pages before it)
+// is advised for huge pages (the mapping's flag "hg") and, where the
+// kernel has them, backed by them, the 2 MiB pages at its ends included.
 func TestFaultInHuge(t *testing.T) {
-	b, err := unix.Mmap(-1, 0, 16<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	m, err := unix.Mmap(-1, 0, 24<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Munmap(b)
+	defer unix.Munmap(m)
+	start := uintptr(unsafe.Pointer(&m[0]))
+	a := int((start+hugePage-1)&^(hugePage-1) - start) // the first 2 MiB boundary
+	m[a+4096] = 1                                      // another object's small page
+	b := m[a+1<<20+4096 : a+17<<20]
 	faultInHuge(b)
-	mid := uint64(uintptr(unsafe.Pointer(&b[len(b)/2])))
+	if m[a+4096] != 1 {
+		t.Fatal("a byte before the memory changed")
+	}
+	flags, huge := mapping(t, uintptr(unsafe.Pointer(&b[0])))
+	if !strings.Contains(flags+" ", " hg ") {
+		t.Errorf("the mapping is not advised for huge pages: %s", flags)
+	}
+	thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if !strings.Contains(string(thp), "[never]") && huge < 18<<10 {
+		t.Errorf("transparent huge pages are %q, but the mapping holds %d KiB of them, not the 18 MiB around the memory", strings.TrimSpace(string(thp)), huge)
+	}
+}
+
+// mapping gives the VmFlags line and AnonHugePages (KiB) of the mapping
+// holding addr, from /proc/self/smaps.
+func mapping(t *testing.T, addr uintptr) (flags string, hugeKiB int64) {
+	t.Helper()
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Each mapping: "start-end perms ...", then fields, VmFlags last.
-	var in, found bool
-	var huge int64
+	in, found := false, false
 	for _, line := range strings.Split(string(smaps), "\n") {
-		var lo, hi uint64
 		if f := strings.Fields(line); len(f) > 0 && !strings.HasSuffix(f[0], ":") {
+			var lo, hi uint64
 			if n, _ := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); n == 2 {
-				in = lo <= mid && mid < hi
+				in = lo <= uint64(addr) && uint64(addr) < hi
 			}
 			continue
 		}
@@ -101,21 +121,15 @@ func TestFaultInHuge(t *testing.T) {
 		}
 		switch {
 		case strings.HasPrefix(line, "AnonHugePages:"):
-			fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &huge)
+			fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &hugeKiB)
 		case strings.HasPrefix(line, "VmFlags:"):
-			found = true
-			if !strings.Contains(line+" ", " hg ") {
-				t.Errorf("the mapping is not advised for huge pages: %s", line)
-			}
+			flags, found = line, true
 		}
 	}
 	if !found {
-		t.Fatal("the memory's mapping is not in /proc/self/smaps")
+		t.Fatalf("no mapping holds %#x in /proc/self/smaps", addr)
 	}
-	thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	if !strings.Contains(string(thp), "[never]") && huge < 2<<10 {
-		t.Errorf("transparent huge pages are %q, but the mapping holds %d KiB of them", strings.TrimSpace(string(thp)), huge)
-	}
+	return flags, hugeKiB
 }
 
 // TestPauseGC: pauses nest, and resume restores the setting once,

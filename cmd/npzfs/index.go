@@ -143,7 +143,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		logged = append(logged, fmt.Sprintf(format, a...))
 		logMu.Unlock()
 	}}
-	a, err := openArchive(fl.Arg(0), opts, &rf)
+	a, err := openArchive(fl.Arg(0), opts, &rf, 0)
 	if err != nil {
 		return fail(stderr, "index", err)
 	}

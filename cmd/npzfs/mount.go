@@ -615,7 +615,7 @@ func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64
 	if err != nil {
 		return nil, err
 	}
-	a, err := newRemoteArchive(src.Source, &opts)
+	a, err := newRemoteArchive(src.Source, &opts, mountHeap)
 	if err != nil {
 		src.Close()
 		var fe *npz.FormatError
@@ -630,7 +630,7 @@ func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64
 }
 
 func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, error) {
-	a, err := openArchive(path, &opts, rf)
+	a, err := openArchive(path, &opts, rf, mountHeap)
 	if err != nil {
 		var fe *npz.FormatError
 		if errors.As(err, &fe) {

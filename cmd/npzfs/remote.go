@@ -163,18 +163,19 @@ func (o *opened) Close() error {
 // openArchive opens what a command line names: a remote archive (by URL;
 // a .npy when its path ends so), else the .npz archive at path, or, when
 // the file is a .npy (by its magic, whatever its name), that file as an
-// archive of one array (npz.OpenNPY).
-func openArchive(name string, opts *npz.Options, rf *remoteFlags) (*opened, error) {
+// archive of one array (npz.OpenNPY). The heap is readied for the open
+// and heapExtra bytes more (readyHeapFor).
+func openArchive(name string, opts *npz.Options, rf *remoteFlags, heapExtra int64) (*opened, error) {
 	if !isRemote(name) {
+		defer pauseGC()()
 		var a *npz.Archive
 		var err error
 		if kind, _ := sniff(name); kind == kindNPY {
+			readyHeapFor(0, heapExtra)
 			a, err = npz.OpenNPY(name, opts)
 		} else {
-			resume := pauseGC()
-			readyHeapFor(directoryOf(name).Len)
+			readyHeapFor(directoryOf(name).Len, heapExtra)
 			a, err = npz.Open(name, opts)
-			resume()
 		}
 		if err != nil {
 			return nil, err
@@ -192,7 +193,7 @@ func openArchive(name string, opts *npz.Options, rf *remoteFlags) (*opened, erro
 	if err != nil {
 		return nil, err
 	}
-	a, err := newRemoteArchive(src.Source, opts)
+	a, err := newRemoteArchive(src.Source, opts, heapExtra)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("%s: %w", src, err)
@@ -200,17 +201,18 @@ func openArchive(name string, opts *npz.Options, rf *remoteFlags) (*opened, erro
 	return &opened{Archive: a, src: src}, nil
 }
 
-// newRemoteArchive opens the archive src holds: a bare .npy when its
-// name ends so.
-func newRemoteArchive(src *remote.Source, opts *npz.Options) (*npz.Archive, error) {
+// newRemoteArchive opens the archive src holds (a bare .npy when its
+// name ends so), the heap readied for it and heapExtra bytes more.
+func newRemoteArchive(src *remote.Source, opts *npz.Options, heapExtra int64) (*npz.Archive, error) {
+	defer pauseGC()()
 	if base := path.Base(src.String()); strings.HasSuffix(base, ".npy") {
+		readyHeapFor(0, heapExtra)
 		return npz.NewNPY(src, src.Size(), base, opts)
 	}
 	// The central directory is fetched while the heap is readied.
-	defer pauseGC()()
 	dir := directory(src, src.Size())
 	src.Prefetch(context.Background(), []source.Range{dir})
-	readyHeapFor(dir.Len)
+	readyHeapFor(dir.Len, heapExtra)
 	return npz.NewReader(src, src.Size(), opts)
 }
 
