@@ -168,3 +168,28 @@ func TestReadyHeap(t *testing.T) {
 		t.Errorf("the heap grew by %d bytes for 16 MiB readied and 12.5 MiB allocated: the readied memory was kept or not reused", grew)
 	}
 }
+
+// TestResumeSoon: the collector stays paused, under a memory limit, and
+// resumes with the limit restored.
+func TestResumeSoon(t *testing.T) {
+	orig := debug.SetGCPercent(-1)
+	debug.SetGCPercent(orig)
+	origLimit := debug.SetMemoryLimit(-1)
+	resumed := make(chan struct{})
+	resume := pauseGC()
+	resumeSoon(func() { resume(); close(resumed) })
+	if limit := debug.SetMemoryLimit(-1); limit >= origLimit || limit <= resumeLimit {
+		t.Errorf("memory limit %d while paused (was %d)", limit, origLimit)
+	}
+	if gc := debug.SetGCPercent(-1); gc != -1 {
+		t.Errorf("the collector runs (GOGC %d) before resumeAfter", gc)
+	}
+	<-resumed
+	// The limit is restored just after resume returns.
+	for debug.SetMemoryLimit(-1) != origLimit {
+		runtime.Gosched()
+	}
+	if gc := debug.SetGCPercent(orig); gc != orig {
+		t.Errorf("GOGC %d after resuming, want %d", gc, orig)
+	}
+}

@@ -469,8 +469,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 
 	// Before fs.Mount: go-fuse reads GOMAXPROCS when it starts serving.
 	settings := tuneRuntime()
-	// The collector waits until the mount is live: the open and the
-	// mount allocate into a heap readied for them (readyHeapFor).
+	// The collector waits until the mount has served its first requests:
+	// the open, the mount and they allocate into a heap readied for
+	// them (readyHeapFor, resumeSoon).
 	resume := pauseGC()
 	defer resume()
 	opts := npz.Options{
@@ -567,7 +568,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		sv.members = nil
 	}
 	ready(st)
-	resume()
+	resumeSoon(resume)
 	if ma.buildIndex && sv.a == nil {
 		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
 	}
