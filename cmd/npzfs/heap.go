@@ -36,8 +36,12 @@ const (
 	heapPerDirectoryByte = 10       // what an open allocates for each byte of central directory
 	mountHeap            = 16 << 20 // what a mount's first requests allocate (buffers, spans, indexes)
 	minHeapReady         = 8 << 20  // below this, an open's faults cost under 40 ms even there
-	maxHeapReady         = 1 << 30
-	hugePage             = 2 << 20
+	// maxHeapReady bounds the readied memory whatever the end record
+	// claims: a directory claimed over a hole in a sparse file must not
+	// make the daemon large (TestHostileSparseDirectory). It covers
+	// about 230,000 members.
+	maxHeapReady = 128 << 20
+	hugePage     = 2 << 20
 )
 
 // pauseGC stops the collector until resume is first called; pauses nest.

@@ -209,9 +209,10 @@ func newRemoteArchive(src *remote.Source, opts *npz.Options, heapExtra int64) (*
 		readyHeapFor(0, heapExtra)
 		return npz.NewNPY(src, src.Size(), base, opts)
 	}
-	// The central directory is fetched while the heap is readied.
+	// The central directory is fetched while the heap is readied (as much
+	// of it as the readied heap is for, whatever the end record claims).
 	dir := directory(src, src.Size())
-	src.Prefetch(context.Background(), []source.Range{dir})
+	src.Prefetch(context.Background(), []source.Range{{Off: dir.Off, Len: min(dir.Len, maxHeapReady/heapPerDirectoryByte)}})
 	readyHeapFor(dir.Len, heapExtra)
 	return npz.NewReader(src, src.Size(), opts)
 }
