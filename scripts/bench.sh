@@ -53,7 +53,7 @@ py=/usr/bin/python3
 data="$root/bench-data/$size"
 started=$EPOCHREALTIME
 
-ensure_deps fuse numpy gcc unzip fuse-zip archivemount
+ensure_deps fuse numpy gcc unzip fuse-zip archivemount igzip libdeflate-gunzip
 
 work=$(mktemp -d /tmp/npzfs-bench.XXXXXX)
 res="$work/results.tsv"
@@ -189,6 +189,7 @@ npzfs="$work/npzfs"
 build_npzfs "$npzfs"
 gcc -O2 -Wall -o "$work/rd" scripts/bench/rd.c
 rd="$work/rd"
+go build -o "$work/inflatebench" ./internal/cmd/inflatebench
 rec meta.commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+dirty')"
 rec meta.date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 rec meta.size "$size"
@@ -440,6 +441,51 @@ for r in $(seq "$rounds"); do
     for d in 25 50 75 100; do rec "s4b.together.$d" "$(cat "$work/depth.$d")"; done
     stop_fs "$mnt"
   fi
+done
+
+# ------------------------------------------ 4c. the inflater on one core
+
+say "4c. the inflater on one core beside igzip and libdeflate-gunzip, on numpy-like streams"
+# Two streams deflated as np.savez_compressed does (zlib level 6), kept as
+# gzip files so the three inflaters read the same bytes: float32 normal
+# noise, and an int32 random walk. Each inflater runs on one core over the
+# file in the page cache; the best of three runs each round.
+case "$size" in full) stream_bytes=268435456 ;; *) stream_bytes=33554432 ;; esac
+for kind in noise walk; do
+  gz="$data/$kind-$stream_bytes.gz"
+  if [ ! -s "$gz" ]; then
+    "$py" - "$kind" "$stream_bytes" "$gz.tmp" <<'EOF'
+import sys, zlib
+import numpy as np
+kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rng = np.random.default_rng(4321)
+if kind == "noise":
+    a = rng.standard_normal(n // 4).astype("<f4")
+else:
+    a = np.cumsum(rng.integers(-100, 101, n // 4)).astype("<i4")
+c = zlib.compressobj(6, zlib.DEFLATED, 31)  # gzip around zlib's level 6, as numpy's zipfile deflates
+with open(out, "wb") as f:
+    for i in range(0, len(a), 1 << 22):
+        f.write(c.compress(a[i:i + (1 << 22)].tobytes()))
+    f.write(c.flush())
+EOF
+    mv "$gz.tmp" "$gz"
+  fi
+  warm "$gz"
+  for r in $(seq "$rounds"); do
+    out=$(GOMAXPROCS=1 "${guard[@]}" taskset -c 0 "$work/inflatebench" -runs 3 "$gz" 2>"$work/err") \
+      && rec "s4c.npzfs.$kind" "$out compressed=$(stat -c %s "$gz")" || rec "s4c.npzfs.$kind.err" "$(head -n 1 "$work/err")"
+    for tool in igzip libdeflate-gunzip; do
+      best=""
+      for _ in 1 2 3; do
+        t0=$EPOCHREALTIME
+        if [ "$tool" = igzip ]; then taskset -c 0 igzip -d -c "$gz" >/dev/null; else taskset -c 0 libdeflate-gunzip -c "$gz" >/dev/null; fi
+        s=$(elapsed "$t0" "$EPOCHREALTIME")
+        best=$(printf '%s\n%s\n' "$best" "$s" | sed '/^$/d' | sort -g | head -n 1)
+      done
+      rec "s4c.$tool.$kind" "bytes=$stream_bytes secs=$best"
+    done
+  done
 done
 
 # ------------------------------------------------ 5. 100,000 small arrays

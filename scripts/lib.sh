@@ -16,6 +16,8 @@ ensure_deps() {
       numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || missing+=(python3-numpy) ;;
       time) [ -x /usr/bin/time ] || missing+=(time) ;;
       nginx) command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light) ;;
+      igzip) command -v igzip >/dev/null || missing+=(isal) ;;
+      libdeflate-gunzip) command -v libdeflate-gunzip >/dev/null || missing+=(libdeflate-tools) ;;
       *) command -v "$what" >/dev/null || missing+=("$what") ;;
     esac
   done

@@ -228,6 +228,23 @@ def build(r, gobench):
         if q is not None:
             rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
 
+    # 4c. the inflater on one core (issue 11)
+    for kind, label, bar in (("noise", "float32 normal noise", 420), ("walk", "int32 random walk", 550)):
+        def mbs(key):
+            b, t = r.med(key, "bytes"), r.med(key, "secs")
+            return div(b / 1e6 if b is not None else None, t)
+        n = mbs("s4c.npzfs.%s" % kind)
+        best = None
+        for tool in ("igzip", "libdeflate-gunzip"):
+            v = mbs("s4c.%s.%s" % (tool, kind))
+            if v is not None and (best is None or v > best[1]):
+                best = (tool, v)
+        q = div(n, best[1] if best else None)
+        row("4c", "inflater on one core, %s deflated by zlib level 6, in MB/s" % label, n, "s4c.npzfs.%s" % kind, "MB/s",
+            best[1] if best else None, "s4c.%s.%s" % (best[0] if best else "igzip", kind), "MB/s",
+            "fastest of igzip, libdeflate-gunzip (%s)" % (best[0] if best else "none measured"), q,
+            ">= %d MB/s and >= 0.83x" % bar, None if n is None or q is None else (n >= bar and q >= 1 / 1.2))
+
     # 5. many small arrays
     count = r.one("s5.expect")
     cnt = parse_kv(count).get("files", "?")
