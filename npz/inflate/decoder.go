@@ -445,14 +445,16 @@ func copyMatch(out []byte, pos, dist, length int) {
 		}
 		return
 	}
-	// Write the first period-multiple of at least 8 bytes one by one; the
-	// rest repeats from that distance, which is >= 8.
-	d2 := dist * ((8 + dist - 1) / dist)
-	for i := 0; i < d2; i++ {
-		out[pos+i] = out[src+i]
+	// Copy dist bytes at a time until at least 8 are written (each 8-byte
+	// store also writes bytes that are not right yet, which the next one
+	// overwrites); the rest repeats from that distance, a multiple of dist
+	// and >= 8, in 8-byte chunks.
+	k := 0
+	for ; k < length && k < 8; k += dist {
+		binary.LittleEndian.PutUint64(out[pos+k:], binary.LittleEndian.Uint64(out[src+k:]))
 	}
-	for k := d2; k < length; k += 8 {
-		binary.LittleEndian.PutUint64(out[pos+k:], binary.LittleEndian.Uint64(out[pos+k-d2:]))
+	for j := k; j < length; j += 8 {
+		binary.LittleEndian.PutUint64(out[pos+j:], binary.LittleEndian.Uint64(out[pos+j-k:]))
 	}
 }
 
@@ -565,7 +567,7 @@ func (d *decoder) huffFast(target int) error {
 		if e&kindMask == kindLen {
 			bb >>= e & nMask
 			nb -= uint(e & nMask)
-			ex := (e >> exShift) & 0x7f
+			ex := (e >> exShift) & 0x3f // extra bits: at most 13 (& 0x3f spares the compiler's check for shifts of 64 or more)
 			length := int(e>>16) + int(bb&(1<<ex-1))
 			bb >>= ex
 			nb -= uint(ex)
@@ -579,7 +581,7 @@ func (d *decoder) huffFast(target int) error {
 			}
 			bb >>= de & nMask
 			nb -= uint(de & nMask)
-			ex = (de >> exShift) & 0x7f
+			ex = (de >> exShift) & 0x3f
 			dist := int(de>>16) + int(bb&(1<<ex-1))
 			bb >>= ex
 			nb -= uint(ex)
@@ -594,6 +596,9 @@ func (d *decoder) huffFast(target int) error {
 			if dist >= 8 && length <= 16 {
 				binary.LittleEndian.PutUint64(out[pos:], binary.LittleEndian.Uint64(out[src:]))
 				binary.LittleEndian.PutUint64(out[pos+8:], binary.LittleEndian.Uint64(out[src+8:]))
+			} else if length <= dist && length <= 8 {
+				// The bytes copied all lie before pos.
+				binary.LittleEndian.PutUint64(out[pos:], binary.LittleEndian.Uint64(out[src:]))
 			} else {
 				copyMatch(out, pos, dist, length)
 			}

@@ -53,33 +53,71 @@ func (s *streamReader) Read(p []byte) (int, error) {
 	if s.d == nil {
 		return 0, errClosed
 	}
-	d := s.d
 	for {
-		if s.rpos < d.pos {
-			n := copy(p, d.out[s.rpos:d.pos])
+		if s.rpos < s.d.pos {
+			n := copy(p, s.d.out[s.rpos:s.d.pos])
 			s.rpos += n
 			return n, nil
 		}
 		if s.err != nil {
 			return 0, s.err
 		}
-		if d.state == stDone {
-			s.err = io.EOF
-			continue
-		}
-		target := len(d.out) - outSlack
-		if d.pos >= target {
-			shift := d.pos - windowSize
-			copy(d.out, d.out[shift:d.pos])
-			d.pos = windowSize
-			d.minPos = max(0, d.minPos-shift)
-			s.rpos = d.pos
-		}
 		// Inflate about as much as asked for (at least 4 KiB), so reading
 		// just the first bytes of a stream is cheap.
-		target = min(target, d.pos+max(len(p), 4<<10))
-		if err := d.decode(target); err != nil {
-			s.err = err
+		s.inflate(max(len(p), 4<<10))
+	}
+}
+
+// WriteTo implements io.WriterTo, so io.Copy writes the inflated bytes
+// from the reader's own buffer, a chunk at a time, without copying them
+// into one of its own first.
+func (s *streamReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if s.d == nil {
+			return total, errClosed
 		}
+		if s.rpos < s.d.pos {
+			n, err := w.Write(s.d.out[s.rpos:s.d.pos])
+			s.rpos += n
+			total += int64(n)
+			if err == nil && s.rpos < s.d.pos {
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		if s.err == io.EOF {
+			return total, nil
+		}
+		if s.err != nil {
+			return total, s.err
+		}
+		s.inflate(streamChunk)
+	}
+}
+
+// inflate inflates about want more bytes into d.out[s.rpos:], once all
+// before were returned, sliding the window to the buffer's start when
+// the buffer is full; the stream's end or error goes to s.err.
+func (s *streamReader) inflate(want int) {
+	d := s.d
+	if d.state == stDone {
+		s.err = io.EOF
+		return
+	}
+	target := len(d.out) - outSlack
+	if d.pos >= target {
+		shift := d.pos - windowSize
+		copy(d.out, d.out[shift:d.pos])
+		d.pos = windowSize
+		d.minPos = max(0, d.minPos-shift)
+		s.rpos = d.pos
+	}
+	target = min(target, d.pos+want)
+	if err := d.decode(target); err != nil {
+		s.err = err
 	}
 }

@@ -66,6 +66,48 @@ func TestNewReaderErrors(t *testing.T) {
 	}
 }
 
+// TestNewReaderWriteTo: io.Copy through WriteTo gives the stream's bytes,
+// passes the source's errors, truncation and corruption on as Read does,
+// and stops at a writer's error or short write.
+func TestNewReaderWriteTo(t *testing.T) {
+	data := mixed(900000, 53)
+	for _, lvl := range []int{0, 1, 6, -2} {
+		comp := deflate(t, data, lvl)
+		var out bytes.Buffer
+		n, err := io.Copy(&out, NewReader(iotest.HalfReader(bytes.NewReader(comp))))
+		if err != nil || n != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
+			t.Fatalf("level %d: copied %d bytes, %v; equal %v", lvl, n, err, bytes.Equal(out.Bytes(), data))
+		}
+	}
+	comp := deflate(t, data, 6)
+	errBoom := errors.New("boom")
+	if _, err := io.Copy(io.Discard, NewReader(io.MultiReader(bytes.NewReader(comp[:len(comp)/2]), iotest.ErrReader(errBoom)))); !errors.Is(err, errBoom) {
+		t.Errorf("source error: got %v", err)
+	}
+	if _, err := io.Copy(io.Discard, NewReader(bytes.NewReader(comp[:len(comp)-3]))); err != io.ErrUnexpectedEOF {
+		t.Errorf("truncated: got %v", err)
+	}
+	var ce *CorruptError
+	if _, err := io.Copy(io.Discard, NewReader(bytes.NewReader([]byte{0x07, 0, 0}))); !errors.As(err, &ce) {
+		t.Errorf("corrupt: got %v", err)
+	}
+	if n, err := io.Copy(shortWriter{}, NewReader(bytes.NewReader(comp))); err != io.ErrShortWrite || n != 1 {
+		t.Errorf("short writer: %d, %v", n, err)
+	}
+	// A read after WriteTo stopped at a writer's error goes on from there.
+	r := NewReader(bytes.NewReader(comp))
+	n, _ := io.Copy(shortWriter{}, r)
+	rest, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(append(data[:n:n], rest...), data) {
+		t.Errorf("read after a short write: %d + %d bytes, %v", n, len(rest), err)
+	}
+}
+
+// shortWriter takes one byte of each write.
+type shortWriter struct{}
+
+func (shortWriter) Write(p []byte) (int, error) { return min(len(p), 1), nil }
+
 type countingReader struct {
 	r io.Reader
 	n int
@@ -92,5 +134,31 @@ func TestNewReaderHeaderIsCheap(t *testing.T) {
 	}
 	if cr.n > 16<<10 {
 		t.Fatalf("read %d compressed bytes for a 128-byte header", cr.n)
+	}
+}
+
+// TestCopyMatch: every distance up to 40 and length from 3 to 258 copies
+// as deflate's byte-by-byte definition does, writing nothing before pos and
+// at most 15 bytes past the match.
+func TestCopyMatch(t *testing.T) {
+	for dist := 1; dist <= 40; dist++ {
+		for length := 3; length <= 258; length++ {
+			const pos = 100
+			out := make([]byte, pos+length+outSlack)
+			for i := range out {
+				out[i] = byte(i*7 + 3)
+			}
+			want := bytes.Clone(out)
+			for i := 0; i < length; i++ {
+				want[pos+i] = want[pos-dist+i]
+			}
+			copyMatch(out, pos, dist, length)
+			if !bytes.Equal(out[:pos+length], want[:pos+length]) {
+				t.Fatalf("dist %d length %d: wrong bytes", dist, length)
+			}
+			if !bytes.Equal(out[pos+length+15:], want[pos+length+15:]) {
+				t.Fatalf("dist %d length %d: wrote more than 15 bytes past the match", dist, length)
+			}
+		}
 	}
 }
