@@ -62,15 +62,20 @@ func Open(dir string, maxBytes int64) (*Dir, error) {
 	// files takes a while to list, and a mount should not wait for it.
 	d.trimming = true
 	d.trimmed.Add(1)
-	go func() {
-		defer d.trimmed.Done()
-		d.scan()
-		d.trim()
-		d.mu.Lock()
-		d.trimming = false
-		d.mu.Unlock()
-	}()
+	go d.scanAndTrim()
 	return d, nil
+}
+
+// scanAndTrim brings the books up to date and trims the folder to its
+// bound, in the background: the caller set d.trimming and added one to
+// d.trimmed.
+func (d *Dir) scanAndTrim() {
+	defer d.trimmed.Done()
+	d.scan()
+	d.trim()
+	d.mu.Lock()
+	d.trimming = false
+	d.mu.Unlock()
 }
 
 // Path is the folder.
@@ -170,14 +175,7 @@ func (d *Dir) Put(name string, data []byte) error {
 	}
 	d.mu.Unlock()
 	if start {
-		go func() {
-			defer d.trimmed.Done()
-			d.scan()
-			d.trim()
-			d.mu.Lock()
-			d.trimming = false
-			d.mu.Unlock()
-		}()
+		go d.scanAndTrim()
 	}
 	return nil
 }

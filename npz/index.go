@@ -230,6 +230,13 @@ func (x *memberIndex) save() {
 	if !ok || name == "" {
 		return
 	}
+	x.put(name, b)
+}
+
+// put writes the index b as name in the store, in the background (the
+// store's Close waits for it); once written, the store's index is ours to
+// replace with a larger one.
+func (x *memberIndex) put(name string, b []byte) {
 	if !x.s.startSave() {
 		return
 	}
@@ -237,7 +244,11 @@ func (x *memberIndex) save() {
 		defer x.s.saves.Done()
 		if err := x.s.dir.Put(name, b); err != nil {
 			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
+			return
 		}
+		x.mu.Lock()
+		x.fromStore = true
+		x.mu.Unlock()
 	}()
 }
 
@@ -263,19 +274,7 @@ func (x *memberIndex) savePartial() {
 	if !fromStore && x.s.dir.Has(name) {
 		return
 	}
-	if !x.s.startSave() {
-		return
-	}
-	go func() {
-		defer x.s.saves.Done()
-		if err := x.s.dir.Put(name, b); err != nil {
-			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
-			return
-		}
-		x.mu.Lock()
-		x.fromStore = true // ours to replace with a larger one
-		x.mu.Unlock()
-	}()
+	x.put(name, b)
 }
 
 // bad is the inflater's Options.BadIndex: the saved index is removed
