@@ -3,6 +3,7 @@ package inflate
 import (
 	"encoding/binary"
 	"io"
+	"unsafe"
 )
 
 // Decoder states between calls to decode.
@@ -512,17 +513,33 @@ func (d *decoder) huffFast(target int) error {
 	lit := (*[litSize]uint32)(d.lit.prim)
 	dtab := (*[distSize]uint32)(d.dist.prim)
 	inLimit := d.inEnd - 8
+	minPos, trackEnd := d.minPos, d.trackEnd
+	// Every symbol starts below target and writes at most 258 bytes, in
+	// 8-byte stores up to 15 bytes past its end; every match reads from
+	// minPos on. With this checked once, o addresses out unchecked.
+	if target+outSlack > len(out) || minPos < 0 {
+		panic("inflate: output buffer shorter than target+outSlack")
+	}
+	o := outPtr{unsafe.Pointer(unsafe.SliceData(out))}
+	if pos >= target || inPos > inLimit {
+		return nil
+	}
 	var msg string
-	for pos < target && inPos <= inLimit {
-		bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
-		inPos += int((63 - nb) >> 3)
-		nb |= 56
-		e := lit[bb&litMask]
+	// At the top of the loop the bits are topped up (56 or more) and e is
+	// the entry of the next symbol. Each path looks up the entry after it
+	// as soon as its bits are known: a match does so before its copy, so
+	// that the lookup is not undone when the copy's branches are
+	// mispredicted.
+	bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
+	inPos += int((63 - nb) >> 3)
+	nb |= 56
+	e := lit[bb&litMask]
+	for {
 		if e&kindMask == kindLit {
 			// Up to three literals fit in the 56 bits just loaded.
 			bb >>= e & nMask
 			nb -= uint(e & nMask)
-			out[pos] = byte(e >> 16)
+			o.set(pos, byte(e>>16))
 			pos++
 			if pos >= target {
 				break
@@ -531,7 +548,7 @@ func (d *decoder) huffFast(target int) error {
 			if e&kindMask == kindLit {
 				bb >>= e & nMask
 				nb -= uint(e & nMask)
-				out[pos] = byte(e >> 16)
+				o.set(pos, byte(e>>16))
 				pos++
 				if pos >= target {
 					break
@@ -540,8 +557,15 @@ func (d *decoder) huffFast(target int) error {
 				if e&kindMask == kindLit {
 					bb >>= e & nMask
 					nb -= uint(e & nMask)
-					out[pos] = byte(e >> 16)
+					o.set(pos, byte(e>>16))
 					pos++
+					if pos >= target || inPos > inLimit {
+						break
+					}
+					bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
+					inPos += int((63 - nb) >> 3)
+					nb |= 56
+					e = lit[bb&litMask]
 					continue
 				}
 			}
@@ -559,8 +583,15 @@ func (d *decoder) huffFast(target int) error {
 			if e&kindMask == kindLit {
 				bb >>= e & nMask
 				nb -= uint(e & nMask)
-				out[pos] = byte(e >> 16)
+				o.set(pos, byte(e>>16))
 				pos++
+				if pos >= target || inPos > inLimit {
+					break
+				}
+				bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
+				inPos += int((63 - nb) >> 3)
+				nb |= 56
+				e = lit[bb&litMask]
 				continue
 			}
 		}
@@ -586,23 +617,34 @@ func (d *decoder) huffFast(target int) error {
 			bb >>= ex
 			nb -= uint(ex)
 			src := pos - dist
-			if src < d.minPos {
+			if src < minPos {
 				msg = "distance too far back"
 				break
 			}
-			if src < d.trackEnd {
-				d.mark(src, min(src+length, d.trackEnd))
+			more := pos+length < target && inPos <= inLimit
+			if more {
+				bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
+				inPos += int((63 - nb) >> 3)
+				nb |= 56
+				e = lit[bb&litMask]
 			}
-			if dist >= 8 && length <= 16 {
-				binary.LittleEndian.PutUint64(out[pos:], binary.LittleEndian.Uint64(out[src:]))
-				binary.LittleEndian.PutUint64(out[pos+8:], binary.LittleEndian.Uint64(out[src+8:]))
-			} else if length <= dist && length <= 8 {
-				// The bytes copied all lie before pos.
-				binary.LittleEndian.PutUint64(out[pos:], binary.LittleEndian.Uint64(out[src:]))
+			if src < trackEnd {
+				d.mark(src, min(src+length, trackEnd))
+			}
+			if length <= 16 && (dist >= 8 || length <= dist) {
+				// Two 8-byte copies, one predictable branch: from 8 bytes
+				// back, the second reads what the first wrote; closer, a
+				// match no longer than its distance copies only bytes
+				// before pos, and the bytes past its end are scratch.
+				o.put(pos, o.get(src))
+				o.put(pos+8, o.get(src+8))
 			} else {
 				copyMatch(out, pos, dist, length)
 			}
 			pos += length
+			if !more {
+				break
+			}
 			continue
 		}
 		if e&kindMask == kindEOB {
@@ -619,4 +661,21 @@ func (d *decoder) huffFast(target int) error {
 		return d.corrupt(msg)
 	}
 	return nil
+}
+
+// outPtr addresses an output buffer without bounds checks, for huffFast,
+// which checks once that every address it forms lies in the buffer.
+type outPtr struct{ p unsafe.Pointer }
+
+// set stores b at i.
+func (o outPtr) set(i int, b byte) { *(*byte)(unsafe.Add(o.p, i)) = b }
+
+// get loads the 8 bytes at i, little-endian.
+func (o outPtr) get(i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(o.p, i)), 8))
+}
+
+// put stores v at i, little-endian.
+func (o outPtr) put(i int, v uint64) {
+	binary.LittleEndian.PutUint64(unsafe.Slice((*byte)(unsafe.Add(o.p, i)), 8), v)
 }
