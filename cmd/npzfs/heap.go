@@ -56,14 +56,14 @@ func pauseGC() (resume func()) {
 // pages to return them, costs more than the request (a first deflated
 // read went from 2-5 ms to 7-15 ms). So the collector resumes a little
 // later, and meanwhile a memory limit of resumeLimit above the heap makes
-// it run only if reads allocate that much. The limit is about what the
-// first requests were readied for (mountHeap): a burst that allocates
-// more, as a listing of 100,000 members does, is collected as it goes
-// (with a limit of 256 MiB that listing grew the daemon from 100 to
-// 340 MB).
+// it run only if reads allocate that much. The first requests have
+// their heap readied already (mountHeap), so the limit is small: a burst
+// that allocates more, as a listing of 100,000 members does, is
+// collected as it goes (with a limit of 256 MiB that listing grew the
+// daemon from 100 to 340 MB; with 16 MiB, 104 MB; with 8 MiB, 95 MB).
 const (
 	resumeAfter = time.Second
-	resumeLimit = 16 << 20
+	resumeLimit = 8 << 20
 )
 
 // resumeSoon calls resume after resumeAfter, the heap bounded meanwhile
