@@ -55,28 +55,41 @@ func pauseGC() (resume func()) {
 // collection then, with its stops and the scavenger splitting the huge
 // pages to return them, costs more than the request (a first deflated
 // read went from 2-5 ms to 7-15 ms). So the collector resumes a little
-// later, and meanwhile a memory limit of resumeLimit above the heap makes
-// it run only if reads allocate that much. The first requests have
-// their heap readied already (mountHeap), so the limit is small: a burst
-// that allocates more, as a listing of 100,000 members does, is
+// later, or at the first collection if reads allocate more than a memory
+// limit of resumeLimit above the heap allows first. The first requests
+// have their heap readied already (mountHeap), so the limit is small: a
+// burst that allocates more, as a listing of 100,000 members does, is
 // collected as it goes (with a limit of 256 MiB that listing grew the
-// daemon from 100 to 340 MB; with 16 MiB, 104 MB; with 8 MiB, 95 MB).
-const (
-	resumeAfter = time.Second
-	resumeLimit = 8 << 20
-)
+// daemon from 100 to 340 MB). Once the limit is hit the collector runs
+// as usual: a limit kept would make it collect over and over while the
+// live heap stays near it, as a full read of a deflated member's 16 MiB
+// span cache does (its speed fell from 470 to 270 MiB/s).
+const resumeLimit = 8 << 20
 
-// resumeSoon calls resume after resumeAfter, the heap bounded meanwhile
-// (see above).
+// resumeAfter is when resumeSoon resumes the collector at the latest.
+var resumeAfter = time.Second
+
+// resumeSoon calls resume, once, after resumeAfter or at the first
+// collection, whichever comes first; until then the heap is bounded (see
+// above).
 func resumeSoon(resume func()) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	limit := debug.SetMemoryLimit(-1) // GOMEMLIMIT's, by default none
 	debug.SetMemoryLimit(min(limit, int64(ms.HeapSys)+resumeLimit))
-	time.AfterFunc(resumeAfter, func() {
-		resume()
-		debug.SetMemoryLimit(limit)
-	})
+	var once sync.Once
+	done := func() {
+		once.Do(func() {
+			resume()
+			debug.SetMemoryLimit(limit)
+		})
+	}
+	time.AfterFunc(resumeAfter, done)
+	// The next collection finds the sentinel unreachable and runs its
+	// finalizer. (Objects under 16 bytes may share a block and never be
+	// finalized.)
+	sentinel := new([32]byte)
+	runtime.SetFinalizer(sentinel, func(*[32]byte) { done() })
 }
 
 // readyHeapFor readies the heap (readyHeap) for opening an archive whose

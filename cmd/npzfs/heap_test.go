@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -170,26 +171,47 @@ func TestReadyHeap(t *testing.T) {
 }
 
 // TestResumeSoon: the collector stays paused, under a memory limit, and
-// resumes with the limit restored.
+// resumes with the limit restored: after resumeAfter, or at the first
+// collection if that comes first.
 func TestResumeSoon(t *testing.T) {
-	orig := debug.SetGCPercent(-1)
-	debug.SetGCPercent(orig)
-	origLimit := debug.SetMemoryLimit(-1)
-	resumed := make(chan struct{})
-	resume := pauseGC()
-	resumeSoon(func() { resume(); close(resumed) })
-	if limit := debug.SetMemoryLimit(-1); limit >= origLimit || limit <= resumeLimit {
-		t.Errorf("memory limit %d while paused (was %d)", limit, origLimit)
-	}
-	if gc := debug.SetGCPercent(-1); gc != -1 {
-		t.Errorf("the collector runs (GOGC %d) before resumeAfter", gc)
-	}
-	<-resumed
-	// The limit is restored just after resume returns.
-	for debug.SetMemoryLimit(-1) != origLimit {
-		runtime.Gosched()
-	}
-	if gc := debug.SetGCPercent(orig); gc != orig {
-		t.Errorf("GOGC %d after resuming, want %d", gc, orig)
+	defer func(d time.Duration) { resumeAfter = d }(resumeAfter)
+	for _, c := range []struct {
+		name    string
+		after   time.Duration
+		collect bool
+	}{
+		{"after resumeAfter", 10 * time.Millisecond, false},
+		{"at the first collection", time.Hour, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resumeAfter = c.after
+			orig := debug.SetGCPercent(-1)
+			debug.SetGCPercent(orig)
+			origLimit := debug.SetMemoryLimit(-1)
+			resumed := make(chan struct{})
+			resume := pauseGC()
+			resumeSoon(func() { resume(); close(resumed) })
+			if limit := debug.SetMemoryLimit(-1); limit >= origLimit || limit <= resumeLimit {
+				t.Errorf("memory limit %d while paused (was %d)", limit, origLimit)
+			}
+			if gc := debug.SetGCPercent(-1); gc != -1 {
+				t.Errorf("the collector runs (GOGC %d) before resuming", gc)
+			}
+			if c.collect {
+				runtime.GC()
+			}
+			select {
+			case <-resumed:
+			case <-time.After(time.Minute): // a hang guard, not a timing
+				t.Fatal("not resumed")
+			}
+			// The limit is restored just after resume returns.
+			for debug.SetMemoryLimit(-1) != origLimit {
+				runtime.Gosched()
+			}
+			if gc := debug.SetGCPercent(orig); gc != orig {
+				t.Errorf("GOGC %d after resuming, want %d", gc, orig)
+			}
+		})
 	}
 }
