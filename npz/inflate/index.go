@@ -150,6 +150,10 @@ func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
 // windowOf is a checkpoint's stored window: in memory, or read from the
 // index it was loaded from.
 func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
+	if p := cp.pend; p != nil {
+		<-p.done
+		return p.win, nil
+	}
 	if !cp.loaded || cp.winSize == 0 {
 		return cp.win, nil
 	}

@@ -58,6 +58,9 @@ type checkpoint struct {
 	final  bool
 	winLen int32  // window bytes before out: min(32 KiB, out)
 	win    []byte // packed window (see packWindow)
+	// pend, while the window is packed in the background, stands for win
+	// (see packLater).
+	pend   *pendingWindow
 	sum    uint32 // CRC-32 of the span's output, once it is indexed
 	loaded bool   // from LoadIndex: its span is checked against sum
 	// A loaded checkpoint's window stays in the index file until its
@@ -115,6 +118,10 @@ type ReaderAt struct {
 	crcAcc  uint32     // CRC-32 of output up to the last checkpoint
 	touched []bool
 	extBuf  []byte // a buffer from cache.alloc that no span holds
+	// Under extMu too: the window being packed in the background, and
+	// the buffer its masked bytes are in (reused once it is packed).
+	packing *pendingWindow
+	packBuf []byte
 
 	flightMu sync.Mutex
 	flight   map[int64]*flightCall // by span start
@@ -784,21 +791,20 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		}
 	}
 
-	packed := packWindow(win, r.touched[:w])
+	// The window before this span is packed while the next span
+	// inflates (packing takes about a sixth of inflating's time); the
+	// last is packed now.
+	pend := r.packLater(win, r.touched[:w])
 	var nextWin []byte
 	if d.state != stDone {
-		// The window before this span is packed: its buffer takes the
-		// window before the next.
+		// The window before this span is in packBuf: its buffer takes
+		// the window before the next.
 		nextWin = append(win[:0], buf[d.pos-int(next.winLen):d.pos]...)
 	}
 
 	r.mu.Lock()
-	r.cps[k].win = packed
+	r.cps[k].pend = pend
 	r.cps[k].sum = sum
-	r.winBytes += int64(len(packed))
-	if r.windows != nil && !r.released {
-		r.windows.used.Add(int64(len(packed)))
-	}
 	if d.state == stDone {
 		r.done = true
 	} else {
@@ -810,6 +816,11 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		r.fitBudget()
 	}
 	r.mu.Unlock()
+	if d.state == stDone {
+		r.pack(cp.seq, pend)
+	} else {
+		go r.pack(cp.seq, pend)
+	}
 	if d.state == stDone && r.complete != nil {
 		r.complete()
 	} else if d.state != stDone && r.grew != nil {
@@ -823,4 +834,52 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		r.extBuf = buf // nothing else refers to it: reuse it for the next span
 	}
 	return nil
+}
+
+// A pendingWindow is a checkpoint's window being packed: win is set
+// before done is closed.
+type pendingWindow struct {
+	done   chan struct{}
+	masked []byte // the window, with only its touched bytes kept
+	win    []byte
+}
+
+// packLater waits for the window packed before (packBuf is then free),
+// copies the touched bytes of win into packBuf, and returns the pending
+// window for pack. r.extMu is held.
+func (r *ReaderAt) packLater(win []byte, touched []bool) *pendingWindow {
+	if p := r.packing; p != nil {
+		<-p.done
+	}
+	if r.packBuf == nil {
+		r.packBuf = make([]byte, windowSize)
+	}
+	masked := r.packBuf[:len(win)]
+	for i, b := range win {
+		if !touched[i] {
+			b = 0
+		}
+		masked[i] = b
+	}
+	r.packing = &pendingWindow{done: make(chan struct{}), masked: masked}
+	return r.packing
+}
+
+// pack packs the window p of the checkpoint numbered seq, and gives it to
+// that checkpoint if the index still has it (thinning may have dropped
+// it), counting it in the window budget.
+func (r *ReaderAt) pack(seq int64, p *pendingWindow) {
+	p.win = packWindow(p.masked, nil)
+	p.masked = nil
+	r.mu.Lock()
+	i := sort.Search(len(r.cps), func(i int) bool { return r.cps[i].seq >= seq })
+	if i < len(r.cps) && r.cps[i].pend == p {
+		r.cps[i].win, r.cps[i].pend = p.win, nil
+		r.winBytes += int64(len(p.win))
+		if r.windows != nil && !r.released {
+			r.windows.used.Add(int64(len(p.win)))
+		}
+	}
+	r.mu.Unlock()
+	close(p.done)
 }
