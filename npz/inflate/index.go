@@ -151,6 +151,9 @@ func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
 // index it was loaded from.
 func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
 	if p := cp.pend; p != nil {
+		if testPendHook != nil {
+			testPendHook()
+		}
 		<-p.done
 		return p.win, nil
 	}

@@ -869,6 +869,9 @@ func (r *ReaderAt) packLater(win []byte, touched []bool) *pendingWindow {
 // that checkpoint if the index still has it (thinning may have dropped
 // it), counting it in the window budget.
 func (r *ReaderAt) pack(seq int64, p *pendingWindow) {
+	if testPackHook != nil {
+		testPackHook(seq)
+	}
 	p.win = packWindow(p.masked, nil)
 	p.masked = nil
 	r.mu.Lock()
@@ -883,3 +886,8 @@ func (r *ReaderAt) pack(seq int64, p *pendingWindow) {
 	r.mu.Unlock()
 	close(p.done)
 }
+
+// Tests' hooks: testPackHook runs as a window starts being packed;
+// testPendHook as a read starts waiting for one.
+var testPackHook func(seq int64)
+var testPendHook func()

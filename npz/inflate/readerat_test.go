@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func newRA(data, comp []byte, span int64, cache *Cache) *ReaderAt {
@@ -353,4 +354,40 @@ func TestReaderAtCachesWantedSpans(t *testing.T) {
 			t.Errorf("span %d cached: %v, want %v", k, got, want)
 		}
 	}
+}
+
+// TestReadFromAWindowBeingPacked: a read that inflates a span whose
+// window is still being packed in the background waits for it, and reads
+// the right bytes.
+func TestReadFromAWindowBeingPacked(t *testing.T) {
+	data := mixed(256<<10, 31)
+	comp := deflate(t, data, 6)
+	const span = 64 << 10
+	ra := newRA(data, comp, span, NewCache(1024)) // keeps no span: reads inflate
+	hold := make(chan struct{})
+	waiting := make(chan struct{})
+	testPackHook = func(seq int64) {
+		if seq == 1 {
+			<-hold
+		}
+	}
+	var once sync.Once
+	testPendHook = func() { once.Do(func() { close(waiting) }) }
+	defer func() { testPackHook, testPendHook = nil, nil }()
+	p := make([]byte, 1000)
+	done := make(chan error)
+	go func() {
+		_, err := ra.ReadAt(p, span+100) // indexes spans 0 and 1, then inflates span 1
+		done <- err
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(time.Minute): // a hang guard, not a timing
+		t.Fatal("the read did not wait for span 1's window")
+	}
+	close(hold)
+	if err := <-done; err != nil || !bytes.Equal(p, data[span+100:span+1100]) {
+		t.Fatalf("read from span 1: %v, or wrong bytes", err)
+	}
+	checkRead(t, ra, data, 3*span+5, 2000)
 }
