@@ -233,3 +233,29 @@ func TestReadAheadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetchIndexed: a sequential reader inside the index has the spans
+// ahead of it inflated in the background, gets the right bytes and leaves
+// no goroutine behind; random readers start no prefetch.
+func TestPrefetchIndexed(t *testing.T) {
+	data := mixed(6<<20, 41)
+	comp := deflate(t, data, 6)
+	const span = 128 << 10
+	ra := newRA(data, comp, span, NewCache(4<<20))
+	checkRead(t, ra, data, int64(len(data))-100, 100) // indexes it all, in one read
+	rng := rand.New(rand.NewPCG(41, 1))
+	for range 50 {
+		checkRead(t, ra, data, rng.Int64N(int64(len(data))), 4096)
+	}
+	if n := ra.prefetchCount.Load(); n != 0 {
+		t.Fatalf("%d prefetches for random reads", n)
+	}
+	got, err := readSeq(ra, 0, 64<<10, 128<<10, 2)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("sequential read: %v, or wrong bytes", err)
+	}
+	if ra.prefetchCount.Load() == 0 {
+		t.Fatal("a sequential read inside the index prefetched nothing")
+	}
+	waitAhead(t, ra)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,10 @@ type checkpoint struct {
 // checkpoint before it, unless the span is in the cache. A sequential
 // reader at the frontier has the index extended a few spans ahead of it by
 // a background goroutine, which caches those spans, so that inflating
-// them overlaps with serving the reads.
+// them overlaps with serving the reads; inside the index, the spans ahead
+// of a sequential reader are inflated into the cache several at once, one
+// a core, since they do not depend on each other. The first pass writes
+// each checkpoint's window in packed form while the next span inflates.
 type ReaderAt struct {
 	src   io.ReaderAt
 	csize int64
@@ -137,6 +141,11 @@ type ReaderAt struct {
 	aheadCtx    context.Context // read-ahead's: Release cancels it
 	stopAhead   context.CancelFunc
 	aheadStarts atomic.Int64 // readAhead goroutines started, for tests
+	// Inside the index, a sequential reader has the spans ahead of it
+	// inflated into the cache, several at once (see prefetch).
+	prefetching   int          // prefetch goroutines running
+	prefetchNext  int64        // where the next prefetch starts
+	prefetchCount atomic.Int64 // prefetches started, for tests
 }
 
 // outRange is a range [start, end) of output offsets.
@@ -531,11 +540,12 @@ func (r *ReaderAt) noteRead(off, end int64) {
 	defer r.aheadMu.Unlock()
 	switch {
 	case off > r.seqEnd+r.span || end < r.seqEnd-r.span:
-		r.seqEnd, r.seqRun = end, 0
+		r.seqEnd, r.seqRun, r.prefetchNext = end, 0, 0
 	case end > r.seqEnd:
 		r.seqRun += end - r.seqEnd
 		r.seqEnd = end
 	}
+	r.prefetchAhead()
 	if r.aheading || r.aheadSpans == 0 || !r.aheadDue() {
 		return
 	}
@@ -891,3 +901,46 @@ func (r *ReaderAt) pack(seq int64, p *pendingWindow) {
 // testPendHook as a read starts waiting for one.
 var testPackHook func(seq int64)
 var testPendHook func()
+
+// maxPrefetch bounds the spans inflated at once for a sequential reader
+// inside the index: one a core.
+var maxPrefetch = runtime.NumCPU()
+
+// prefetchAhead starts inflating the indexed spans from the end of a
+// sequential run to aheadSpans spans past it, up to maxPrefetch at once,
+// into the cache: spans inside the index do not depend on each other, so
+// a sequential read of an indexed member (a saved index, or a second
+// pass) runs on every core. r.aheadMu is held.
+func (r *ReaderAt) prefetchAhead() {
+	if r.seqRun < r.span || r.aheadSpans == 0 || r.aheadCtx.Err() != nil {
+		return
+	}
+	r.mu.RLock()
+	indexed := r.cps[len(r.cps)-1].out
+	if r.done {
+		indexed = r.size
+	}
+	r.mu.RUnlock()
+	next := max(r.prefetchNext, r.seqEnd)
+	for r.prefetching < maxPrefetch && next < min(indexed, r.seqEnd+r.aheadSpans*r.span) {
+		r.prefetching++
+		r.prefetchCount.Add(1)
+		r.aheadWG.Add(1)
+		go r.prefetch(next)
+		next += r.span
+	}
+	r.prefetchNext = next
+}
+
+// prefetch inflates the span holding output offset off into the cache
+// (unless it is there, or being inflated), then starts more if due.
+func (r *ReaderAt) prefetch(off int64) {
+	defer r.aheadWG.Done()
+	if s, _, err := r.spanAt(r.aheadCtx, off, r.size); err == nil {
+		r.cache.release(s)
+	}
+	r.aheadMu.Lock()
+	r.prefetching--
+	r.prefetchAhead()
+	r.aheadMu.Unlock()
+}
