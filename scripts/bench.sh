@@ -371,6 +371,22 @@ for r in $(seq "$rounds"); do
   out=$("$py" scripts/bench/npbench.py npz "$deflated" y 2>"$work/err") && rec s3.numpy "$out" \
     || rec s3.numpy.err "$(head -n 1 "$work/err")"
 done
+# The same read on a fresh mount with the member's index saved before
+# (as after a first mount, or `npzfs index`): spans inflate in parallel.
+ix3="$work/index3"
+rm -rf "$ix3"
+if timeout 120 "$npzfs" index --index-dir "$ix3" "$deflated" >"$work/index3.out" 2>&1; then
+  npzfs_flags=(--index-dir "$ix3")
+  for r in $(seq "$rounds"); do
+    if start_fs npzfs "$deflated" "$mnt"; then
+      run_rd s3.indexed.npy "${guard[@]}" "$rd" seq "$mnt/y.npy" 0 -1 1048576 >/dev/null || true
+      stop_fs "$mnt" deflated-indexed
+    fi
+  done
+  npzfs_flags=(--no-index)
+else
+  rec s3.indexed.npy.err "npzfs index: $(head -n 1 "$work/index3.out")"
+fi
 if start_fs npzfs "$deflated" "$mnt"; then
   if "${guard[@]}" cmp -s <(unzip -p "$deflated" y.npy) "$mnt/y.npy"; then rec check.deflated ok
   else rec check.deflated "MISMATCH: y.npy differs from unzip -p"; fi

@@ -187,6 +187,9 @@ def build(r, gobench):
     m = div(nbytes / MiB if nbytes else None, ns)
     row("3", "  the same vs numpy", n, "s3.first.npy", "MiB/s", m, "s3.numpy", "MiB/s",
         "np.load(npz)['y']", div(n, m), "—", None)
+    ni = r.med("s3.indexed.npy", "mbps")
+    row("3", "  the same, fresh mount with its index saved before", ni, "s3.indexed.npy", "MiB/s", u, "s3.unzip", "MiB/s",
+        "unzip -p", div(ni, u), "—", None)
 
     # 4. deflated, random
     first = r.med("s4.rand", "first_ms")
@@ -339,7 +342,7 @@ def ceiling(r):
 
 
 def rss_table(r):
-    labels = ["stored-seq", "mmap", "deflated-seq", "deflated-rand", "bigdefl", "many-ls", "many-read"]
+    labels = ["stored-seq", "mmap", "deflated-seq", "deflated-indexed", "deflated-rand", "bigdefl", "many-ls", "many-read"]
     out = []
     for lab in labels:
         cells = []
