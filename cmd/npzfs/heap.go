@@ -5,7 +5,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -55,41 +57,80 @@ func pauseGC() (resume func()) {
 // collection then, with its stops and the scavenger splitting the huge
 // pages to return them, costs more than the request (a first deflated
 // read went from 2-5 ms to 7-15 ms). So the collector resumes a little
-// later, or at the first collection if reads allocate more than a memory
-// limit of resumeLimit above the heap allows first. The first requests
-// have their heap readied already (mountHeap), so the limit is small: a
-// burst that allocates more, as a listing of 100,000 members does, is
-// collected as it goes (with a limit of 256 MiB that listing grew the
-// daemon from 100 to 340 MB). Once the limit is hit the collector runs
-// as usual: a limit kept would make it collect over and over while the
-// live heap stays near it, as a full read of a deflated member's 16 MiB
-// span cache does (its speed fell from 470 to 270 MiB/s).
+// later, and meanwhile a memory limit of resumeLimit above the heap makes
+// it run only if reads allocate that much. The first requests have their
+// heap readied already (mountHeap), so the limit is small: a burst that
+// allocates more, as a listing of 100,000 members does, is collected as
+// it goes (with a limit of 256 MiB that listing grew the daemon from 100
+// to 340 MB; with 8 MiB it peaks at 92-99 MB, against 100-108 MB when
+// the collector resumes at its first collection). But a limit that what
+// survives a collection nearly fills would make the collector run over
+// and over, as a full read of a deflated member's 16 MiB span cache does
+// in a small heap (its speed fell from 470 to 270 MiB/s): after each
+// collection, if the live heap is over three quarters of the limit, the
+// collector resumes at once.
 const resumeLimit = 8 << 20
 
 // resumeAfter is when resumeSoon resumes the collector at the latest.
 var resumeAfter = time.Second
 
-// resumeSoon calls resume, once, after resumeAfter or at the first
-// collection, whichever comes first; until then the heap is bounded (see
-// above).
+// collectionsSeen counts the collections resumeSoon has looked at, for
+// tests.
+var collectionsSeen atomic.Int64
+
+// resumeSoon calls resume, once, after resumeAfter or after a collection
+// that leaves the heap over three quarters of its limit, whichever comes
+// first; until then the heap is bounded (see above).
 func resumeSoon(resume func()) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	limit := debug.SetMemoryLimit(-1) // GOMEMLIMIT's, by default none
-	debug.SetMemoryLimit(min(limit, int64(ms.HeapSys)+resumeLimit))
+	orig := debug.SetMemoryLimit(-1) // GOMEMLIMIT's, by default none
+	limit := min(orig, int64(ms.HeapSys)+resumeLimit)
+	debug.SetMemoryLimit(limit)
 	var once sync.Once
+	var resumed atomic.Bool
 	done := func() {
 		once.Do(func() {
+			resumed.Store(true)
 			resume()
-			debug.SetMemoryLimit(limit)
+			debug.SetMemoryLimit(orig)
 		})
 	}
 	time.AfterFunc(resumeAfter, done)
-	// The next collection finds the sentinel unreachable and runs its
-	// finalizer. (Objects under 16 bytes may share a block and never be
-	// finalized.)
+	afterEachCollection(func() bool {
+		collectionsSeen.Add(1)
+		if resumed.Load() {
+			return false
+		}
+		if liveHeap() > uint64(limit/4*3) {
+			done()
+			return false
+		}
+		return true
+	})
+}
+
+// afterEachCollection calls f after the next collection, and after each
+// one after that for as long as f returns true. Each collection finds a
+// sentinel unreachable and runs its finalizer, which arms the next.
+// (Objects under 16 bytes may share a block and never be finalized.)
+func afterEachCollection(f func() bool) {
 	sentinel := new([32]byte)
-	runtime.SetFinalizer(sentinel, func(*[32]byte) { done() })
+	runtime.SetFinalizer(sentinel, func(*[32]byte) {
+		if f() {
+			afterEachCollection(f)
+		}
+	})
+}
+
+// liveHeap is the heap the last collection found live.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // readyHeapFor readies the heap (readyHeap) for opening an archive whose

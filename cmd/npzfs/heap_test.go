@@ -171,17 +171,21 @@ func TestReadyHeap(t *testing.T) {
 }
 
 // TestResumeSoon: the collector stays paused, under a memory limit, and
-// resumes with the limit restored: after resumeAfter, or at the first
-// collection if that comes first.
+// resumes with the limit restored: after resumeAfter, or after a
+// collection that leaves the heap over three quarters of the limit, but
+// not after one that leaves it light.
 func TestResumeSoon(t *testing.T) {
 	defer func(d time.Duration) { resumeAfter = d }(resumeAfter)
 	for _, c := range []struct {
 		name    string
 		after   time.Duration
-		collect bool
+		collect bool // collect once paused
+		fill    bool // keep a heap over three quarters of the limit through it
+		early   bool // the collection resumes the collector
 	}{
-		{"after resumeAfter", 10 * time.Millisecond, false},
-		{"at the first collection", time.Hour, true},
+		{"after resumeAfter", 10 * time.Millisecond, false, false, false},
+		{"after a full collection", time.Hour, true, true, true},
+		{"not after a light collection", 100 * time.Millisecond, true, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resumeAfter = c.after
@@ -191,15 +195,32 @@ func TestResumeSoon(t *testing.T) {
 			resumed := make(chan struct{})
 			resume := pauseGC()
 			resumeSoon(func() { resume(); close(resumed) })
-			if limit := debug.SetMemoryLimit(-1); limit >= origLimit || limit <= resumeLimit {
+			limit := debug.SetMemoryLimit(-1)
+			if limit >= origLimit || limit <= resumeLimit {
 				t.Errorf("memory limit %d while paused (was %d)", limit, origLimit)
 			}
 			if gc := debug.SetGCPercent(-1); gc != -1 {
 				t.Errorf("the collector runs (GOGC %d) before resuming", gc)
 			}
+			seen := collectionsSeen.Load() // before the allocation, which may itself collect
+			var keep []byte
+			if c.fill {
+				keep = make([]byte, limit/4*3+1<<20)
+			}
 			if c.collect {
 				runtime.GC()
+				for collectionsSeen.Load() == seen {
+					runtime.Gosched() // the finalizer runs after the collection
+				}
+				if !c.early {
+					select {
+					case <-resumed:
+						t.Fatal("a collection that left the heap light resumed the collector")
+					default:
+					}
+				}
 			}
+			runtime.KeepAlive(keep)
 			select {
 			case <-resumed:
 			case <-time.After(time.Minute): // a hang guard, not a timing
