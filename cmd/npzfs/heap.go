@@ -171,7 +171,7 @@ func faultInHuge(b []byte) {
 	if madvise(lo, hi-lo, unix.MADV_HUGEPAGE) != nil {
 		return
 	}
-	madvise(lo, hi-lo, unix.MADV_POPULATE_WRITE)
+	populate(lo, hi)
 	if lo != base {
 		madvise(lo, hugePage, unix.MADV_COLLAPSE)
 	}
@@ -212,4 +212,28 @@ func directoryOf(path string) source.Range {
 		return source.Range{}
 	}
 	return directory(f, fi.Size())
+}
+
+// populate faults in the huge pages of [lo, hi), both 2 MiB aligned, with
+// MADV_POPULATE_WRITE from one thread a core at once: where fresh memory
+// is slow to come by (the host supplying it), the cores wait for it side
+// by side.
+func populate(lo, hi uintptr) {
+	pages := (hi - lo) / hugePage
+	n := min(uintptr(runtime.NumCPU()), pages)
+	if n <= 1 {
+		madvise(lo, hi-lo, unix.MADV_POPULATE_WRITE)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := uintptr(0); i < n; i++ {
+		a := lo + pages*i/n*hugePage
+		b := lo + pages*(i+1)/n*hugePage
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			madvise(a, b-a, unix.MADV_POPULATE_WRITE)
+		}()
+	}
+	wg.Wait()
 }
