@@ -169,12 +169,12 @@ func TestCopyMatch(t *testing.T) {
 // matches inline, by cases of length and distance, and each case must
 // give compress/flate's bytes.
 func TestEveryShortMatch(t *testing.T) {
-	var w fixedWriter
+	var w bitWriter
 	w.bits(1, 1) // final
 	w.bits(1, 2) // fixed Huffman codes
 	var want []byte
 	lit := func(b byte) {
-		w.lit(int(b))
+		w.fixedLit(int(b))
 		want = append(want, b)
 	}
 	for i := 0; i < 64; i++ {
@@ -187,14 +187,14 @@ func TestEveryShortMatch(t *testing.T) {
 				lit(byte(n*13 + k*101))
 			}
 			n++
-			w.match(length, dist)
+			fixedMatch(&w, length, dist)
 			for i := 0; i < length; i++ {
 				want = append(want, want[len(want)-dist])
 			}
 		}
 	}
-	w.lit(256)
-	comp := w.flush()
+	w.fixedLit(256)
+	comp := w.bytes()
 	if std, err := stdInflate(comp); err != nil || !bytes.Equal(std, want) {
 		t.Fatalf("compress/flate does not read the stream as written (%v): the test's writer is wrong", err)
 	}
@@ -211,68 +211,18 @@ func TestEveryShortMatch(t *testing.T) {
 	}
 }
 
-// fixedWriter writes a DEFLATE block with the fixed Huffman codes (RFC
-// 1951 3.2.6).
-type fixedWriter struct {
-	out []byte
-	acc uint64
-	n   uint
-}
-
-// bits writes the low n bits of v, least significant first.
-func (w *fixedWriter) bits(v uint64, n uint) {
-	w.acc |= v << w.n
-	w.n += n
-	for w.n >= 8 {
-		w.out = append(w.out, byte(w.acc))
-		w.acc >>= 8
-		w.n -= 8
-	}
-}
-
-// code writes a Huffman codeword of n bits, most significant first.
-func (w *fixedWriter) code(c uint64, n uint) {
-	var r uint64
-	for i := uint(0); i < n; i++ {
-		r = r<<1 | c>>i&1
-	}
-	w.bits(r, n)
-}
-
-// lit writes literal/length symbol s.
-func (w *fixedWriter) lit(s int) {
-	switch {
-	case s < 144:
-		w.code(uint64(0x30+s), 8)
-	case s < 256:
-		w.code(uint64(0x190+s-144), 9)
-	case s < 280:
-		w.code(uint64(s-256), 7)
-	default:
-		w.code(uint64(0xc0+s-280), 8)
-	}
-}
-
-// match writes a length and a distance.
-func (w *fixedWriter) match(length, dist int) {
+// fixedMatch writes a length and a distance with the fixed codes.
+func fixedMatch(w *bitWriter, length, dist int) {
 	i := len(lengthBase) - 1
 	for int(lengthBase[i]) > length {
 		i--
 	}
-	w.lit(257 + i)
+	w.fixedLit(257 + i)
 	w.bits(uint64(length-int(lengthBase[i])), uint(lengthExtra[i]))
 	j := len(distBase) - 1
 	for int(distBase[j]) > dist {
 		j--
 	}
-	w.code(uint64(j), 5)
+	w.code(uint32(j), 5)
 	w.bits(uint64(dist-int(distBase[j])), uint(distExtra[j]))
-}
-
-// flush pads the last byte and returns the stream.
-func (w *fixedWriter) flush() []byte {
-	if w.n > 0 {
-		w.bits(0, 8-w.n)
-	}
-	return w.out
 }
