@@ -143,6 +143,7 @@ type ReaderAt struct {
 	aheadStarts atomic.Int64 // readAhead goroutines started, for tests
 	// Inside the index, a sequential reader has the spans ahead of it
 	// inflated into the cache, several at once (see prefetch).
+	prefetchOK    bool         // the cache is large enough to prefetch into
 	prefetching   int          // prefetch goroutines running
 	prefetchNext  int64        // where the next prefetch starts
 	prefetchCount atomic.Int64 // prefetches started, for tests
@@ -200,7 +201,12 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 	r.aheadCtx, r.stopAhead = context.WithCancel(context.Background())
 	// Spans inflated ahead are cached until read: leave the cache at least
 	// half of its budget for everything else.
-	r.aheadSpans = min(maxAheadSpans, r.cache.Budget()/(r.span+windowSize+outSlack)/2)
+	spans := r.cache.Budget() / (r.span + windowSize + outSlack)
+	r.aheadSpans = min(maxAheadSpans, spans/2)
+	// Prefetching holds its spans ahead and those in flight: in a cache
+	// that cannot hold twice that, spans would be pushed out while reads
+	// still use them, and their buffers made anew instead of recycled.
+	r.prefetchOK = spans >= 2*(r.aheadSpans+int64(maxPrefetch))
 	r.cps = []checkpoint{{state: stHeader}}
 	r.flight = make(map[int64]*flightCall)
 	return r
@@ -882,7 +888,7 @@ func (r *ReaderAt) pack(seq int64, p *pendingWindow) {
 	if testPackHook != nil {
 		testPackHook(seq)
 	}
-	p.win = packWindow(p.masked, nil)
+	p.win = packWindow(p.masked)
 	p.masked = nil
 	r.mu.Lock()
 	i := sort.Search(len(r.cps), func(i int) bool { return r.cps[i].seq >= seq })
@@ -903,37 +909,40 @@ var testPackHook func(seq int64)
 var testPendHook func()
 
 // maxPrefetch bounds the spans inflated at once for a sequential reader
-// inside the index: one a core.
-var maxPrefetch = runtime.NumCPU()
+// inside the index: one a core, and no more than it may have ahead.
+var maxPrefetch = min(runtime.NumCPU(), maxAheadSpans)
 
-// prefetchAhead starts inflating the indexed spans from the end of a
-// sequential run to aheadSpans spans past it, up to maxPrefetch at once,
-// into the cache: spans inside the index do not depend on each other, so
-// a sequential read of an indexed member (a saved index, or a second
-// pass) runs on every core. r.aheadMu is held.
+// prefetchAhead starts inflating the indexed spans that begin after the
+// end of a sequential run, up to aheadSpans spans past it and maxPrefetch
+// at once, into the cache: spans inside the index do not depend on each
+// other, so a sequential read of an indexed member (a saved index, or a
+// second pass) runs on every core. The span the run is in is left to its
+// reads, which inflate as much of it as they need. r.aheadMu is held.
 func (r *ReaderAt) prefetchAhead() {
-	if r.seqRun < r.span || r.aheadSpans == 0 || r.aheadCtx.Err() != nil {
+	if !r.prefetchOK || r.seqRun < r.span || r.aheadCtx.Err() != nil {
 		return
 	}
+	from := max(r.prefetchNext, r.seqEnd)
+	until := r.seqEnd + r.aheadSpans*r.span
 	r.mu.RLock()
-	indexed := r.cps[len(r.cps)-1].out
+	defer r.mu.RUnlock()
+	last := len(r.cps) - 1 // the frontier's span is not indexed until done
 	if r.done {
-		indexed = r.size
+		last++
 	}
-	r.mu.RUnlock()
-	next := max(r.prefetchNext, r.seqEnd)
-	for r.prefetching < maxPrefetch && next < min(indexed, r.seqEnd+r.aheadSpans*r.span) {
+	k := sort.Search(len(r.cps), func(i int) bool { return r.cps[i].out >= from })
+	for ; r.prefetching < maxPrefetch && k < last && r.cps[k].out < until; k++ {
+		start := r.cps[k].out
 		r.prefetching++
 		r.prefetchCount.Add(1)
 		r.aheadWG.Add(1)
-		go r.prefetch(next)
-		next += r.span
+		go r.prefetch(start)
+		r.prefetchNext = start + 1
 	}
-	r.prefetchNext = next
 }
 
-// prefetch inflates the span holding output offset off into the cache
-// (unless it is there, or being inflated), then starts more if due.
+// prefetch inflates the span starting at output offset off into the
+// cache (unless it is there, or being inflated), then starts more if due.
 func (r *ReaderAt) prefetch(off int64) {
 	defer r.aheadWG.Done()
 	if s, _, err := r.spanAt(r.aheadCtx, off, r.size); err == nil {

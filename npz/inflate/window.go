@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -17,29 +18,18 @@ import (
 // of the time inflating the span after it does, so readers seldom wait.
 var packer struct {
 	sync.Mutex
-	w      *flate.Writer
-	masked [windowSize]byte
-	out    bytes.Buffer
+	w   *flate.Writer
+	out bytes.Buffer
 }
 
-// packWindow returns the stored form of win with only the touched bytes
-// kept. touched may be nil (keep everything).
-func packWindow(win []byte, touched []bool) []byte {
-	packer.Lock()
-	defer packer.Unlock()
-	masked := packer.masked[:len(win)]
-	nonzero := false
-	for i := range win {
-		var b byte
-		if touched == nil || touched[i] {
-			b = win[i]
-		}
-		masked[i] = b
-		nonzero = nonzero || b != 0
-	}
-	if !nonzero {
+// packWindow returns the stored form of masked, a window whose untouched
+// bytes are already zeroed (see packLater): nil when all are.
+func packWindow(masked []byte) []byte {
+	if !slices.ContainsFunc(masked, func(b byte) bool { return b != 0 }) {
 		return nil
 	}
+	packer.Lock()
+	defer packer.Unlock()
 	packer.out.Reset()
 	if packer.w == nil {
 		packer.w, _ = flate.NewWriter(&packer.out, flate.BestSpeed)
