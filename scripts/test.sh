@@ -7,7 +7,8 @@
 #    gcc, zip, unzip, nginx-light), and builds versitygw once into
 #    ~/.cache/npzfs/tools (the servers remote archives are tested against);
 # 2. checks gofmt and go vet;
-# 3. runs the unit tests under the race detector;
+# 3. runs the unit tests under the race detector, and the allocation tests
+#    it skips without it;
 # 4. runs the integration tests, which mount the real binary, with
 #    NPZFS_REQUIRE_FUSE=1 so that they fail rather than skip without FUSE;
 # 5. runs each fuzzer for NPZFS_FUZZTIME (default 30s);
@@ -53,6 +54,11 @@ step "unit tests (-race, NPZFS_REQUIRE_FUSE=1)"
 # fs mounts a test tree in a subprocess: with NPZFS_REQUIRE_FUSE=1 those
 # tests fail rather than skip when FUSE is missing.
 NPZFS_REQUIRE_FUSE=1 go test -race -count=1 $(go list ./... | grep -v '/integration$')
+
+step "allocation tests (without -race, which skips them)"
+# The race detector changes what is allocated, so these tests skip under
+# it; they count allocations, which a change can silently multiply.
+go test -count=1 -run 'TestReaderAtRecyclesBuffers|TestDeflatedHeadersReuseDecoders' ./npz ./npz/inflate
 
 step "integration tests (-race, NPZFS_REQUIRE_FUSE=1)"
 status=0
