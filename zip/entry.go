@@ -94,8 +94,11 @@ func (z *Reader) Declared() int {
 
 // Entries reads the central directory, calling each with every entry in
 // order (the Entry is reused: copy what is kept). Entries are read while
-// the signature matches, so archives with more than 65,535 entries written
-// without zip64 (whose count wrapped) still open. An entry whose fixed
+// the signature matches and inside the directory's declared length, as
+// Python's zipfile reads them, whatever count the end record claims:
+// archives with more than 65,535 entries written without zip64 (whose
+// count wrapped) still open, and a count larger than the directory holds
+// reads no further (archive/zip reads the count). An entry whose fixed
 // part and lengths are readable but whose contents are not usable has
 // Unusable set; an unreadable entry ends the directory, and is an error
 // only if it is the first (Problems says so otherwise).
