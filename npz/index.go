@@ -310,6 +310,21 @@ func (x *memberIndex) bad(err error) {
 // stops when ctx is done; reads of the member go on meanwhile. A stored
 // member needs no index: BuildIndex returns nil.
 func (m *Member) BuildIndex(ctx context.Context) error {
+	return m.buildIndex(ctx, (*inflate.ReaderAt).IndexAll)
+}
+
+// BuildIndexParallel is BuildIndex with the first pass through a large
+// member shared among up to workers goroutines (see
+// inflate.ReaderAt.IndexAllParallel). A read of the member past its
+// index waits for the whole pass: it is for building indexes ahead of
+// time, as npzfs index does, not for a mounted archive.
+func (m *Member) BuildIndexParallel(ctx context.Context, workers int) error {
+	return m.buildIndex(ctx, func(r *inflate.ReaderAt, ctx context.Context) error {
+		return r.IndexAllParallel(ctx, workers)
+	})
+}
+
+func (m *Member) buildIndex(ctx context.Context, indexAll func(*inflate.ReaderAt, context.Context) error) error {
 	if m.e.Method != zip.Deflated {
 		return nil
 	}
@@ -317,7 +332,7 @@ func (m *Member) BuildIndex(ctx context.Context) error {
 	if l.err != nil {
 		return l.err
 	}
-	if err := l.inf.IndexAll(ctx); err != nil {
+	if err := indexAll(l.inf, ctx); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

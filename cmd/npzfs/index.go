@@ -22,9 +22,14 @@ import (
 const indexHelp = `Builds the index of every deflated member of ARCHIVE (or of the members
 named by KEY, as "images" or "images.npy"), so that a later mount reads
 anywhere in them at once instead of inflating each from its start. The
-members are inflated whole, several at once (one per core), their length
-and CRC-32 checked, and their indexes saved where mount looks for them
-(--index-dir). A member whose index is already saved has it loaded, not
+members are inflated whole, several at once, their length and CRC-32
+checked, and their indexes saved where mount looks for them
+(--index-dir). A member of 8 MiB or more (compressed) is itself split
+among --workers threads: each finds a block boundary in its part of the
+stream and inflates from there before the part ahead of it is done (the
+technique of rapidgzip), and whatever it cannot split (no block
+boundary found, a member whose history never clears) is inflated from
+its start. A member whose index is already saved has it loaded, not
 rebuilt; with --verify every member is then also read whole, each span of
 a saved index checked against its CRC-32 (one that fails is rebuilt).
 
@@ -113,6 +118,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	var xf indexFlags
 	xf.add(fl, false)
 	verify := fl.Bool("verify", false, "read every member whole, checking saved indexes span by span")
+	workers := fl.Int("workers", runtime.GOMAXPROCS(0), "inflate with `N` threads: members at once, and parts of a large member (1: each member from its start)")
 	sidecar := fl.Bool("sidecar", false, "also write the indexes beside the archive, as ARCHIVE.npzidx (for a dataset to ship; mounts use it)")
 	var rf remoteFlags
 	rf.add(fl)
@@ -127,6 +133,9 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := rf.check(); err != nil {
 		return usageError(stderr, "index", err.Error())
+	}
+	if *workers < 1 {
+		return usageError(stderr, "index", fmt.Sprintf("--workers %d: give 1 or more", *workers))
 	}
 	if xf.none {
 		return fail(stderr, "index", errors.New("no folder to keep indexes in: give --index-dir"))
@@ -175,8 +184,8 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	stop := progress(stderr, done, total, start)
 	failed := map[*npz.Member]error{}
 	var failMu sync.Mutex
-	forEachN(members, runtime.GOMAXPROCS(0), func(m *npz.Member) {
-		err := m.BuildIndex(context.Background())
+	forEachN(members, *workers, func(m *npz.Member) {
+		err := m.BuildIndexParallel(context.Background(), *workers)
 		if err == nil && *verify {
 			err = readMember(m, &verified)
 		}

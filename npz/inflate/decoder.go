@@ -57,6 +57,9 @@ type decoder struct {
 	final    bool
 	stored   int
 	blockBit int64 // bit position of the current block's header
+	// stopBit, when not 0, stops decode at the first block header at
+	// or past it (see buildParallel).
+	stopBit int64
 
 	lit, dist *huffTable
 
@@ -90,7 +93,7 @@ func (d *decoder) resetStream(r io.Reader) {
 	d.bits, d.nb = 0, 0
 	d.pos, d.minPos = 0, 0
 	d.state, d.final, d.stored = stHeader, false, 0
-	d.trackEnd = 0
+	d.trackEnd, d.stopBit = 0, 0
 }
 
 // seekBit positions the input at bit pos of a ReaderAt source. step is
@@ -341,12 +344,16 @@ func (d *decoder) readDynamic() error {
 }
 
 // decode inflates until d.pos >= target (stopping at the first symbol
-// boundary there) or the stream ends. len(d.out) must be >= target+outSlack.
+// boundary there), the stream ends, or a block header at or past
+// d.stopBit (if set) is next. len(d.out) must be >= target+outSlack.
 func (d *decoder) decode(target int) error {
 	for d.pos < target {
 		var err error
 		switch d.state {
 		case stHeader:
+			if d.stopBit != 0 && d.bitPos() >= d.stopBit {
+				return nil
+			}
 			err = d.readHeader()
 		case stStored:
 			err = d.copyStored(target)

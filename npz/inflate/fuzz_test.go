@@ -3,6 +3,7 @@ package inflate
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
@@ -19,12 +20,22 @@ func FuzzInflate(f *testing.F) {
 	f.Add(deflate(f, mixed(3000, 6), flate.NoCompression))
 	f.Add(deflate(f, make([]byte, 5000), 1))
 	f.Add(deflate(f, intRamp(2000), 9))
+	f.Add(deflate(f, intRamp(300<<10), 6)) // long enough for the parallel pass
 	for _, c := range adversarialStreams() {
 		f.Add(c.s)
 	}
 	f.Fuzz(func(t *testing.T, comp []byte) {
 		want, ok := agree(t, comp)
-		if !ok || len(want) > 4<<20 {
+		if !ok {
+			// The parallel pass, and the sequential pass it falls back
+			// on, find the stream bad.
+			bad := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), 1<<20, 0, nil)
+			if err := bad.indexAllParallel(context.Background(), 3, max(1, int64(len(comp))/6)); err == nil {
+				t.Fatal("the parallel pass accepted a bad stream")
+			}
+			return
+		}
+		if len(want) > 4<<20 {
 			return
 		}
 		span := max(64, int64(len(want)/128))
@@ -44,6 +55,15 @@ func FuzzInflate(f *testing.F) {
 		p := make([]byte, size+1)
 		if got, err := ra.ReadAt(p, 0); got != int(size) || err != io.EOF || !bytes.Equal(p[:got], want) {
 			t.Fatalf("whole ReadAt = %d, %v", got, err)
+		}
+		// The parallel pass (in chunks of a sixth of the stream) indexes
+		// it as well, or leaves it to the sequential pass.
+		par := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc, &Options{SpanSize: span})
+		if err := par.indexAllParallel(context.Background(), 3, max(1, int64(len(comp))/6)); err != nil {
+			t.Fatalf("parallel pass: %v", err)
+		}
+		if got, err := par.ReadAt(p, 0); got != int(size) || err != io.EOF || !bytes.Equal(p[:got], want) {
+			t.Fatalf("whole ReadAt after the parallel pass = %d, %v", got, err)
 		}
 		// A wrong CRC is caught when the end is reached.
 		if size > 0 {

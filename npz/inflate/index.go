@@ -447,5 +447,5 @@ func (r *ReaderAt) Indexed() int64 {
 	if r.done {
 		return r.size
 	}
-	return r.cps[len(r.cps)-1].out
+	return max(r.cps[len(r.cps)-1].out, r.parallelDone.Load())
 }

@@ -147,6 +147,11 @@ type ReaderAt struct {
 	prefetching   int          // prefetch goroutines running
 	prefetchNext  int64        // where the next prefetch starts
 	prefetchCount atomic.Int64 // prefetches started, for tests
+
+	// The parallel first pass: output it has indexed while it runs (for
+	// Indexed), and whether it made the index (for tests).
+	parallelDone atomic.Int64
+	parallel     bool
 }
 
 // outRange is a range [start, end) of output offsets.
@@ -351,7 +356,7 @@ func (r *ReaderAt) resume(ctx context.Context, d *decoder, cp *checkpoint, buf [
 	d.out = buf
 	d.pos = int(cp.winLen)
 	d.minPos = 0
-	d.trackEnd = 0
+	d.trackEnd, d.stopBit = 0, 0
 	d.bits, d.nb = 0, 0
 	// What the checkpoint says of the current block, so that a decoder
 	// from the pool carries nothing over into the next checkpoint (a
@@ -714,14 +719,8 @@ func isStreamError(err error) bool {
 // loads it if there is one (whichever extends first: a read, or
 // readAhead).
 func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
-	if load := r.load; load != nil {
-		r.load = nil
-		if src, size := load(); src != nil {
-			if err := r.loadIndexLocked(src, size); err != nil && r.badIndex != nil {
-				r.badIndex(err)
-			}
-			return nil
-		}
+	if r.loadSaved() {
+		return nil
 	}
 	if err := r.prepareFrontier(ctx); err != nil {
 		return err
@@ -850,6 +849,25 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		r.extBuf = buf // nothing else refers to it: reuse it for the next span
 	}
 	return nil
+}
+
+// loadSaved asks Options.Load for a saved index the first time it is
+// called, and loads it if there is one, reporting whether there was.
+// r.extMu is held.
+func (r *ReaderAt) loadSaved() bool {
+	load := r.load
+	if load == nil {
+		return false
+	}
+	r.load = nil
+	src, size := load()
+	if src == nil {
+		return false
+	}
+	if err := r.loadIndexLocked(src, size); err != nil && r.badIndex != nil {
+		r.badIndex(err)
+	}
+	return true
 }
 
 // A pendingWindow is a checkpoint's window being packed: win is set

@@ -12,33 +12,43 @@ import (
 // that the span after it actually reads (the others are zeroed), deflated.
 // Untouched windows cost nothing; for typical data the rest deflates well.
 
-// packer deflates windows for packWindow. One serves every reader: a
-// flate.Writer holds over a megabyte of state, which a pool would keep one
-// of per thread packing at once, and packing a window takes a small part
-// of the time inflating the span after it does, so readers seldom wait.
-var packer struct {
-	sync.Mutex
+// A windowPacker deflates windows. It holds a flate.Writer, over a
+// megabyte of state: one (packer) serves every reader, since packing a
+// window takes a small part of the time inflating the span after it does,
+// so readers seldom wait; the parallel first pass gives each of its
+// workers its own.
+type windowPacker struct {
 	w   *flate.Writer
 	out bytes.Buffer
+}
+
+var packer struct {
+	sync.Mutex
+	windowPacker
 }
 
 // packWindow returns the stored form of masked, a window whose untouched
 // bytes are already zeroed (see packLater): nil when all are.
 func packWindow(masked []byte) []byte {
+	packer.Lock()
+	defer packer.Unlock()
+	return packer.pack(masked)
+}
+
+// pack is packWindow with p.
+func (p *windowPacker) pack(masked []byte) []byte {
 	if !slices.ContainsFunc(masked, func(b byte) bool { return b != 0 }) {
 		return nil
 	}
-	packer.Lock()
-	defer packer.Unlock()
-	packer.out.Reset()
-	if packer.w == nil {
-		packer.w, _ = flate.NewWriter(&packer.out, flate.BestSpeed)
+	p.out.Reset()
+	if p.w == nil {
+		p.w, _ = flate.NewWriter(&p.out, flate.BestSpeed)
 	} else {
-		packer.w.Reset(&packer.out)
+		p.w.Reset(&p.out)
 	}
-	packer.w.Write(masked)
-	packer.w.Close()
-	return bytes.Clone(packer.out.Bytes())
+	p.w.Write(masked)
+	p.w.Close()
+	return bytes.Clone(p.out.Bytes())
 }
 
 var errBadWindow = errors.New("inflate: internal error: stored window does not inflate")

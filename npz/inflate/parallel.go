@@ -1,0 +1,695 @@
+package inflate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sync"
+	"sync/atomic"
+)
+
+// The parallel first pass (IndexAllParallel) splits the compressed
+// stream into chunks and indexes them at once, one worker a core, as
+// rapidgzip does for gzip files:
+//
+//  1. Starts. In each chunk but the first, a worker looks for a dynamic
+//     Huffman block header: at every bit whose next bits could begin one
+//     (a block that is not the last, counts in range, a complete code for
+//     the code lengths) it reads the header, and decodes from there with
+//     the 32 KiB before it unknown, into 16-bit values: a byte, or a
+//     marker standing for a byte of the unknown window, which matches
+//     copy as they copy bytes. Once the last 32 KiB decoded hold no
+//     marker, the window there is known: that symbol boundary, a
+//     checkpoint with its window, is where the chunk's run starts; the
+//     output before it is its lead. A header that does not decode so
+//     was a false find: the search goes on from the next bit, to the
+//     chunk's end.
+//  2. Runs. From each start (the first chunk's is the stream's), a
+//     worker indexes as the sequential pass does, span by span, until it
+//     reaches the next chunk's start: a block header at exactly the bit
+//     where that chunk's search found one, then the chunk's start in
+//     exactly its recorded state. Only then is that start proven (the
+//     search may have found a false header that decoded): a run that
+//     passes a start any other way goes on to the one after. The next
+//     chunk's lead is so inflated twice, once with markers.
+//  3. Stitching. From the first chunk, each run leads to the chunk whose
+//     start it proved; their checkpoints, moved to absolute offsets, are
+//     the index, and the output's length and CRC-32 (combined from the
+//     runs') must be the declared ones.
+//
+// The workers take tasks in the order: chunk 0's run, chunk 1's start,
+// chunk 1's run, chunk 2's start...; a run that needs a start no one has
+// begun finds it itself, and waits for one begun by another worker
+// (finding a start waits for nothing, so none waits forever).
+//
+// What the pass cannot do (a chunk where no start is found: no dynamic
+// block, or markers that never clear, as in a run of one unknown byte; a
+// stream error) falls to the runs before it or to the sequential pass,
+// which finds and reports a stream's errors where they are.
+
+const (
+	// minChunk is the least compressed length of a chunk: a start's
+	// lead is often MiBs long.
+	minChunk = 4 << 20
+	// chunksPerWorker: each chunk but the first costs its lead twice (up
+	// to tens of MiB, where long matches keep copying unknown bytes), so
+	// fewer chunks are faster, but one a worker would leave one idle
+	// while another finishes a slower chunk.
+	chunksPerWorker = 2
+	// searchPiece is how much of a chunk a start's search reads at once.
+	searchPiece = 256 << 10
+	// markerBuf is the length of the buffer a start's search decodes
+	// into (see decodeMarkers).
+	markerBuf = 1 << 20
+	// markerBase+k stands for byte k of the unknown window.
+	markerBase = 256
+)
+
+// A chunkStart is where a chunk's run starts: cp (output offset 0),
+// whose window is win, lead bytes of output after the block header at
+// bit.
+type chunkStart struct {
+	ok   bool
+	bit  int64
+	lead int64
+	cp   checkpoint
+	win  []byte
+}
+
+// A chunkRun is what a run indexed: checkpoints from its start (output
+// offsets from it, windows packed, span CRC-32s), size bytes of output
+// with CRC-32 crc, ending at the start of chunk next, or at the stream's
+// end (next -1).
+type chunkRun struct {
+	cps  []checkpoint
+	size int64
+	crc  uint32
+	next int
+	err  error
+}
+
+// parallelPass is one parallel first pass of r.
+type parallelPass struct {
+	r     *ReaderAt
+	ctx   context.Context
+	chunk int64
+	// starts[i] is found by whoever claims it first, and is ready once
+	// found[i] is closed.
+	starts  []chunkStart
+	claimed []atomic.Bool
+	found   []chan struct{}
+	runs    []chunkRun
+}
+
+// passWorker is what one worker reuses from task to task.
+type passWorker struct {
+	packer  windowPacker
+	markers []uint16
+	region  []byte
+	buf     []byte
+	touched []bool
+	masked  []byte
+}
+
+// IndexAllParallel is IndexAll with the first pass shared among up to
+// workers goroutines (see above), for a stream of at least two chunks
+// whose index is not begun: the index's lock is held throughout, so a
+// read past the index waits for the whole pass (npzfs index runs it;
+// a mount indexes with IndexAll). A saved index is loaded first, as a
+// read would; what the parallel pass does not index, the sequential
+// pass does.
+func (r *ReaderAt) IndexAllParallel(ctx context.Context, workers int) error {
+	return r.indexAllParallel(ctx, workers, minChunk)
+}
+
+// indexAllParallel is IndexAllParallel with chunks of at least
+// chunk compressed bytes.
+func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int64) error {
+	if workers > 1 && r.csize >= 2*chunk {
+		r.extMu.Lock()
+		err := r.indexParallelLocked(ctx, workers, chunk)
+		r.unlockExt()
+		if err != nil {
+			return err
+		}
+	}
+	return r.IndexAll(ctx)
+}
+
+func (r *ReaderAt) indexParallelLocked(ctx context.Context, workers int, chunk int64) error {
+	r.loadSaved()
+	r.mu.RLock()
+	fresh := len(r.cps) == 1 && !r.done && r.err == nil && !r.loaded
+	first := r.cps[0]
+	r.mu.RUnlock()
+	if !fresh {
+		return nil
+	}
+	cps, err := r.firstPassParallel(ctx, first, workers, chunk)
+	if err != nil {
+		r.parallelDone.Store(0)
+		return ctx.Err() // nil: the sequential pass takes over
+	}
+	var wb int64
+	for _, cp := range cps {
+		wb += int64(len(cp.win))
+	}
+	r.mu.Lock()
+	r.cps, r.done, r.winBytes, r.pendingWin, r.crcAcc = cps, true, wb, nil, r.crc
+	if r.windows != nil && !r.released {
+		r.windows.used.Add(wb)
+		r.fitBudget()
+	}
+	r.parallel = true
+	r.mu.Unlock()
+	if r.complete != nil {
+		r.complete()
+	}
+	return nil
+}
+
+// firstPassParallel indexes the stream from its first checkpoint with
+// up to workers goroutines, in chunks of at least chunk bytes, returning
+// the complete index, or an error when it could not.
+func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, workers int, chunk int64) ([]checkpoint, error) {
+	n := int(min(r.csize/chunk, int64(workers*chunksPerWorker)))
+	if n < 2 {
+		return nil, errors.New("inflate: stream too short to split")
+	}
+	p := &parallelPass{
+		r:       r,
+		ctx:     ctx,
+		chunk:   (r.csize + int64(n) - 1) / int64(n),
+		starts:  make([]chunkStart, n),
+		claimed: make([]atomic.Bool, n),
+		found:   make([]chan struct{}, n),
+		runs:    make([]chunkRun, n),
+	}
+	for i := range p.found {
+		p.found[i] = make(chan struct{})
+	}
+	p.starts[0] = chunkStart{ok: true, cp: first}
+	p.claimed[0].Store(true)
+	close(p.found[0])
+	ws := make([]*passWorker, min(workers, n))
+	for i := range ws {
+		ws[i] = &passWorker{}
+	}
+	eachParallel(ws, 2*n-1, func(w *passWorker, k int) {
+		i := (k + 1) / 2
+		if k%2 == 1 {
+			p.start(w, i)
+		} else if p.start(w, i).ok {
+			p.runs[i] = p.run(w, i)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return p.stitch()
+}
+
+// eachParallel calls f for 0 <= i < n in order, from one goroutine per
+// worker.
+func eachParallel(ws []*passWorker, n int, f func(w *passWorker, i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// start returns chunk i's start: found by w, if no one has begun to,
+// or else once found.
+func (p *parallelPass) start(w *passWorker, i int) *chunkStart {
+	if p.claimed[i].CompareAndSwap(false, true) {
+		p.starts[i] = p.findStart(w, i)
+		if testStartHook != nil {
+			testStartHook(i, &p.starts[i])
+		}
+		close(p.found[i])
+	} else {
+		<-p.found[i]
+	}
+	return &p.starts[i]
+}
+
+// testStartHook, when set, sees (and may change) each start found.
+var testStartHook func(i int, s *chunkStart)
+
+// findStart searches chunk i for its start, reading it a piece at a
+// time: a start is usually found in its first block.
+func (p *parallelPass) findStart(w *passWorker, i int) chunkStart {
+	from, to := int64(i)*p.chunk, min(int64(i+1)*p.chunk, p.r.csize)
+	if w.region == nil {
+		w.region = make([]byte, searchPiece+16)
+		w.markers = make([]uint16, markerBuf)
+	}
+	src := withContext(p.ctx, p.r.src)
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	d.r, d.ra, d.raSize = nil, src, p.r.csize
+	d.touched, d.trackEnd, d.stopBit, d.out = nil, 0, 0, nil
+	for off := from; off < to; off += searchPiece {
+		// The piece and the 16 bytes after it, which a header at its
+		// last bits may take.
+		k, _ := src.ReadAt(w.region, off) // short at the stream's end
+		region := w.region[:k]
+		if p.ctx.Err() != nil {
+			return chunkStart{}
+		}
+		for bit := int64(0); bit < min(searchPiece, to-off)*8; bit++ {
+			if !maybeDynamicHeader(region, bit) {
+				continue
+			}
+			s, err := p.tryStart(d, w, off*8+bit, to*8)
+			if err == nil {
+				return s
+			}
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				return chunkStart{} // a read error, or no start to be had here
+			}
+		}
+	}
+	return chunkStart{}
+}
+
+// errNoStart stops a chunk's search: decoding from a valid header, the
+// window did not clear of markers before the chunk's end or the
+// stream's.
+var errNoStart = errors.New("inflate: no start in the chunk")
+
+// tryStart reads a block header at bit and decodes from it with markers
+// (see decodeMarkers) until the window clears, giving up at endBit. A
+// CorruptError means no block starts at bit.
+func (p *parallelPass) tryStart(d *decoder, w *passWorker, bit, endBit int64) (chunkStart, error) {
+	if err := d.seekBit(bit, smallFill); err != nil {
+		return chunkStart{}, err
+	}
+	d.state, d.final = stHeader, false
+	if err := d.readHeader(); err != nil {
+		return chunkStart{}, err
+	}
+	if d.state != stHuff || d.lit != &d.dynLit || d.lens[256] == 0 {
+		return chunkStart{}, &CorruptError{Offset: bit >> 3, Msg: "no end of block code"}
+	}
+	lead, win, err := d.decodeMarkers(w.markers, endBit)
+	if err != nil {
+		return chunkStart{}, err
+	}
+	return chunkStart{
+		ok:   true,
+		bit:  bit,
+		lead: lead,
+		cp: checkpoint{
+			bit:    d.bitPos(),
+			block:  d.blockBit,
+			stored: int32(storedLeft(d)),
+			state:  uint8(d.state),
+			final:  d.final,
+			winLen: windowSize,
+		},
+		win: win,
+	}, nil
+}
+
+// maybeDynamicHeader reports whether the bits of b from bit on could
+// begin a dynamic Huffman block that is not the last: block type 2,
+// literal/length and distance counts in range, and code lengths for the
+// code length alphabet that make a complete code. It reads 16 bytes past
+// bit's byte; near b's end it says no.
+func maybeDynamicHeader(b []byte, bit int64) bool {
+	i := bit >> 3
+	if i+16 > int64(len(b)) {
+		return false
+	}
+	v := binary.LittleEndian.Uint64(b[i:]) >> uint(bit&7)
+	// Bit 0 is BFINAL (0), bits 1-2 BTYPE (2, dynamic).
+	if v&7 != 4 || (v>>3)&31 > 29 || (v>>8)&31 > 29 {
+		return false
+	}
+	ncl := int(v>>13&15) + 4
+	j := bit + 17
+	c := binary.LittleEndian.Uint64(b[j>>3:]) >> uint(j&7)
+	kraft := 0
+	for k := range ncl {
+		if l := c >> (3 * k) & 7; l != 0 {
+			kraft += 128 >> l
+		}
+	}
+	return kraft == 128
+}
+
+// decodeMarkers decodes from d's position, with the 32 KiB window before
+// it unknown, into out after its first 32 KiB, which it fills with
+// markers for the window's bytes (markerBase+k for byte k): a byte b is written as b,
+// a match copies values as they are, and when out fills its last 32 KiB
+// move to its front. It stops at the first symbol boundary where the
+// last 32 KiB written hold no marker, and returns the output's length
+// and those 32 KiB as bytes; errNoStart when the stream ends first, or
+// the input passes endBit.
+func (d *decoder) decodeMarkers(out []uint16, endBit int64) (int64, []byte, error) {
+	for k := range windowSize {
+		out[k] = markerBase + uint16(k)
+	}
+	pos, clean := windowSize, windowSize // out[clean:pos] holds no marker
+	var slid int64                       // values moved out of out
+	for pos-clean < windowSize {
+		if pos+258 > len(out) {
+			if d.bitPos() > endBit {
+				return 0, nil, errNoStart
+			}
+			k := pos - windowSize
+			copy(out, out[k:pos])
+			pos, clean, slid = windowSize, clean-k, slid+int64(k)
+		}
+		var err error
+		switch d.state {
+		case stHeader:
+			err = d.readHeader()
+		case stStored:
+			if err = d.need(8); err == nil {
+				out[pos] = uint16(d.bits & 0xff)
+				d.consume(8)
+				pos++
+				if d.stored--; d.stored == 0 {
+					d.finishBlock()
+				}
+			}
+		case stHuff:
+			switch {
+			case d.inEnd-d.inPos < 8 && !d.inEOF:
+				err = d.fill()
+			case d.inEnd-d.inPos >= 8:
+				pos, clean, err = d.markersFast(out, pos, clean)
+			default:
+				pos, clean, err = d.markerSym(out, pos, clean)
+			}
+		default:
+			return 0, nil, errNoStart
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+	}
+	win := make([]byte, windowSize)
+	for k, v := range out[pos-windowSize : pos] {
+		win[k] = byte(v)
+	}
+	return slid + int64(pos-windowSize), win, nil
+}
+
+// copyMarkers copies a match of length values from dist back at pos in
+// out, and returns where out holds no marker from (clean, or past the
+// last marker copied).
+func copyMarkers(out []uint16, pos, dist, length, clean int) int {
+	src := pos - dist
+	if dist >= length {
+		copy(out[pos:pos+length], out[src:src+length])
+	} else {
+		for k := range length {
+			out[pos+k] = out[src+k]
+		}
+	}
+	if src < clean {
+		for k := pos + length - 1; k >= pos; k-- {
+			if out[k] >= markerBase {
+				return k + 1
+			}
+		}
+	}
+	return clean
+}
+
+// markerSym decodes one symbol near the end of the input (see
+// decodeMarkers).
+func (d *decoder) markerSym(out []uint16, pos, clean int) (int, int, error) {
+	e, err := d.slowSym(d.lit, litBits)
+	if err != nil {
+		return pos, clean, err
+	}
+	switch e & kindMask {
+	case kindLit:
+		out[pos] = uint16(e >> 16 & 0xff)
+		return pos + 1, clean, nil
+	case kindEOB:
+		d.finishBlock()
+		return pos, clean, nil
+	}
+	ex := uint(e >> exShift & 0x7f)
+	if err := d.need(ex); err != nil {
+		return pos, clean, err
+	}
+	length := int(e>>16) + int(d.bits&(1<<ex-1))
+	d.consume(ex)
+	de, err := d.slowSym(d.dist, distBits)
+	if err != nil {
+		return pos, clean, err
+	}
+	ex = uint(de >> exShift & 0x7f)
+	if err := d.need(ex); err != nil {
+		return pos, clean, err
+	}
+	dist := int(de>>16) + int(d.bits&(1<<ex-1))
+	d.consume(ex)
+	return pos + length, copyMarkers(out, pos, dist, length, clean), nil
+}
+
+// markersFast decodes symbols (see decodeMarkers) while at least 8
+// input bytes are buffered and out has room for one more, until the last
+// 32 KiB hold no marker or the block ends. Every distance is at most 32
+// KiB, and pos is past out's first 32 KiB: no match reads before out.
+func (d *decoder) markersFast(out []uint16, pos, clean int) (int, int, error) {
+	in := (*[inBufSize]byte)(d.in)
+	inPos, bb, nb := d.inPos, d.bits, d.nb
+	lit := (*[litSize]uint32)(d.lit.prim)
+	dtab := (*[distSize]uint32)(d.dist.prim)
+	inLimit := d.inEnd - 8
+	limit := len(out) - 258
+	var msg string
+loop:
+	for pos-clean < windowSize && pos <= limit && inPos <= inLimit {
+		// 56 bits or more: a length's code and extra bits and a
+		// distance's take at most 48.
+		bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
+		inPos += int((63 - nb) >> 3)
+		nb |= 56
+		e := lit[bb&litMask]
+		if e&kindMask == kindSub {
+			e = d.lit.sub[(e>>16)+uint32(bb>>litBits)&(1<<(e&nMask)-1)]
+		}
+		bb >>= e & nMask
+		nb -= uint(e & nMask)
+		switch e & kindMask {
+		case kindLit:
+			out[pos] = uint16(e >> 16 & 0xff)
+			pos++
+			continue
+		case kindEOB:
+			d.finishBlock()
+			break loop
+		case kindLen:
+		default:
+			msg = "invalid literal/length code"
+			break loop
+		}
+		ex := (e >> exShift) & 0x3f
+		length := int(e>>16) + int(bb&(1<<ex-1))
+		bb >>= ex
+		nb -= uint(ex)
+		de := dtab[bb&distMask]
+		if de&kindMask == kindSub {
+			de = d.dist.sub[(de>>16)+uint32(bb>>distBits)&(1<<(de&nMask)-1)]
+		}
+		if de&kindMask != kindLen {
+			msg = "invalid distance code"
+			break
+		}
+		bb >>= de & nMask
+		nb -= uint(de & nMask)
+		ex = (de >> exShift) & 0x3f
+		dist := int(de>>16) + int(bb&(1<<ex-1))
+		bb >>= ex
+		nb -= uint(ex)
+		clean = copyMarkers(out, pos, dist, length, clean)
+		pos += length
+	}
+	d.inPos, d.bits, d.nb = inPos, bb, nb
+	if msg != "" {
+		return pos, clean, d.corrupt(msg)
+	}
+	return pos, clean, nil
+}
+
+// nextStart is the first chunk from k on with a start at or past bit,
+// or -1; w finds the starts it needs that no one has begun.
+func (p *parallelPass) nextStart(w *passWorker, k int, bit int64) int {
+	for ; k < len(p.starts); k++ {
+		if s := p.start(w, k); s.ok && s.bit >= bit {
+			return k
+		}
+	}
+	return -1
+}
+
+// run indexes from chunk i's start to the next chunk's start it proves
+// (or the stream's end), as extendOne does span by span; the decoder
+// goes on from span to span, its window moved to the front of the
+// buffer. It looks for that start at the first block header past chunk
+// i's end.
+func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
+	r := p.r
+	res.next = -1
+	st := &p.starts[i]
+	cp := st.cp
+	cp.out = 0
+	j := -2               // the next chunk's start, once looked for (-1: none)
+	finalOut := int64(-1) // where the run ends, once j's header is reached
+	if n := windowSize + int(r.span) + outSlack; len(w.buf) < n {
+		w.buf = make([]byte, n)
+		w.touched = make([]bool, windowSize)
+		w.masked = make([]byte, windowSize)
+	}
+	buf := w.buf
+	d := decoders.Get().(*decoder)
+	defer func() {
+		d.stopBit, d.touched, d.trackEnd, d.out = 0, nil, 0, nil
+		decoders.Put(d)
+	}()
+	copy(buf, st.win)
+	if err := r.resume(p.ctx, d, &cp, buf); err != nil {
+		res.err = err
+		return res
+	}
+	for {
+		target := cp.out + r.span
+		if finalOut >= 0 {
+			target = min(target, finalOut)
+		}
+		wl := int(cp.winLen)
+		d.pos = wl
+		clear(w.touched)
+		d.touched, d.trackEnd = w.touched, wl
+		for {
+			d.stopBit = 0
+			switch {
+			case finalOut >= 0:
+			case j == -2 && i+1 < len(p.starts):
+				d.stopBit = int64(i+1) * p.chunk * 8
+			case j >= 0:
+				d.stopBit = p.starts[j].bit
+			}
+			if err := d.decode(wl + int(target-cp.out)); err != nil {
+				res.err = err
+				return res
+			}
+			if d.stopBit == 0 || d.pos >= wl+int(target-cp.out) || d.state != stHeader {
+				break
+			}
+			// At a block header at or past chunk i's end, or chunk j's
+			// start.
+			if j == -2 {
+				j = p.nextStart(w, i+1, d.bitPos())
+			} else if d.bitPos() == d.stopBit {
+				finalOut = cp.out + int64(d.pos-wl) + p.starts[j].lead
+				target = min(target, finalOut)
+			} else {
+				j = p.nextStart(w, j+1, d.bitPos())
+			}
+		}
+		end := cp.out + int64(d.pos-wl)
+		if end > r.size {
+			res.err = ErrTooLong
+			return res
+		}
+		data := buf[wl:d.pos]
+		cp.sum = crc32.ChecksumIEEE(data)
+		res.crc = crc32.Update(res.crc, crc32.IEEETable, data)
+		for k, b := range buf[:wl] {
+			if !w.touched[k] {
+				b = 0
+			}
+			w.masked[k] = b
+		}
+		cp.win = w.packer.pack(w.masked[:wl])
+		res.cps = append(res.cps, cp)
+		r.parallelDone.Add(end - cp.out)
+		if d.state == stDone {
+			res.size = end
+			return res
+		}
+		if finalOut >= 0 && end >= finalOut {
+			s := &p.starts[j].cp
+			if end == finalOut && d.bitPos() == s.bit && uint8(d.state) == s.state && d.blockBit == s.block &&
+				int32(storedLeft(d)) == s.stored && d.final == s.final {
+				res.size, res.next = end, j
+				return res
+			}
+			finalOut = -1
+			j = p.nextStart(w, j+1, d.bitPos())
+		}
+		nl := windowSize
+		if i == 0 {
+			nl = int(min(windowSize, end))
+		}
+		copy(buf, buf[d.pos-nl:d.pos])
+		cp = checkpoint{
+			out:    end,
+			bit:    d.bitPos(),
+			block:  d.blockBit,
+			stored: int32(storedLeft(d)),
+			state:  uint8(d.state),
+			final:  d.final,
+			winLen: int32(nl),
+		}
+	}
+}
+
+// stitch follows the runs from the first chunk's, and returns their
+// checkpoints as one index, numbered and at absolute offsets, if they
+// make the declared output.
+func (p *parallelPass) stitch() ([]checkpoint, error) {
+	var cps []checkpoint
+	var size int64
+	var crc uint32
+	runs := 0
+	for i := 0; ; {
+		run := &p.runs[i]
+		runs++
+		if run.err != nil {
+			return nil, run.err
+		}
+		for _, cp := range run.cps {
+			cp.out += size
+			cp.seq = int64(len(cps))
+			cps = append(cps, cp)
+		}
+		crc = crc32Combine(crc, run.crc, run.size)
+		size += run.size
+		if run.next < 0 {
+			break
+		}
+		i = run.next
+	}
+	if size != p.r.size || crc != p.r.crc {
+		return nil, fmt.Errorf("inflate: the parallel pass made %d bytes with CRC-32 %08x", size, crc)
+	}
+	if runs == 1 {
+		return nil, errNoStart // no start was proven: one run did it all
+	}
+	return cps, nil
+}
