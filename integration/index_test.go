@@ -2,6 +2,9 @@ package integration
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -125,7 +128,7 @@ func sameFiles(t *testing.T, dir string, files map[string][]byte) {
 	}
 }
 
-var indexedLine = regexp.MustCompile(`^indexed (\d+) of (\d+) deflated members \(.*\) in [\d.]+ s, \d+ MB/s; indexes in (.*)\n$`)
+var indexedLine = regexp.MustCompile(`^indexed (\d+) of (\d+) deflated members \(.*\) in [\d.]+ s, \d+ MB/s(?: \((\d+) split among (\d+) threads\))?; indexes in (.*)\n$`)
 
 // TestIndexCommand: npzfs index builds what a mount then uses, names a
 // member it cannot read and exits 1, and refuses keys it cannot index.
@@ -134,7 +137,7 @@ func TestIndexCommand(t *testing.T) {
 	idx := t.TempDir()
 	r := npzfs(t, "index", archive, "--index-dir", idx)
 	m := indexedLine.FindStringSubmatch(r.stdout)
-	if r.code != 0 || m == nil || m[1] != "1" || m[2] != "1" || m[3] != filepath.Join(idx, "v1") || r.stderr != "" {
+	if r.code != 0 || m == nil || m[1] != "1" || m[2] != "1" || m[5] != filepath.Join(idx, "v1") || r.stderr != "" {
 		t.Fatalf("npzfs index: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if n := len(indexFiles(t, idx)); n != 1 {
@@ -190,6 +193,40 @@ func TestIndexCommand(t *testing.T) {
 	}
 	if n := len(indexFiles(t, idx2)); n != 0 {
 		t.Errorf("%d indexes saved for a damaged member", n)
+	}
+}
+
+// TestIndexCommandSplits: npzfs index shares the first pass through a
+// large member among --workers threads and says so; a mount then reads
+// every byte of the member right through the index it saved. With
+// --workers 1 the member is indexed from its start.
+func TestIndexCommandSplits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 17))
+	raw := make([]byte, 12<<20) // float32 noise: deflates to about 11 MiB
+	for i := 0; i < len(raw); i += 4 {
+		binary.LittleEndian.PutUint32(raw[i:], math.Float32bits(float32(rng.NormFloat64())))
+	}
+	archive := filepath.Join(t.TempDir(), "noise.npz")
+	z := hostile.Zip([]hostile.Member{{Name: "noise.npy", Data: hostile.NPY("<f4", []int64{int64(len(raw) / 4)}, raw), Deflate: true}})
+	if err := os.WriteFile(archive, z, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ workers, split string }{{"2", "1"}, {"1", ""}} {
+		idx := t.TempDir()
+		r := npzfs(t, "index", "--workers", tc.workers, archive, "--index-dir", idx)
+		m := indexedLine.FindStringSubmatch(r.stdout)
+		if r.code != 0 || m == nil || m[1] != "1" || m[3] != tc.split {
+			t.Fatalf("npzfs index --workers %s: exit %d, stdout %q, stderr %q", tc.workers, r.code, r.stdout, r.stderr)
+		}
+		dir := mount(t, archive, "--index-dir", idx)
+		got, err := os.ReadFile(filepath.Join(dir, "noise", "raw.bin"))
+		if err != nil || !bytes.Equal(got, raw) {
+			t.Errorf("--workers %s: reading the member whole: %v, or wrong bytes", tc.workers, err)
+		}
+		clear(t, dir)
+	}
+	if r := npzfs(t, "index", "--workers", "0", archive); r.code != 2 || !strings.Contains(r.stderr, "--workers 0") {
+		t.Errorf("--workers 0: exit %d, %q", r.code, r.stderr)
 	}
 }
 

@@ -315,13 +315,18 @@ func (m *Member) BuildIndex(ctx context.Context) error {
 
 // BuildIndexParallel is BuildIndex with the first pass through a large
 // member shared among up to workers goroutines (see
-// inflate.ReaderAt.IndexAllParallel). A read of the member past its
-// index waits for the whole pass: it is for building indexes ahead of
-// time, as npzfs index does, not for a mounted archive.
-func (m *Member) BuildIndexParallel(ctx context.Context, workers int) error {
-	return m.buildIndex(ctx, func(r *inflate.ReaderAt, ctx context.Context) error {
-		return r.IndexAllParallel(ctx, workers)
+// inflate.ReaderAt.IndexAllParallel), and reports whether it was. A read
+// of the member past its index waits for the whole pass: it is for
+// building indexes ahead of time, as npzfs index does, not for a mounted
+// archive.
+func (m *Member) BuildIndexParallel(ctx context.Context, workers int) (bool, error) {
+	var split bool
+	err := m.buildIndex(ctx, func(r *inflate.ReaderAt, ctx context.Context) error {
+		var err error
+		split, err = r.IndexAllParallel(ctx, workers)
+		return err
 	})
+	return split, err
 }
 
 func (m *Member) buildIndex(ctx context.Context, indexAll func(*inflate.ReaderAt, context.Context) error) error {

@@ -184,8 +184,12 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	stop := progress(stderr, done, total, start)
 	failed := map[*npz.Member]error{}
 	var failMu sync.Mutex
+	var split atomic.Int64 // members whose first pass was shared among the workers
 	forEachN(members, *workers, func(m *npz.Member) {
-		err := m.BuildIndexParallel(context.Background(), *workers)
+		s, err := m.BuildIndexParallel(context.Background(), *workers)
+		if s {
+			split.Add(1)
+		}
 		if err == nil && *verify {
 			err = readMember(m, &verified)
 		}
@@ -221,8 +225,12 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rate := float64(total) / max(elapsed.Seconds(), 1e-9) / 1e6
-	fmt.Fprintf(stdout, "indexed %d of %d deflated members (%s) in %.1f s, %.0f MB/s; indexes in %s%s\n",
-		len(members)-len(failed), len(members), mib(total), elapsed.Seconds(), rate, store.Path(), wrote)
+	var splitNote string
+	if n := split.Load(); n > 0 {
+		splitNote = fmt.Sprintf(" (%d split among %d threads)", n, *workers)
+	}
+	fmt.Fprintf(stdout, "indexed %d of %d deflated members (%s) in %.1f s, %.0f MB/s%s; indexes in %s%s\n",
+		len(members)-len(failed), len(members), mib(total), elapsed.Seconds(), rate, splitNote, store.Path(), wrote)
 	if len(failed) > 0 || sidecarErr != nil {
 		return exitFail
 	}

@@ -30,7 +30,7 @@ func FuzzInflate(f *testing.F) {
 			// The parallel pass, and the sequential pass it falls back
 			// on, find the stream bad.
 			bad := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), 1<<20, 0, nil)
-			if err := bad.indexAllParallel(context.Background(), 3, max(1, int64(len(comp))/6)); err == nil {
+			if _, err := bad.indexAllParallel(context.Background(), 3, max(1, int64(len(comp))/6)); err == nil {
 				t.Fatal("the parallel pass accepted a bad stream")
 			}
 			return
@@ -59,7 +59,7 @@ func FuzzInflate(f *testing.F) {
 		// The parallel pass (in chunks of a sixth of the stream) indexes
 		// it as well, or leaves it to the sequential pass.
 		par := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc, &Options{SpanSize: span})
-		if err := par.indexAllParallel(context.Background(), 3, max(1, int64(len(comp))/6)); err != nil {
+		if _, err := par.indexAllParallel(context.Background(), 3, max(1, int64(len(comp))/6)); err != nil {
 			t.Fatalf("parallel pass: %v", err)
 		}
 		if got, err := par.ReadAt(p, 0); got != int(size) || err != io.EOF || !bytes.Equal(p[:got], want) {

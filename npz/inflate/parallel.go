@@ -119,23 +119,26 @@ type passWorker struct {
 // read past the index waits for the whole pass (npzfs index runs it;
 // a mount indexes with IndexAll). A saved index is loaded first, as a
 // read would; what the parallel pass does not index, the sequential
-// pass does.
-func (r *ReaderAt) IndexAllParallel(ctx context.Context, workers int) error {
+// pass does. It reports whether the parallel pass made the index.
+func (r *ReaderAt) IndexAllParallel(ctx context.Context, workers int) (split bool, err error) {
 	return r.indexAllParallel(ctx, workers, minChunk)
 }
 
 // indexAllParallel is IndexAllParallel with chunks of at least
 // chunk compressed bytes.
-func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int64) error {
+func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int64) (bool, error) {
 	if workers > 1 && r.csize >= 2*chunk {
 		r.extMu.Lock()
 		err := r.indexParallelLocked(ctx, workers, chunk)
 		r.unlockExt()
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
-	return r.IndexAll(ctx)
+	err := r.IndexAll(ctx)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.parallel, err
 }
 
 func (r *ReaderAt) indexParallelLocked(ctx context.Context, workers int, chunk int64) error {

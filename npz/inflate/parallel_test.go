@@ -30,8 +30,9 @@ func randomWalk(n int, seed uint64) []byte {
 func parallelIndexed(t *testing.T, data, comp []byte, chunk int64) (*ReaderAt, []byte) {
 	t.Helper()
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), &Options{SpanSize: 64 << 10})
-	if err := r.indexAllParallel(context.Background(), 3, chunk); err != nil {
-		t.Fatal(err)
+	split, err := r.indexAllParallel(context.Background(), 3, chunk)
+	if err != nil || split != r.parallel {
+		t.Fatalf("parallel pass: %v, %v (made the index: %v)", split, err, r.parallel)
 	}
 	idx, ok := r.MarshalIndex()
 	if !ok {
@@ -140,7 +141,7 @@ func TestParallelStreamErrors(t *testing.T) {
 			seq := NewReaderAt(bytes.NewReader(c), int64(len(c)), int64(len(data)), crc, nil)
 			want := seq.IndexAll(context.Background())
 			par := NewReaderAt(bytes.NewReader(c), int64(len(c)), int64(len(data)), crc, nil)
-			got := par.indexAllParallel(context.Background(), 2, int64(len(c))/8)
+			_, got := par.indexAllParallel(context.Background(), 2, int64(len(c))/8)
 			if want == nil || got == nil || got.Error() != want.Error() {
 				t.Fatalf("parallel pass: %v; sequential: %v", got, want)
 			}
@@ -159,11 +160,11 @@ func TestParallelCancel(t *testing.T) {
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := r.indexAllParallel(ctx, 2, int64(len(comp))/8); !errors.Is(err, context.Canceled) {
+	if _, err := r.indexAllParallel(ctx, 2, int64(len(comp))/8); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled pass: %v", err)
 	}
-	if err := r.indexAllParallel(context.Background(), 2, int64(len(comp))/8); err != nil || !r.parallel {
-		t.Fatalf("second pass: %v (parallel %v)", err, r.parallel)
+	if split, err := r.indexAllParallel(context.Background(), 2, int64(len(comp))/8); err != nil || !split {
+		t.Fatalf("second pass: %v (split %v)", err, split)
 	}
 }
 
@@ -241,7 +242,7 @@ func TestParallelWithinBudget(t *testing.T) {
 	var completes atomic.Int64
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 		&Options{SpanSize: 64 << 10, Windows: budget, Complete: func() { completes.Add(1) }})
-	if err := r.indexAllParallel(context.Background(), 2, int64(len(comp))/8); err != nil {
+	if _, err := r.indexAllParallel(context.Background(), 2, int64(len(comp))/8); err != nil {
 		t.Fatal(err)
 	}
 	if !r.parallel || completes.Load() != 1 {

@@ -149,7 +149,7 @@ type ReaderAt struct {
 	prefetchCount atomic.Int64 // prefetches started, for tests
 
 	// The parallel first pass: output it has indexed while it runs (for
-	// Indexed), and whether it made the index (for tests).
+	// Indexed), and whether it made the index (under mu).
 	parallelDone atomic.Int64
 	parallel     bool
 }
