@@ -416,6 +416,19 @@ fi
 # ---------------------------------- 4b. deflated: saved indexes, depths
 
 say "4b. the 1 GiB deflated member: npzfs index, a fresh mount with its index, four first reads at different depths"
+# The first pass on one thread and split among two, rounds interleaved.
+for r in $(seq "$rounds"); do
+  for w in 1 2; do
+    rm -rf "$work/index-w"
+    t0=$EPOCHREALTIME
+    if timeout 600 "$npzfs" index --workers "$w" --index-dir "$work/index-w" "$bigdefl" >"$work/index-w.out" 2>&1; then
+      rec "s4b.pass.w$w" "secs=$(elapsed "$t0" "$EPOCHREALTIME") bytes=$(( $(layout bigdefl npy_size) )) split=$(grep -c 'split among' "$work/index-w.out")"
+    else
+      rec "s4b.pass.w$w.err" "$(head -n 1 "$work/index-w.out")"
+    fi
+  done
+done
+rm -rf "$work/index-w"
 ix="$work/index"
 rm -rf "$ix"
 t0=$EPOCHREALTIME
@@ -500,6 +513,12 @@ EOF
         best=$(printf '%s\n%s\n' "$best" "$s" | sed '/^$/d' | sort -g | head -n 1)
       done
       rec "s4c.$tool.$kind" "bytes=$stream_bytes secs=$best"
+    done
+    # The first pass over the same stream, on one thread and split
+    # among two, with the size of the index it makes.
+    for w in 1 2; do
+      out=$("${guard[@]}" "$work/inflatebench" -pass "$w" "$gz" 2>"$work/err") \
+        && rec "s4c.pass$w.$kind" "$out" || rec "s4c.pass$w.$kind.err" "$(head -n 1 "$work/err")"
     done
   done
 done

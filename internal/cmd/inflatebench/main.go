@@ -4,10 +4,16 @@
 // inflates it to nowhere, several times, and prints the fastest run as
 // "bytes=N secs=S" (output bytes, seconds of inflating). Run it with
 // GOMAXPROCS=1 for one core.
+//
+// With -pass N it builds instead the random-access index of the stream
+// once, with N workers (1: the sequential first pass; more: the parallel
+// one), and prints "bytes=N secs=S index=B split=K" (seconds of
+// indexing, the index's size as saved, 1 if the pass was split).
 package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -16,18 +22,22 @@ import (
 	"os"
 	"time"
 
+	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/npz/inflate"
 )
 
 func main() {
 	runs := flag.Int("runs", 3, "inflate this many times, report the fastest")
+	pass := flag.Int("pass", 0, "build the index once with this many workers instead")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: inflatebench [-runs N] FILE.gz")
+		fmt.Fprintln(os.Stderr, "usage: inflatebench [-runs N | -pass N] FILE.gz")
 		os.Exit(2)
 	}
 	data, err := os.ReadFile(flag.Arg(0))
-	if err == nil {
+	if err == nil && *pass > 0 {
+		err = index(data, *pass)
+	} else if err == nil {
 		err = run(data, *runs)
 	}
 	if err != nil {
@@ -58,6 +68,30 @@ func run(gz []byte, runs int) error {
 		}
 	}
 	fmt.Printf("bytes=%d secs=%.6f\n", int64(size), best.Seconds())
+	return nil
+}
+
+func index(gz []byte, workers int) error {
+	body, crc, size, err := gzipBody(gz)
+	if err != nil {
+		return err
+	}
+	r := inflate.NewReaderAt(bytes.NewReader(body), int64(len(body)), int64(size), crc, &inflate.Options{SpanSize: npz.DefaultSpanSize})
+	t := time.Now()
+	split, err := r.IndexAllParallel(context.Background(), workers)
+	d := time.Since(t)
+	if err != nil {
+		return err
+	}
+	idx, ok := r.MarshalIndex()
+	if !ok {
+		return fmt.Errorf("no complete index after the pass")
+	}
+	n := 0
+	if split {
+		n = 1
+	}
+	fmt.Printf("bytes=%d secs=%.6f index=%d split=%d\n", int64(size), d.Seconds(), len(idx), n)
 	return nil
 }
 
