@@ -25,7 +25,8 @@ import (
 //     checkpoint with its window, is where the chunk's run starts; the
 //     output before it is its lead. A header that does not decode so
 //     was a false find: the search goes on from the next bit, to the
-//     chunk's end.
+//     chunk's end. A lead past the chunk's middle, or over maxLead
+//     bytes, ends the search: the chunk has no start.
 //  2. Runs. From each start (the first chunk's is the stream's), a
 //     worker indexes as the sequential pass does, span by span, until it
 //     reaches the next chunk's start: a block header at exactly the bit
@@ -63,6 +64,9 @@ const (
 	// markerBuf is the length of the buffer a start's search decodes
 	// into (see decodeMarkers).
 	markerBuf = 1 << 20
+	// maxLead bounds a start's lead: data of few, long runs (zeros)
+	// inflates to GiBs a chunk, with markers that never clear.
+	maxLead = 64 << 20
 	// markerBase+k stands for byte k of the unknown window.
 	markerBase = 256
 )
@@ -278,7 +282,10 @@ func (p *parallelPass) findStart(w *passWorker, i int) chunkStart {
 			if !maybeDynamicHeader(region, bit) {
 				continue
 			}
-			s, err := p.tryStart(d, w, off*8+bit, to*8)
+			// A start whose window clears only past the middle of the
+			// chunk, or after maxLead bytes, would save its run little
+			// and cost much: there is none.
+			s, err := p.tryStart(d, w, off*8+bit, (from+to)/2*8)
 			if err == nil {
 				return s
 			}
@@ -364,7 +371,7 @@ func maybeDynamicHeader(b []byte, bit int64) bool {
 // move to its front. It stops at the first symbol boundary where the
 // last 32 KiB written hold no marker, and returns the output's length
 // and those 32 KiB as bytes; errNoStart when the stream ends first, or
-// the input passes endBit.
+// the input passes endBit, or the output maxLead bytes.
 func (d *decoder) decodeMarkers(out []uint16, endBit int64) (int64, []byte, error) {
 	for k := range windowSize {
 		out[k] = markerBase + uint16(k)
@@ -373,7 +380,7 @@ func (d *decoder) decodeMarkers(out []uint16, endBit int64) (int64, []byte, erro
 	var slid int64                       // values moved out of out
 	for pos-clean < windowSize {
 		if pos+258 > len(out) {
-			if d.bitPos() > endBit {
+			if d.bitPos() > endBit || slid > maxLead {
 				return 0, nil, errNoStart
 			}
 			k := pos - windowSize
@@ -622,13 +629,9 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 		data := buf[wl:d.pos]
 		cp.sum = crc32.ChecksumIEEE(data)
 		res.crc = crc32.Update(res.crc, crc32.IEEETable, data)
-		for k, b := range buf[:wl] {
-			if !w.touched[k] {
-				b = 0
-			}
-			w.masked[k] = b
+		if maskWindow(w.masked, buf[:wl], w.touched[:wl]) {
+			cp.win = w.packer.pack(w.masked[:wl])
 		}
-		cp.win = w.packer.pack(w.masked[:wl])
 		res.cps = append(res.cps, cp)
 		r.parallelDone.Add(end - cp.out)
 		if d.state == stDone {

@@ -889,12 +889,7 @@ func (r *ReaderAt) packLater(win []byte, touched []bool) *pendingWindow {
 		r.packBuf = make([]byte, windowSize)
 	}
 	masked := r.packBuf[:len(win)]
-	for i, b := range win {
-		if !touched[i] {
-			b = 0
-		}
-		masked[i] = b
-	}
+	maskWindow(masked, win, touched)
 	r.packing = &pendingWindow{done: make(chan struct{}), masked: masked}
 	return r.packing
 }

@@ -3,9 +3,11 @@ package inflate
 import (
 	"bytes"
 	"compress/flate"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // A stored window keeps only the bytes of the 32 KiB before a checkpoint
@@ -49,6 +51,26 @@ func (p *windowPacker) pack(masked []byte) []byte {
 	p.w.Write(masked)
 	p.w.Close()
 	return bytes.Clone(p.out.Bytes())
+}
+
+// maskWindow writes into dst (as long as win) the bytes of win whose
+// touched flag is set, and zeros for the others, and reports whether any
+// byte written is not zero.
+func maskWindow(dst, win []byte, touched []bool) bool {
+	t := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(touched))), len(touched)) // each 0 or 1
+	var any uint64
+	k := 0
+	for ; k+8 <= len(win); k += 8 {
+		m := binary.LittleEndian.Uint64(win[k:]) & (binary.LittleEndian.Uint64(t[k:]) * 0xff)
+		binary.LittleEndian.PutUint64(dst[k:], m)
+		any |= m
+	}
+	for ; k < len(win); k++ {
+		b := win[k] & (0 - t[k])
+		dst[k] = b
+		any |= uint64(b)
+	}
+	return any != 0
 }
 
 var errBadWindow = errors.New("inflate: internal error: stored window does not inflate")

@@ -83,3 +83,30 @@ func TestWindowBudget(t *testing.T) {
 		t.Errorf("windows hold %d bytes (budget says %d) for a budget of %d", held, budget.Used(), budget.Limit())
 	}
 }
+
+func TestMaskWindow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 21))
+	for _, n := range []int{0, 1, 7, 8, 9, 100, windowSize} {
+		win := randBytes(rng, n)
+		touched := make([]bool, n)
+		for i := range touched {
+			touched[i] = rng.IntN(3) == 0
+		}
+		dst := make([]byte, n)
+		nonzero := maskWindow(dst, win, touched)
+		want := false
+		for i := range win {
+			b := win[i]
+			if !touched[i] {
+				b = 0
+			}
+			if dst[i] != b {
+				t.Fatalf("n=%d: byte %d is %d, want %d", n, i, dst[i], b)
+			}
+			want = want || b != 0
+		}
+		if nonzero != want {
+			t.Fatalf("n=%d: nonzero %v", n, nonzero)
+		}
+	}
+}
