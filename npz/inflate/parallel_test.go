@@ -25,12 +25,12 @@ func randomWalk(n int, seed uint64) []byte {
 	return b
 }
 
-// parallelIndexed indexes comp with the parallel pass (3 workers, chunks
-// of chunk bytes) and returns the reader and its index.
-func parallelIndexed(t *testing.T, data, comp []byte, chunk int64) (*ReaderAt, []byte) {
+// parallelIndexed indexes comp with the parallel pass (workers, chunks
+// of at least chunk bytes) and returns the reader and its index.
+func parallelIndexed(t *testing.T, data, comp []byte, chunk int64, workers int) (*ReaderAt, []byte) {
 	t.Helper()
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), &Options{SpanSize: 64 << 10})
-	split, err := r.indexAllParallel(context.Background(), 3, chunk)
+	split, err := r.indexAllParallel(context.Background(), workers, chunk)
 	if err != nil || split != r.parallel {
 		t.Fatalf("parallel pass: %v, %v (made the index: %v)", split, err, r.parallel)
 	}
@@ -90,7 +90,7 @@ func TestParallelFirstPass(t *testing.T) {
 				comp = deflate(t, tc.data, tc.level)
 			}
 			chunk := max(int64(len(comp))/10, 1)
-			r, idx := parallelIndexed(t, tc.data, comp, chunk)
+			r, idx := parallelIndexed(t, tc.data, comp, chunk, 3)
 			if r.parallel != tc.parallel {
 				t.Fatalf("parallel pass used: %v, want %v", r.parallel, tc.parallel)
 			}
@@ -121,7 +121,7 @@ func TestParallelFalseStart(t *testing.T) {
 		changed.Add(1)
 	}
 	defer func() { testStartHook = nil }()
-	r, idx := parallelIndexed(t, data, comp, int64(len(comp))/8)
+	r, idx := parallelIndexed(t, data, comp, int64(len(comp))/8, 6) // 6 chunks
 	if !r.parallel || changed.Load() != 2 {
 		t.Fatalf("parallel pass used: %v; starts changed: %d", r.parallel, changed.Load())
 	}
