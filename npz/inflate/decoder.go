@@ -58,7 +58,7 @@ type decoder struct {
 	stored   int
 	blockBit int64 // bit position of the current block's header
 	// stopBit, when not 0, stops decode at the first block header at
-	// or past it (see buildParallel).
+	// or past it (see parallelPass.run).
 	stopBit int64
 
 	lit, dist *huffTable

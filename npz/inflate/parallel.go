@@ -207,6 +207,7 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 	for i := range ws {
 		ws[i] = &passWorker{}
 	}
+	// Task k is chunk (k+1)/2's start when k is odd, else its run.
 	eachParallel(ws, 2*n-1, func(w *passWorker, k int) {
 		i := (k + 1) / 2
 		if k%2 == 1 {
@@ -221,8 +222,8 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 	return p.stitch()
 }
 
-// eachParallel calls f for 0 <= i < n in order, from one goroutine per
-// worker.
+// eachParallel calls f for 0 <= i < n, handing out i in order, from
+// one goroutine per worker.
 func eachParallel(ws []*passWorker, n int, f func(w *passWorker, i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup

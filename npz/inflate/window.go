@@ -58,19 +58,19 @@ func (p *windowPacker) pack(masked []byte) []byte {
 // byte written is not zero.
 func maskWindow(dst, win []byte, touched []bool) bool {
 	t := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(touched))), len(touched)) // each 0 or 1
-	var any uint64
+	var nonzero uint64
 	k := 0
 	for ; k+8 <= len(win); k += 8 {
 		m := binary.LittleEndian.Uint64(win[k:]) & (binary.LittleEndian.Uint64(t[k:]) * 0xff)
 		binary.LittleEndian.PutUint64(dst[k:], m)
-		any |= m
+		nonzero |= m
 	}
 	for ; k < len(win); k++ {
 		b := win[k] & (0 - t[k])
 		dst[k] = b
-		any |= uint64(b)
+		nonzero |= uint64(b)
 	}
-	return any != 0
+	return nonzero != 0
 }
 
 var errBadWindow = errors.New("inflate: internal error: stored window does not inflate")
