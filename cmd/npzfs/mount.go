@@ -58,12 +58,12 @@ I/O error. URLs are shown without their query string, headers never.
 
 A deflated member (np.savez_compressed) is inflated from its start the
 first time it is read deep; the index made on the way (a checkpoint every
-MiB) is saved in --index-dir once the member has been read to its end, so
-later mounts of the archive, or of a copy of it, read anywhere at once.
-"npzfs index ARCHIVE" builds them ahead of time; with --index the mount
-builds them in the background once it is live, at the lowest CPU
-priority (a read waits for no more than one span of it). --no-index
-leaves no trace on disk.
+512 KiB) is saved in --index-dir once the member has been read to its end,
+so later mounts of the archive, or of a copy of it, read anywhere at once.
+"npzfs index ARCHIVE" builds them ahead of time, on every core; with
+--index the mount builds them in the background once it is live, at the
+lowest CPU priority (a read waits for no more than one span of it).
+--no-index leaves no trace on disk.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until
