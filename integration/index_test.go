@@ -196,21 +196,30 @@ func TestIndexCommand(t *testing.T) {
 	}
 }
 
+// noiseArchive writes dir/noise.npz, one deflated member noise.npy of
+// 12 MiB of float32 noise (about 11 MiB deflated: npzfs index splits
+// it), and returns its path and the array's bytes.
+func noiseArchive(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(17, 17))
+	raw := make([]byte, 12<<20)
+	for i := 0; i < len(raw); i += 4 {
+		binary.LittleEndian.PutUint32(raw[i:], math.Float32bits(float32(rng.NormFloat64())))
+	}
+	archive := filepath.Join(dir, "noise.npz")
+	z := hostile.Zip([]hostile.Member{{Name: "noise.npy", Data: hostile.NPY("<f4", []int64{int64(len(raw) / 4)}, raw), Deflate: true}})
+	if err := os.WriteFile(archive, z, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	return archive, raw
+}
+
 // TestIndexCommandSplits: npzfs index shares the first pass through a
 // large member among --workers threads and says so; a mount then reads
 // every byte of the member right through the index it saved. With
 // --workers 1 the member is indexed from its start.
 func TestIndexCommandSplits(t *testing.T) {
-	rng := rand.New(rand.NewPCG(17, 17))
-	raw := make([]byte, 12<<20) // float32 noise: deflates to about 11 MiB
-	for i := 0; i < len(raw); i += 4 {
-		binary.LittleEndian.PutUint32(raw[i:], math.Float32bits(float32(rng.NormFloat64())))
-	}
-	archive := filepath.Join(t.TempDir(), "noise.npz")
-	z := hostile.Zip([]hostile.Member{{Name: "noise.npy", Data: hostile.NPY("<f4", []int64{int64(len(raw) / 4)}, raw), Deflate: true}})
-	if err := os.WriteFile(archive, z, 0o444); err != nil {
-		t.Fatal(err)
-	}
+	archive, raw := noiseArchive(t, t.TempDir())
 	for _, tc := range []struct{ workers, split string }{{"2", "1"}, {"1", ""}} {
 		idx := t.TempDir()
 		r := npzfs(t, "index", "--workers", tc.workers, archive, "--index-dir", idx)

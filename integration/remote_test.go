@@ -401,6 +401,28 @@ func TestRemoteLsAndInspect(t *testing.T) {
 	}
 }
 
+// TestRemoteIndexSplits: npzfs index of an archive served over HTTP
+// splits a large member's first pass among two threads, reading the
+// object by ranges from both, and a mount of the same URL then reads the
+// member whole right through the index it saved.
+func TestRemoteIndexSplits(t *testing.T) {
+	www := t.TempDir()
+	_, raw := noiseArchive(t, www)
+	ng := testserver.StartNginx(t, www)
+	url := ng.URL + "/noise.npz"
+	idx := t.TempDir()
+	r := npzfs(t, "index", "--workers", "2", url, "--index-dir", idx)
+	if m := indexedLine.FindStringSubmatch(r.stdout); r.code != 0 || m == nil || m[1] != "1" || m[3] != "1" {
+		t.Fatalf("npzfs index %s: exit %d, stdout %q, stderr %q", url, r.code, r.stdout, r.stderr)
+	}
+	dir := mount(t, url, "--index-dir", idx)
+	got, err := os.ReadFile(filepath.Join(dir, "noise", "raw.bin"))
+	if err != nil || !bytes.Equal(got, raw) {
+		t.Errorf("reading the member whole: %v, or wrong bytes", err)
+	}
+	clear(t, dir)
+}
+
 // TestRemoteDiskCache: with --disk-cache, a second mount of the unchanged
 // object reads every file with one request (the tail); a replaced object
 // is fetched anew and read right, never from the old one's blocks.
