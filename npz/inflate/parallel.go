@@ -24,9 +24,9 @@ import (
 //     marker, the window there is known: that symbol boundary, a
 //     checkpoint with its window, is where the chunk's run starts; the
 //     output before it is its lead. A header that does not decode so
-//     was a false find: the search goes on from the next bit, to the
-//     chunk's end. A lead past the chunk's middle, or over maxLead
-//     bytes, ends the search: the chunk has no start.
+//     was a false find: the search goes on from the next bit, through
+//     the chunk's first maxSearch bytes. A lead past the chunk's middle,
+//     or over maxLead bytes, ends the search: the chunk has no start.
 //  2. Runs. From each start (the first chunk's is the stream's), a
 //     worker indexes as the sequential pass does, span by span, until it
 //     reaches the next chunk's start: a block header at exactly the bit
@@ -62,8 +62,12 @@ const (
 	// would balance better a member whose parts inflate at different
 	// speeds.
 	chunksPerWorker = 1
-	// searchPiece is how much of a chunk a start's search reads at once.
+	// searchPiece is how much of a chunk a start's search reads at once;
+	// maxSearch, how far it looks: deflaters end a Huffman block every
+	// few tens of KiB, and a stream of stored blocks (incompressible
+	// data) would cost seconds a chunk to search bit by bit.
 	searchPiece = 256 << 10
+	maxSearch   = 2 << 20
 	// markerBuf is the length of the buffer a start's search decodes
 	// into (see decodeMarkers).
 	markerBuf = 1 << 20
@@ -121,8 +125,8 @@ type passWorker struct {
 }
 
 // IndexAllParallel is IndexAll with the first pass shared among up to
-// workers goroutines (see above), for a stream of at least two chunks
-// whose index is not begun: the index's lock is held throughout, so a
+// workers goroutines (see above), for a stream of at least two chunks,
+// smaller than its output, whose index is not begun: the index's lock is held throughout, so a
 // read past the index waits for the whole pass (npzfs index runs it;
 // a mount indexes with IndexAll). A saved index is loaded first, as a
 // read would; what the parallel pass does not index, the sequential
@@ -134,7 +138,9 @@ func (r *ReaderAt) IndexAllParallel(ctx context.Context, workers int) (split boo
 // indexAllParallel is IndexAllParallel with chunks of at least
 // chunk compressed bytes.
 func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int64) (bool, error) {
-	if workers > 1 && r.csize >= 2*chunk {
+	// A stream no smaller than its output is stored blocks, which
+	// inflate at the speed of copying: there is nothing to split.
+	if workers > 1 && r.csize >= 2*chunk && r.csize < r.size {
 		r.extMu.Lock()
 		err := r.indexParallelLocked(ctx, workers, chunk)
 		r.unlockExt()
@@ -274,7 +280,7 @@ func (p *parallelPass) findStart(w *passWorker, i int) chunkStart {
 	defer decoders.Put(d)
 	d.r, d.ra, d.raSize = nil, src, p.r.csize
 	d.touched, d.trackEnd, d.stopBit, d.out = nil, 0, 0, nil
-	for off := from; off < to; off += searchPiece {
+	for off := from; off < min(to, from+maxSearch); off += searchPiece {
 		// The piece and the 16 bytes after it, which a header at its
 		// last bits may take.
 		k, _ := src.ReadAt(w.region, off) // short at the stream's end
