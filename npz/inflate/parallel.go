@@ -163,7 +163,7 @@ func (r *ReaderAt) indexParallelLocked(ctx context.Context, workers int, chunk i
 	if !fresh {
 		return nil
 	}
-	cps, err := r.firstPassParallel(ctx, first, workers, chunk)
+	cps, split, err := r.firstPassParallel(ctx, first, workers, chunk)
 	if err != nil {
 		r.parallelDone.Store(0)
 		return ctx.Err() // nil: the sequential pass takes over
@@ -178,7 +178,7 @@ func (r *ReaderAt) indexParallelLocked(ctx context.Context, workers int, chunk i
 		r.windows.used.Add(wb)
 		r.fitBudget()
 	}
-	r.parallel = true
+	r.parallel = split
 	r.mu.Unlock()
 	if r.complete != nil {
 		r.complete()
@@ -188,11 +188,12 @@ func (r *ReaderAt) indexParallelLocked(ctx context.Context, workers int, chunk i
 
 // firstPassParallel indexes the stream from its first checkpoint with
 // up to workers goroutines, in chunks of at least chunk bytes, returning
-// the complete index, or an error when it could not.
-func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, workers int, chunk int64) ([]checkpoint, error) {
+// the complete index and whether it was split, or an error when it
+// could not.
+func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, workers int, chunk int64) ([]checkpoint, bool, error) {
 	n := int(min(r.csize/chunk, int64(workers*chunksPerWorker)))
 	if n < 2 {
-		return nil, errors.New("inflate: stream too short to split")
+		return nil, false, errors.New("inflate: stream too short to split")
 	}
 	p := &parallelPass{
 		r:       r,
@@ -223,7 +224,7 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return p.stitch()
 }
@@ -677,8 +678,10 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 
 // stitch follows the runs from the first chunk's, and returns their
 // checkpoints as one index, numbered and at absolute offsets, if they
-// make the declared output.
-func (p *parallelPass) stitch() ([]checkpoint, error) {
+// make the declared output, and whether there was more than one run
+// (when no start was proven, the first chunk's run indexed it all, as
+// the sequential pass would have).
+func (p *parallelPass) stitch() ([]checkpoint, bool, error) {
 	var cps []checkpoint
 	var size int64
 	var crc uint32
@@ -687,7 +690,7 @@ func (p *parallelPass) stitch() ([]checkpoint, error) {
 		run := &p.runs[i]
 		runs++
 		if run.err != nil {
-			return nil, run.err
+			return nil, false, run.err
 		}
 		for _, cp := range run.cps {
 			cp.out += size
@@ -702,10 +705,7 @@ func (p *parallelPass) stitch() ([]checkpoint, error) {
 		i = run.next
 	}
 	if size != p.r.size || crc != p.r.crc {
-		return nil, fmt.Errorf("inflate: the parallel pass made %d bytes with CRC-32 %08x", size, crc)
+		return nil, false, fmt.Errorf("inflate: the parallel pass made %d bytes with CRC-32 %08x", size, crc)
 	}
-	if runs == 1 {
-		return nil, errNoStart // no start was proven: one run did it all
-	}
-	return cps, nil
+	return cps, runs > 1, nil
 }
