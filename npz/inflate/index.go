@@ -447,5 +447,6 @@ func (r *ReaderAt) Indexed() int64 {
 	if r.done {
 		return r.size
 	}
-	return max(r.cps[len(r.cps)-1].out, r.parallelDone.Load())
+	// A run from a start later found false counts bytes twice.
+	return max(r.cps[len(r.cps)-1].out, min(r.parallelDone.Load(), r.size))
 }
