@@ -239,6 +239,55 @@ func TestIndexCommandSplits(t *testing.T) {
 	}
 }
 
+// TestIndexCommandFolder: npzfs index of a folder indexes the deflated
+// members of every archive under it (sub-folders too), names an archive
+// it cannot open and exits 1, and a mount of the folder reads deep in
+// each member at once from the indexes saved.
+func TestIndexCommandFolder(t *testing.T) {
+	www := t.TempDir()
+	big, files := bigArchive(t, 4)
+	b, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(www, "sub"), 0o755)
+	os.WriteFile(filepath.Join(www, "one.npz"), b, 0o644)
+	os.WriteFile(filepath.Join(www, "sub", "bad.npz"), []byte("not a zip file at all"), 0o644)
+	_, raw := noiseArchive(t, filepath.Join(www, "sub"))
+	idx := t.TempDir()
+	r := npzfs(t, "index", www, "--index-dir", idx)
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "indexed 2 of 2 deflated members of 3 archives (") ||
+		!strings.Contains(r.stderr, "npzfs index: sub/bad.npz: ") {
+		t.Fatalf("npzfs index FOLDER: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if n := len(indexFiles(t, idx)); n != 2 {
+		t.Fatalf("%d indexes saved", n)
+	}
+	if r := npzfs(t, "index", www, "deflated", "--index-dir", idx); r.code != 2 || !strings.Contains(r.stderr, "not of a folder") {
+		t.Errorf("npzfs index FOLDER KEY: exit %d, %q", r.code, r.stderr)
+	}
+	// The mount uses them: a member it indexed itself as far as the deep
+	// read would have its index saved again (a new file renamed into
+	// place) when the mount ends.
+	before := map[string]os.FileInfo{}
+	for _, f := range indexFiles(t, idx) {
+		before[f], _ = os.Stat(f)
+	}
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	dir := mount(t, www, "--index-dir", idx, "--log", log)
+	deepRead(t, "one.npz", filepath.Join(dir, "one.npz", "deflated", "raw.bin"), files["deflated/raw.bin"])
+	deepRead(t, "sub/noise.npz", filepath.Join(dir, "sub", "noise.npz", "noise", "raw.bin"), raw)
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("not used")) {
+		t.Errorf("an index was refused: %s", b)
+	}
+	for _, f := range indexFiles(t, idx) {
+		if fi, _ := os.Stat(f); before[f] == nil || !os.SameFile(fi, before[f]) {
+			t.Errorf("%s was written again by the mount: its member was indexed anew", f)
+		}
+	}
+}
+
 // TestMountIndexInBackground: mount --index indexes the deflated member
 // once the mount is live, saves its index and says so in the log; reads
 // meanwhile and after are right.

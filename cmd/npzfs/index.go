@@ -20,11 +20,13 @@ import (
 )
 
 const indexHelp = `Builds the index of every deflated member of ARCHIVE (or of the members
-named by KEY, as "images" or "images.npy"), so that a later mount reads
-anywhere in them at once instead of inflating each from its start. The
-members are inflated whole, several at once, their length and CRC-32
-checked, and their indexes saved where mount looks for them
-(--index-dir). A member of 8 MiB or more (compressed) is itself split
+named by KEY, as "images" or "images.npy"), or of every archive under
+FOLDER (its .npz files, in its sub-folders too, as a mount of the folder
+shows them), so that a later mount reads anywhere in them at once
+instead of inflating each from its start. The members are inflated
+whole, several at once, their length and CRC-32 checked, and their
+indexes saved where mount looks for them (--index-dir), which a mount
+of the folder uses too. A member of 8 MiB or more (compressed) is itself split
 among --workers threads: each finds a block boundary in its part of the
 stream and inflates from there before the part ahead of it is done (the
 technique of rapidgzip), and whatever it cannot split (no block
@@ -35,12 +37,13 @@ a saved index checked against its CRC-32 (one that fails is rebuilt).
 
 On a terminal a progress line shows the bytes inflated, the rate and the
 time left; otherwise one summary line is printed at the end. A member
-that cannot be read is named, and the exit code is then 1.
+(or under a FOLDER, an archive) that cannot be read is named, the others
+are indexed, and the exit code is then 1.
 
 With --sidecar the indexes are also written beside the archive, as
 ARCHIVE.npzidx (data.npz: data.npzidx), for a dataset to ship: a mount
 of the archive finds them there, read-only, when its index folder does
-not hold them.`
+not hold them. Under a FOLDER, each archive gets its own.`
 
 // indexFlags are the flags of the index cache, taken by mount and index.
 type indexFlags struct {
@@ -107,7 +110,7 @@ func (f *indexFlags) open() (*npz.IndexStore, error) {
 func init() {
 	register("index", &command{
 		summary: "build the indexes of an archive's deflated members ahead of mounting",
-		usage:   "[flags] ARCHIVE [KEY...]",
+		usage:   "[flags] ARCHIVE [KEY...] | FOLDER",
 		help:    indexHelp,
 		run:     runIndex,
 	})
@@ -126,7 +129,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fl.NArg() < 1 {
-		return argsError(stderr, "index", fl.Args(), 1, "ARCHIVE")
+		return argsError(stderr, "index", fl.Args(), 1, "ARCHIVE or FOLDER")
 	}
 	if err := xf.check(); err != nil {
 		return usageError(stderr, "index", err.Error())
@@ -140,6 +143,24 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	if xf.none {
 		return fail(stderr, "index", errors.New("no folder to keep indexes in: give --index-dir"))
 	}
+	target, keys := fl.Arg(0), fl.Args()[1:]
+	if *sidecar && isRemote(target) {
+		return usageError(stderr, "index", "--sidecar is for a local archive")
+	}
+	// A folder: every archive under it, as a mount of it shows them.
+	names, inFolder := []string{target}, false
+	if fi, err := os.Stat(target); err == nil && fi.IsDir() && !isRemote(target) {
+		if len(keys) > 0 {
+			return usageError(stderr, "index", "a KEY names a member of one archive, not of a folder")
+		}
+		if names, err = archivesUnder(target); err != nil {
+			return fail(stderr, "index", err)
+		}
+		if len(names) == 0 {
+			return fail(stderr, "index", fmt.Errorf("no .npz archive under %s", target))
+		}
+		inFolder = true
+	}
 	store, err := xf.open()
 	if err != nil {
 		return fail(stderr, "index", err)
@@ -152,72 +173,121 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		logged = append(logged, fmt.Sprintf(format, a...))
 		logMu.Unlock()
 	}}
-	a, err := openArchive(fl.Arg(0), opts, &rf, 0)
-	if err != nil {
-		return fail(stderr, "index", err)
+	// whose prefixes what is said of a member of the archive name.
+	whose := func(name string) string {
+		if !inFolder {
+			return ""
+		}
+		rel, _ := filepath.Rel(target, name)
+		return rel + ": "
 	}
-	defer a.Close()
 
-	members, err := toIndex(a.Members(), fl.Args()[1:])
-	if err != nil {
-		return fail(stderr, "index", err)
-	}
-	if *sidecar && isRemote(fl.Arg(0)) {
-		return usageError(stderr, "index", "--sidecar is for a local archive")
-	}
+	// First what there is to index, for the progress line; a folder's
+	// archives are then indexed one after another, each opened again.
 	var total int64
-	for _, m := range members {
-		total += m.Size()
+	var count, failures int
+	for _, name := range names {
+		a, err := openArchive(name, opts, &rf, 0)
+		if err == nil {
+			var members []*npz.Member
+			if members, err = toIndex(a.Members(), keys); err == nil {
+				count += len(members)
+				for _, m := range members {
+					total += m.Size()
+				}
+			}
+			a.Close()
+		}
+		if err != nil && !inFolder {
+			return fail(stderr, "index", err)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "npzfs index: %s%v\n", whose(name), bare(err))
+			failures++
+		}
 	}
-	var verified atomic.Int64 // bytes read whole by --verify
+
+	var before, verified atomic.Int64 // bytes of the archives done; bytes read whole by --verify
+	var curMu sync.Mutex
+	var current []*npz.Member
 	done := func() int64 {
+		curMu.Lock()
+		defer curMu.Unlock()
 		var n int64
-		for _, m := range members {
+		for _, m := range current {
 			n += m.Indexed()
 		}
 		if *verify {
-			return (n + verified.Load()) / 2
+			n = (n + verified.Load()) / 2
 		}
-		return n
+		return before.Load() + n
 	}
 	start := time.Now()
 	stop := progress(stderr, done, total, start)
-	failed := map[*npz.Member]error{}
-	var failMu sync.Mutex
+	var indexed int
 	var split atomic.Int64 // members whose first pass was shared among the workers
-	forEachN(members, *workers, func(m *npz.Member) {
-		s, err := m.BuildIndexParallel(context.Background(), *workers)
-		if s {
-			split.Add(1)
-		}
-		if err == nil && *verify {
-			err = readMember(m, &verified)
+	var wrote, said []string // sidecars written; what to say once the progress line is gone
+	for _, name := range names {
+		a, err := openArchive(name, opts, &rf, 0)
+		var members []*npz.Member
+		if err == nil {
+			members, err = toIndex(a.Members(), keys)
 		}
 		if err != nil {
-			failMu.Lock()
-			failed[m] = err
-			failMu.Unlock()
+			if a != nil {
+				a.Close()
+			}
+			continue // said above
 		}
-	})
-	stop()
-	var wrote string
-	var sidecarErr error
-	if *sidecar && len(failed) == 0 {
-		name := npz.SidecarPath(fl.Arg(0))
-		if err := npz.WriteIndexSidecar(name, members); err != nil {
-			fmt.Fprintf(stderr, "npzfs index: cannot write %s: %v\n", name, bare(err))
-			sidecarErr = err
-		} else {
-			wrote = fmt.Sprintf("; sidecar %s", name)
+		verified.Store(0)
+		curMu.Lock()
+		current = members
+		curMu.Unlock()
+		failed := map[*npz.Member]error{}
+		var failMu sync.Mutex
+		forEachN(members, *workers, func(m *npz.Member) {
+			s, err := m.BuildIndexParallel(context.Background(), *workers)
+			if s {
+				split.Add(1)
+			}
+			if err == nil && *verify {
+				err = readMember(m, &verified)
+			}
+			if err != nil {
+				failMu.Lock()
+				failed[m] = err
+				failMu.Unlock()
+			}
+		})
+		if *sidecar && len(failed) == 0 {
+			side := npz.SidecarPath(name)
+			if err := npz.WriteIndexSidecar(side, members); err != nil {
+				said = append(said, fmt.Sprintf("cannot write %s: %v", side, bare(err)))
+				failures++
+			} else {
+				wrote = append(wrote, side)
+			}
 		}
+		var size int64
+		for _, m := range members {
+			size += m.Size()
+			if err := failed[m]; err != nil {
+				said = append(said, fmt.Sprintf("%s%s: %v", whose(name), m.Name(), bare(err)))
+			}
+		}
+		curMu.Lock()
+		current = nil
+		curMu.Unlock()
+		before.Add(size)
+		indexed += len(members) - len(failed)
+		failures += len(failed)
+		a.Close()
 	}
-	a.Close()
+	stop()
 	store.Close() // waits for the indexes being written
 	elapsed := time.Since(start)
-	for _, m := range members {
-		if err := failed[m]; err != nil {
-			fmt.Fprintf(stderr, "npzfs index: %s: %v\n", m.Name(), bare(err))
-		}
+	for _, l := range said {
+		fmt.Fprintf(stderr, "npzfs index: %s\n", l)
 	}
 	for _, l := range logged {
 		if strings.Contains(l, "saved index") || strings.Contains(l, "cannot save") {
@@ -225,16 +295,41 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rate := float64(total) / max(elapsed.Seconds(), 1e-9) / 1e6
-	var splitNote string
+	var of, splitNote, sidecars string
+	if inFolder {
+		of = fmt.Sprintf(" of %d archives", len(names))
+	}
 	if n := split.Load(); n > 0 {
 		splitNote = fmt.Sprintf(" (%d split among %d threads)", n, *workers)
 	}
-	fmt.Fprintf(stdout, "indexed %d of %d deflated members (%s) in %.1f s, %.0f MB/s%s; indexes in %s%s\n",
-		len(members)-len(failed), len(members), mib(total), elapsed.Seconds(), rate, splitNote, store.Path(), wrote)
-	if len(failed) > 0 || sidecarErr != nil {
+	switch {
+	case len(wrote) == 1:
+		sidecars = "; sidecar " + wrote[0]
+	case len(wrote) > 1:
+		sidecars = fmt.Sprintf("; %d sidecars", len(wrote))
+	}
+	fmt.Fprintf(stdout, "indexed %d of %d deflated members%s (%s) in %.1f s, %.0f MB/s%s; indexes in %s%s\n",
+		indexed, count, of, mib(total), elapsed.Seconds(), rate, splitNote, store.Path(), sidecars)
+	if failures > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// archivesUnder lists the .npz files under dir, in its sub-folders too,
+// as a mount of dir shows them (regular files; links are not followed).
+func archivesUnder(dir string) ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".npz") {
+			names = append(names, path)
+		}
+		return nil
+	})
+	return names, err
 }
 
 // toIndex picks the deflated members to index: all, or those keys name.
