@@ -239,6 +239,20 @@ func TestIndexCommandSplits(t *testing.T) {
 	}
 }
 
+// TestDeepFirstRead: on a fresh mount without indexes, a first read at
+// the end of a large deflated member (which the daemon's other cores
+// help to reach) and then the whole member read right.
+func TestDeepFirstRead(t *testing.T) {
+	archive, raw := noiseArchive(t, t.TempDir())
+	dir := mount(t, archive, "--no-index")
+	path := filepath.Join(dir, "noise", "raw.bin")
+	deepRead(t, "first", path, raw)
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, raw) {
+		t.Errorf("reading the member whole after: %v, or wrong bytes", err)
+	}
+	clear(t, dir)
+}
+
 // TestIndexCommandFolder: npzfs index of a folder indexes the deflated
 // members of every archive under it (sub-folders too), names an archive
 // it cannot open and exits 1, and a mount of the folder reads deep in

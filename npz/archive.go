@@ -73,6 +73,10 @@ type Options struct {
 	// (see IndexSidecar), looked in after Indexes; the archive does not
 	// close it.
 	Sidecar *IndexSidecar
+	// Helpers is how many goroutines may help a first read deep into a
+	// deflated member, indexing parts of it ahead at once (see
+	// inflate.Options.Helpers); 0 means none.
+	Helpers int
 	// Logf, when set, is told why a member or view is not served.
 	Logf func(format string, args ...any)
 }

@@ -218,7 +218,7 @@ func (m *Member) locate() *location {
 	if l.err == nil && m.e.Method == zip.Deflated {
 		src := &section{r: m.a.r, off: l.dataOff, n: m.e.CompressedSize}
 		cache := m.a.spanCache() // makes the window budget too
-		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows}
+		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows, Helpers: m.a.opts.Helpers}
 		var x *memberIndex
 		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil {
 			x = &memberIndex{s: m.a.opts.Indexes, sc: m.a.opts.Sidecar, m: m, off: l.dataOff}

@@ -478,6 +478,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		CacheBytes:   int64(ma.cacheMB) << 20,
 		IndexBytes:   int64(ma.indexMB) << 20,
 		MaxHeaderLen: ma.maxHeaderKB << 10,
+		// A first read deep into a large deflated member has the
+		// other cores index parts of it ahead.
+		Helpers: runtime.NumCPU() - 1,
 		Logf: func(format string, args ...any) {
 			logger.Printf(format, args...)
 		},

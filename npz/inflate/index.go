@@ -437,7 +437,8 @@ func gf2Square(square, mat *[32]uint32) {
 // mount's background indexing run. Reads of the stream go on meanwhile,
 // each waiting for no more than the span being indexed.
 func (r *ReaderAt) IndexAll(ctx context.Context) error {
-	return r.extendTo(ctx, max(r.size-1, 0), max(r.size-1, 0))
+	off := max(r.size-1, 0)
+	return r.extendFor(ctx, &outRange{start: off, end: off, background: true})
 }
 
 // Indexed is how many bytes of output the index covers.

@@ -112,6 +112,7 @@ type parallelPass struct {
 	claimed []atomic.Bool
 	found   []chan struct{}
 	runs    []chunkRun
+	ran     []chan struct{} // ran[i] is closed once runs[i] is ready (helping only)
 }
 
 // passWorker is what one worker reuses from task to task.
@@ -195,21 +196,7 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 	if n < 2 {
 		return nil, false, errors.New("inflate: stream too short to split")
 	}
-	p := &parallelPass{
-		r:       r,
-		ctx:     ctx,
-		chunk:   (r.csize + int64(n) - 1) / int64(n),
-		starts:  make([]chunkStart, n),
-		claimed: make([]atomic.Bool, n),
-		found:   make([]chan struct{}, n),
-		runs:    make([]chunkRun, n),
-	}
-	for i := range p.found {
-		p.found[i] = make(chan struct{})
-	}
-	p.starts[0] = chunkStart{ok: true, cp: first}
-	p.claimed[0].Store(true)
-	close(p.found[0])
+	p := newPass(r, ctx, n, first)
 	ws := make([]*passWorker, min(workers, n))
 	for i := range ws {
 		ws[i] = &passWorker{}
@@ -227,6 +214,29 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 		return nil, false, err
 	}
 	return p.stitch()
+}
+
+// newPass prepares a pass of r's stream in n chunks, the first of
+// which starts at first.
+func newPass(r *ReaderAt, ctx context.Context, n int, first checkpoint) *parallelPass {
+	p := &parallelPass{
+		r:       r,
+		ctx:     ctx,
+		chunk:   (r.csize + int64(n) - 1) / int64(n),
+		starts:  make([]chunkStart, n),
+		claimed: make([]atomic.Bool, n),
+		found:   make([]chan struct{}, n),
+		runs:    make([]chunkRun, n),
+		ran:     make([]chan struct{}, n),
+	}
+	for i := range p.found {
+		p.found[i] = make(chan struct{})
+		p.ran[i] = make(chan struct{})
+	}
+	p.starts[0] = chunkStart{ok: true, cp: first}
+	p.claimed[0].Store(true)
+	close(p.found[0])
+	return p
 }
 
 // eachParallel calls f for 0 <= i < n, handing out i in order, from

@@ -41,6 +41,9 @@ type Options struct {
 	// it returns nil when there is none. An index that LoadIndex refuses
 	// is told to BadIndex.
 	Load func() (io.ReaderAt, int64)
+	// Helpers, when above 0, is how many goroutines may help a fresh
+	// index grow when a read waits far past it (see help.go).
+	Helpers int
 	// Grew, when set, is told how far the index reaches each time it
 	// grows by a span (from the goroutine growing it, which holds the
 	// index's lock: it must not read the reader).
@@ -152,10 +155,23 @@ type ReaderAt struct {
 	// Indexed), and whether it made the index (under mu).
 	parallelDone atomic.Int64
 	parallel     bool
+
+	// Helpers for a deep first read (see help.go): how many, and their
+	// work, under extMu; helpStarts and helpSplices count the times they
+	// were started and their runs spliced in, for tests.
+	helpers     int
+	helpChunk   int64 // the least compressed length of a chunk (minChunk; tests make it less)
+	help        *helping
+	helpStarts  atomic.Int64
+	helpSplices atomic.Int64
 }
 
-// outRange is a range [start, end) of output offsets.
-type outRange struct{ start, end int64 }
+// outRange is a range [start, end) of output offsets a read wants
+// (background: IndexAll's, which helpers do not help).
+type outRange struct {
+	start, end int64
+	background bool
+}
 
 // flightCall is one inflation of a span that concurrent reads of it wait
 // for rather than repeat.
@@ -197,6 +213,8 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 		r.cache = opts.Cache
 		r.windows = opts.Windows
 		r.complete, r.badIndex, r.load, r.grew = opts.Complete, opts.BadIndex, opts.Load, opts.Grew
+		r.helpers = max(opts.Helpers, 0)
+		r.helpChunk = minChunk
 	}
 	if r.cache == nil {
 		r.cache = NewCache(2 * (r.span + windowSize + outSlack))
@@ -453,10 +471,15 @@ func (r *ReaderAt) wrapDecodeErr(d *decoder, err error, outOff int64) error {
 // again, so a read returns as soon as the index covers it, however much
 // deeper other reads are going (no read waits behind a deeper one).
 func (r *ReaderAt) extendTo(ctx context.Context, off, end int64) error {
+	return r.extendFor(ctx, &outRange{start: off, end: end})
+}
+
+// extendFor is extendTo for want.
+func (r *ReaderAt) extendFor(ctx context.Context, want *outRange) error {
+	off := want.start
 	if ok, err := r.covers(off); ok {
 		return err
 	}
-	want := &outRange{off, end}
 	r.mu.Lock()
 	r.waiting = append(r.waiting, want)
 	r.mu.Unlock()
@@ -725,6 +748,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	if err := r.prepareFrontier(ctx); err != nil {
 		return err
 	}
+	r.maybeHelp()
 	r.mu.RLock()
 	k := len(r.cps) - 1
 	cp := r.cps[k]
@@ -735,6 +759,9 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	last := target >= r.size
 	if last {
 		target = r.size + 1
+	}
+	if h := r.help; h != nil && h.active && h.final >= 0 && h.final < target {
+		target, last = h.final, false // the next chunk's start ends this span
 	}
 	w := int(cp.winLen)
 	n := int(target - cp.out)
@@ -758,7 +785,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	}
 	clear(r.touched)
 	d.touched, d.trackEnd = r.touched, w
-	err := d.decode(w + n)
+	_, err := r.decodeHelped(d, cp.out, w, target)
 	d.trackEnd, d.touched = 0, nil
 	d.out = nil
 	produced := d.pos - w
@@ -806,12 +833,19 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		}
 	}
 
+	// A helper's run from the next chunk's start, when this span ends
+	// there (see help.go).
+	var run *chunkRun
+	if h := r.help; h != nil && h.active && d.state != stDone && h.final >= 0 && endOut >= h.final {
+		run = r.helpReached(d, endOut)
+	}
+
 	// The window before this span is packed while the next span
 	// inflates (packing takes about a sixth of inflating's time); the
 	// last is packed now.
 	pend := r.packLater(win, r.touched[:w])
 	var nextWin []byte
-	if d.state != stDone {
+	if d.state != stDone && run == nil {
 		// The window before this span is in packBuf: its buffer takes
 		// the window before the next.
 		nextWin = append(win[:0], buf[d.pos-int(next.winLen):d.pos]...)
@@ -820,26 +854,30 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	r.mu.Lock()
 	r.cps[k].pend = pend
 	r.cps[k].sum = sum
-	if d.state == stDone {
+	switch {
+	case d.state == stDone:
 		r.done = true
-	} else {
+	case run != nil:
+		nextWin = r.splice(run, endOut, cp.seq+1)
+	default:
 		r.cps = append(r.cps, next)
 	}
 	r.pendingWin = nextWin
+	done, frontier := r.done, r.cps[len(r.cps)-1].out
 	keep := ahead || r.wanted(cp.out, endOut)
 	if r.windows != nil {
 		r.fitBudget()
 	}
 	r.mu.Unlock()
-	if d.state == stDone {
+	if done {
 		r.pack(cp.seq, pend)
 	} else {
 		go r.pack(cp.seq, pend)
 	}
-	if d.state == stDone && r.complete != nil {
+	if done && r.complete != nil {
 		r.complete()
-	} else if d.state != stDone && r.grew != nil {
-		r.grew(endOut)
+	} else if !done && r.grew != nil {
+		r.grew(frontier)
 	}
 	if keep {
 		s := newSpan(buf, data)

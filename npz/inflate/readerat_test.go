@@ -340,7 +340,7 @@ func TestReaderAtCachesWantedSpans(t *testing.T) {
 	ra := newRA(data, comp, span, cache)
 	// A read in span 1 waits while another, in span 5, extends the index
 	// (checkpoints are a symbol or less past multiples of the span).
-	ra.waiting = append(ra.waiting, &outRange{span + span/2, span + span/2 + 10})
+	ra.waiting = append(ra.waiting, &outRange{start: span + span/2, end: span + span/2 + 10})
 	checkRead(t, ra, data, 5*span+span/2, 10)
 	if len(ra.waiting) != 1 {
 		t.Fatalf("%d reads waiting, want the 1 left", len(ra.waiting))

@@ -1,0 +1,191 @@
+package inflate
+
+import (
+	"bytes"
+	"context"
+	"hash/crc32"
+	"io"
+	"sync"
+	"testing"
+)
+
+// helped is a reader of comp with helpers, in chunks of a tenth of it.
+func helped(data, comp []byte, helpers int) *ReaderAt {
+	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: helpers})
+	r.helpChunk = max(int64(len(comp))/10, 1)
+	return r
+}
+
+// TestHelpedDeepRead: a first read near the end of a fresh index has
+// helpers index the chunks ahead, which the index splices in; every byte
+// read is right, and so is the index then saved.
+func TestHelpedDeepRead(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		level   int
+		spliced bool
+	}{
+		{"float32 noise", noisyFloat32(3<<20, 31), 6, true},
+		{"random walk", randomWalk(3<<20, 32), 6, true},
+		{"mixed level 1", mixed(3<<20, 33), 1, true},
+		{"int ramp", intRamp(8 << 20), 6, false}, // the markers never clear
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			comp := deflate(t, tc.data, tc.level)
+			r := helped(tc.data, comp, 3)
+			off := int64(len(tc.data)) - 5000
+			p := make([]byte, 5000)
+			if n, err := r.ReadAt(p, off); (err != nil && err != io.EOF) || n != len(p) || !bytes.Equal(p, tc.data[off:]) {
+				t.Fatalf("deep read: %d, %v, or wrong bytes", n, err)
+			}
+			if r.helpStarts.Load() != 1 {
+				t.Fatalf("helpers started %d times", r.helpStarts.Load())
+			}
+			if spliced := r.helpSplices.Load() > 0; spliced != tc.spliced {
+				t.Errorf("a helper's run spliced in: %v, want %v", spliced, tc.spliced)
+			}
+			checkReads(t, r, tc.data, 4)
+			got := make([]byte, len(tc.data)+1)
+			if n, err := r.ReadAt(got, 0); n != len(tc.data) || err != io.EOF || !bytes.Equal(got[:n], tc.data) {
+				t.Fatalf("whole read: %d, %v", n, err)
+			}
+			idx, ok := r.MarshalIndex()
+			if !ok {
+				t.Fatal("no complete index")
+			}
+			checkIndex(t, tc.data, comp, idx)
+			r.Release()
+		})
+	}
+}
+
+// TestHelpedConcurrentReads: first reads at several depths at once, with
+// helpers (and -race).
+func TestHelpedConcurrentReads(t *testing.T) {
+	data := noisyFloat32(3<<20, 34)
+	comp := deflate(t, data, 6)
+	r := helped(data, comp, 2)
+	defer r.Release()
+	var wg sync.WaitGroup
+	for _, f := range []float64{0.1, 0.3, 0.5, 0.7, 0.9, 0.999} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			off := int64(f * float64(len(data)))
+			p := make([]byte, min(4096, int64(len(data))-off))
+			if n, err := r.ReadAt(p, off); n != len(p) || (err != nil && err != io.EOF) || !bytes.Equal(p, data[off:off+int64(n)]) {
+				t.Errorf("read at %d: %d, %v, or wrong bytes", off, n, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestHelpNotForBackgroundOrShallow: reads from the start on, a deep
+// read once the index has left its first chunk, and IndexAll (a mount's
+// background indexing, at low priority) start no helpers.
+func TestHelpNotForBackgroundOrShallow(t *testing.T) {
+	data := noisyFloat32(2<<20, 35)
+	comp := deflate(t, data, 6)
+	r := helped(data, comp, 1) // two chunks
+	for off := int64(0); off < int64(len(data))*6/10; off += 256 << 10 {
+		checkRead(t, r, data, off, 256<<10)
+	}
+	checkRead(t, r, data, int64(len(data))-1000, 1000)
+	if r.helpStarts.Load() != 0 {
+		t.Fatalf("helpers started %d times", r.helpStarts.Load())
+	}
+	r.Release()
+	r = helped(data, comp, 2)
+	if err := r.IndexAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r.helpStarts.Load() != 0 {
+		t.Fatalf("helpers started %d times by IndexAll", r.helpStarts.Load())
+	}
+	r.Release()
+}
+
+// TestHelpedBadStream: a damaged stream gives a deep read with helpers
+// the error it gives one without.
+func TestHelpedBadStream(t *testing.T) {
+	data := noisyFloat32(3<<20, 36)
+	comp := deflate(t, data, 6)
+	comp[len(comp)*2/3] ^= 0x10
+	p := make([]byte, 1000)
+	_, want := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), nil).ReadAt(p, int64(len(data))-1000)
+	r := helped(data, comp, 2)
+	defer r.Release()
+	_, got := r.ReadAt(p, int64(len(data))-1000)
+	if want == nil || got == nil || got.Error() != want.Error() {
+		t.Fatalf("with helpers: %v; without: %v", got, want)
+	}
+}
+
+// TestHelpedFalseStarts: the index passes starts that are not what the
+// helpers' searches say (one in the wrong state after a real header, one
+// with no header) and splices the runs of the next true ones.
+func TestHelpedFalseStarts(t *testing.T) {
+	data := noisyFloat32(3<<20, 38)
+	comp := deflate(t, data, 6)
+	var changed sync.WaitGroup
+	changed.Add(2)
+	testStartHook = func(i int, s *chunkStart) {
+		switch {
+		case i == 1 && s.ok:
+			s.cp.bit += 8
+		case i == 2 && s.ok:
+			s.bit++
+		default:
+			return
+		}
+		changed.Done()
+	}
+	defer func() { testStartHook = nil }()
+	r := helped(data, comp, 5)
+	defer r.Release()
+	checkRead(t, r, data, int64(len(data))-3000, 3000)
+	changed.Wait() // both changed, or the test times out
+	if r.helpSplices.Load() == 0 {
+		t.Fatal("no helper's run spliced in")
+	}
+	checkReads(t, r, data, 5)
+}
+
+// TestHelpReleased: the reader is released while its helpers wait on
+// the source; they stop, and the deep read under way finishes alone.
+func TestHelpReleased(t *testing.T) {
+	data := noisyFloat32(3<<20, 39)
+	comp := deflate(t, data, 6)
+	g := newGatedSrc(comp, int64(len(comp))/2)
+	g.blocked = make(chan int64, 1<<16) // nobody listens
+	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{SpanSize: 64 << 10, Helpers: 3})
+	r.helpChunk = int64(len(comp)) / 10
+	read := make(chan error)
+	go func() {
+		p := make([]byte, 2000)
+		off := int64(len(data)) - 2000
+		_, err := r.ReadAt(p, off)
+		if err == nil && !bytes.Equal(p, data[off:]) {
+			err = io.ErrUnexpectedEOF
+		}
+		read <- err
+	}()
+	<-g.blocked // the index has reached the gate
+	released := make(chan struct{})
+	go func() {
+		r.Release()
+		close(released)
+	}()
+	g.raise(int64(len(comp)))
+	if err := <-read; err != nil && err != io.EOF {
+		t.Fatalf("deep read: %v", err)
+	}
+	<-released
+	if r.helpStarts.Load() != 1 {
+		t.Fatalf("helpers started %d times", r.helpStarts.Load())
+	}
+}
