@@ -189,3 +189,25 @@ func TestHelpReleased(t *testing.T) {
 		t.Fatalf("helpers started %d times", r.helpStarts.Load())
 	}
 }
+
+// TestHelpedStartInLastSpan: a chunk's start inside the stream's last
+// span (long spans, many chunks) ends that span there, and the index
+// splices the last chunk's run, which ends the stream.
+func TestHelpedStartInLastSpan(t *testing.T) {
+	data := noisyFloat32(3<<20, 40)
+	comp := deflate(t, data, 6)
+	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{SpanSize: 1 << 20, Cache: NewCache(16 << 20), Helpers: 9})
+	r.helpChunk = int64(len(comp)) / 10
+	defer r.Release()
+	checkRead(t, r, data, int64(len(data))-100, 100)
+	if r.helpSplices.Load() == 0 {
+		t.Fatal("no helper's run spliced in")
+	}
+	checkReads(t, r, data, 6)
+	idx, ok := r.MarshalIndex()
+	if !ok {
+		t.Fatal("no complete index")
+	}
+	checkIndex(t, data, comp, idx)
+}

@@ -785,7 +785,10 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	}
 	clear(r.touched)
 	d.touched, d.trackEnd = r.touched, w
-	_, err := r.decodeHelped(d, cp.out, w, target)
+	end, err := r.decodeHelped(d, cp.out, w, target)
+	if end < target {
+		last = false // the span ends at a chunk's start before the stream's end
+	}
 	d.trackEnd, d.touched = 0, nil
 	d.out = nil
 	produced := d.pos - w
