@@ -65,6 +65,19 @@ func FuzzInflate(f *testing.F) {
 		if got, err := par.ReadAt(p, 0); got != int(size) || err != io.EOF || !bytes.Equal(p[:got], want) {
 			t.Fatalf("whole ReadAt after the parallel pass = %d, %v", got, err)
 		}
+		// With helpers (in chunks of a sixth of the stream): the last
+		// byte first, then the whole.
+		hr := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc, &Options{SpanSize: span, Helpers: 2})
+		hr.helpChunk = max(1, int64(len(comp))/6)
+		if size > 0 {
+			if got, err := hr.ReadAt(p[:1], size-1); got != 1 || (err != nil && err != io.EOF) || p[0] != want[size-1] {
+				t.Fatalf("last byte with helpers: %d, %v", got, err)
+			}
+		}
+		if got, err := hr.ReadAt(p, 0); got != int(size) || err != io.EOF || !bytes.Equal(p[:got], want) {
+			t.Fatalf("whole ReadAt with helpers = %d, %v", got, err)
+		}
+		hr.Release()
 		// A wrong CRC is caught when the end is reached.
 		if size > 0 {
 			bad := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc^0x80, &Options{SpanSize: span})
