@@ -4,9 +4,8 @@ import "context"
 
 // Helping the lazy first pass. On a reader with Options.Helpers set, the
 // first read far past an index still in its first chunk (further than a
-// (Helpers+1)th of the output past it) has the stream cut into
-// Helpers+1 chunks, as the
-// parallel pass cuts it (see parallel.go): helper goroutines find the
+// (Helpers+1)th of the output past it) has the stream cut into Helpers+1
+// chunks, as the parallel pass cuts it (see parallel.go): helper goroutines find the
 // starts of chunks 1 on and run from them, while the index grows from the
 // stream's start as it always does, a span at a time under r.extMu,
 // answering the reads before it as it reaches them. When it reaches the
@@ -27,8 +26,8 @@ type helping struct {
 	active bool
 }
 
-// maybeHelp starts helpers when a read waits far past a fresh index.
-// r.extMu is held.
+// maybeHelp starts helpers when a read waits far past an index still in
+// its first chunk, or decides there will be none. r.extMu is held.
 func (r *ReaderAt) maybeHelp() {
 	if r.helpers == 0 || r.help != nil {
 		return

@@ -113,6 +113,7 @@ type parallelPass struct {
 	found   []chan struct{}
 	runs    []chunkRun
 	ran     []chan struct{} // ran[i] is closed once runs[i] is ready (helping only)
+	counts  bool            // the runs count their output in r.parallelDone (for Indexed)
 }
 
 // passWorker is what one worker reuses from task to task.
@@ -197,6 +198,7 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 		return nil, false, errors.New("inflate: stream too short to split")
 	}
 	p := newPass(r, ctx, n, first)
+	p.counts = true
 	ws := make([]*passWorker, min(workers, n))
 	for i := range ws {
 		ws[i] = &passWorker{}
@@ -654,7 +656,9 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 			cp.win = w.packer.pack(w.masked[:wl])
 		}
 		res.cps = append(res.cps, cp)
-		r.parallelDone.Add(end - cp.out)
+		if p.counts {
+			r.parallelDone.Add(end - cp.out)
+		}
 		if d.state == stDone {
 			res.size = end
 			return res
