@@ -122,11 +122,12 @@ func (r *ReaderAt) decodeHelped(d *decoder, out0 int64, w int, target int64) (in
 }
 
 // helpReached is called when a span ends at or past where the next
-// chunk's start lies (end, in the output), with r.crcAcc counting the
+// chunk's start lies (end, in the output), with acc the CRC-32 of the
 // output up to end. If the decoder is there in the start's state, it
-// waits for the helper's run from that start and returns it, to be
-// spliced in; nil leaves the index to grow on. r.extMu is held.
-func (r *ReaderAt) helpReached(d *decoder, end int64) *chunkRun {
+// waits for the helper's run from that start (or for ctx) and returns
+// it, to be spliced in; nil leaves the index to grow on. r.extMu is
+// held.
+func (r *ReaderAt) helpReached(ctx context.Context, d *decoder, end int64, acc uint32) (*chunkRun, error) {
 	h := r.help
 	p, j := h.p, h.next
 	s := &p.starts[j].cp
@@ -135,21 +136,33 @@ func (r *ReaderAt) helpReached(d *decoder, end int64) *chunkRun {
 	if end != final || d.bitPos() != s.bit || uint8(d.state) != s.state || d.blockBit != s.block ||
 		int32(storedLeft(d)) != s.stored || d.final != s.final {
 		h.next = p.nextStart(h.w, j+1, d.bitPos())
-		return nil
+		return nil, nil
 	}
-	<-p.ran[j]
+	if testHelpWaitHook != nil {
+		testHelpWaitHook()
+	}
+	select {
+	case <-p.ran[j]:
+	case <-ctx.Done():
+		h.final = final // the span is inflated again, and ends here again
+		return nil, ctx.Err()
+	}
 	run := &p.runs[j]
 	if run.err != nil || len(run.cps) == 0 ||
-		(run.next < 0 && (end+run.size != r.size || crc32Combine(r.crcAcc, run.crc, run.size) != r.crc)) {
+		(run.next < 0 && (end+run.size != r.size || crc32Combine(acc, run.crc, run.size) != r.crc)) {
 		r.stopHelp() // the index grows on from here alone, and finds what is wrong
-		return nil
+		return nil, nil
 	}
 	h.chunk, h.next = run.next, -2
 	if run.next < 0 {
 		r.stopHelp()
 	}
-	return run
+	return run, nil
 }
+
+// testHelpWaitHook, when set, runs as the index starts waiting for a
+// helper's run.
+var testHelpWaitHook func()
 
 // splice appends to r.cps a helper's run from output offset end, and
 // the start where it ends as the frontier, and returns that start's

@@ -3,6 +3,7 @@ package inflate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"hash/crc32"
 	"io"
 	"sync"
@@ -210,4 +211,36 @@ func TestHelpedStartInLastSpan(t *testing.T) {
 		t.Fatal("no complete index")
 	}
 	checkIndex(t, data, comp, idx)
+}
+
+// TestHelpWaitCancelled: a read whose context ends while the index waits
+// for a helper's run fails with the context's error; the next read
+// inflates that span again and splices the run in, and the whole stream
+// then reads right (its CRC-32 counted once).
+func TestHelpWaitCancelled(t *testing.T) {
+	data := noisyFloat32(3<<20, 41)
+	comp := deflate(t, data, 6)
+	g := newGatedSrc(comp, int64(len(comp))*6/10) // the helper's run waits here
+	g.blocked = make(chan int64, 1<<16)
+	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1})
+	r.helpChunk = int64(len(comp)) / 2
+	defer r.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	testHelpWaitHook = cancel
+	p := make([]byte, 1000)
+	_, err := r.ReadAtContext(ctx, p, int64(len(data))-1000)
+	testHelpWaitHook = nil
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled read: %v", err)
+	}
+	g.raise(int64(len(comp)))
+	checkRead(t, r, data, int64(len(data))-1000, 1000)
+	if r.helpSplices.Load() != 1 {
+		t.Fatalf("%d runs spliced in", r.helpSplices.Load())
+	}
+	got := make([]byte, len(data)+1)
+	if n, err := r.ReadAt(got, 0); n != len(data) || err != io.EOF || !bytes.Equal(got[:n], data) {
+		t.Fatalf("whole read: %d, %v", n, err)
+	}
 }

@@ -553,6 +553,7 @@ func (r *ReaderAt) covers(off int64) (bool, error) {
 // where the failed span starts.
 func (r *ReaderAt) recordErr(err error) {
 	if err != nil && isStreamError(err) {
+		r.stopHelp()
 		r.mu.Lock()
 		r.err = err
 		r.errAt = r.cps[len(r.cps)-1].out
@@ -801,7 +802,18 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	}
 	data := buf[w : w+produced : w+produced]
 	sum := crc32.ChecksumIEEE(data)
-	r.crcAcc = crc32.Update(r.crcAcc, crc32.IEEETable, data)
+	acc := crc32.Update(r.crcAcc, crc32.IEEETable, data)
+
+	// A helper's run from the next chunk's start, when this span ends
+	// there (see help.go); waiting for it is the last thing that may
+	// fail and leave the span to be inflated again.
+	var run *chunkRun
+	if h := r.help; h != nil && h.active && d.state != stDone && h.final >= 0 && endOut >= h.final {
+		if run, err = r.helpReached(ctx, d, endOut, acc); err != nil {
+			return err
+		}
+	}
+	r.crcAcc = acc
 
 	var next checkpoint
 	if d.state == stDone {
@@ -836,11 +848,8 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 		}
 	}
 
-	// A helper's run from the next chunk's start, when this span ends
-	// there (see help.go).
-	var run *chunkRun
-	if h := r.help; h != nil && h.active && d.state != stDone && h.final >= 0 && endOut >= h.final {
-		run = r.helpReached(d, endOut)
+	if d.state == stDone {
+		r.stopHelp()
 	}
 
 	// The window before this span is packed while the next span
