@@ -225,7 +225,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	stop := progress(stderr, done, total, start)
 	var indexed int
-	var split atomic.Int64 // members whose first pass was shared among the workers
+	var split atomic.Int64   // members whose first pass was shared among the workers
 	var wrote, said []string // sidecars written; what to say once the progress line is gone
 	for _, name := range names {
 		a, err := openArchive(name, opts, &rf, 0)
