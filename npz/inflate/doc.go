@@ -44,4 +44,15 @@
 // declared size and the end of the stream are checked when the index
 // reaches the end; errors in the stream stick, errors reading the source
 // do not.
+//
+// # Parallel first pass
+//
+// IndexAllParallel builds a whole index with several goroutines, each
+// from a block boundary it finds in its chunk of the stream, decoding
+// with the history before it unknown until that history no longer
+// matters (see parallel.go); with Options.Helpers, a read far past the
+// index has helpers do the same for the chunks ahead while the index
+// grows from the start (see help.go). Either way a chunk's start is
+// trusted only once the decoding before it reaches it in exactly its
+// recorded state, and the whole output's length and CRC-32 are checked.
 package inflate
