@@ -182,10 +182,13 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		return rel + ": "
 	}
 
-	// First what there is to index, for the progress line; a folder's
-	// archives are then indexed one after another, each opened again.
+	// First what there is to index, for the progress line. A single
+	// archive stays open for the indexing; a folder's archives are then
+	// indexed one after another, each opened again (a folder may hold
+	// more archives than can be open at once).
 	var total int64
 	var count, failures int
+	var kept *opened
 	for _, name := range names {
 		a, err := openArchive(name, opts, &rf, 0)
 		if err == nil {
@@ -196,7 +199,11 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 					total += m.Size()
 				}
 			}
-			a.Close()
+			if err == nil && !inFolder {
+				kept = a
+			} else {
+				a.Close()
+			}
 		}
 		if err != nil && !inFolder {
 			return fail(stderr, "index", err)
@@ -228,7 +235,10 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	var split atomic.Int64   // members whose first pass was shared among the workers
 	var wrote, said []string // sidecars written; what to say once the progress line is gone
 	for _, name := range names {
-		a, err := openArchive(name, opts, &rf, 0)
+		a, err := kept, error(nil)
+		if a == nil {
+			a, err = openArchive(name, opts, &rf, 0)
+		}
 		var members []*npz.Member
 		if err == nil {
 			members, err = toIndex(a.Members(), keys)

@@ -17,14 +17,17 @@ import "context"
 
 // helping is a reader's help (under r.extMu).
 type helping struct {
-	p      *parallelPass
-	w      *passWorker // for a start the index needs that no helper has begun
-	stop   context.CancelFunc
-	chunk  int   // the chunk the frontier is in
-	next   int   // the start the index heads for: -2 not yet looked for, -1 none
-	final  int64 // once next's header is reached: the output offset of its start; else -1
-	active bool
+	p     *parallelPass
+	w     *passWorker // for a start the index needs that no helper has begun
+	stop  context.CancelFunc
+	chunk int   // the chunk the frontier is in
+	next  int   // the start the index heads for: -2 not yet looked for, -1 none
+	final int64 // once next's header is reached: the output offset of its start; else -1
 }
+
+// on reports whether h is help under way: a reader without helpers, or
+// whose helpers are done or will never start, has a nil or empty one.
+func (h *helping) on() bool { return h != nil && h.p != nil }
 
 // maybeHelp starts helpers when a read waits far past an index still in
 // its first chunk, or decides there will be none. r.extMu is held.
@@ -58,7 +61,7 @@ func (r *ReaderAt) maybeHelp() {
 	}
 	ctx, stop := context.WithCancel(r.aheadCtx)
 	p := newPass(r, ctx, n, r.cps[0])
-	r.help = &helping{p: p, w: &passWorker{}, stop: stop, next: -2, final: -1, active: true}
+	r.help = &helping{p: p, w: &passWorker{}, stop: stop, next: -2, final: -1}
 	ws := make([]*passWorker, min(r.helpers, n-1))
 	for i := range ws {
 		ws[i] = &passWorker{}
@@ -87,7 +90,7 @@ func (r *ReaderAt) maybeHelp() {
 // and returns where the span ends. r.extMu is held.
 func (r *ReaderAt) decodeHelped(d *decoder, out0 int64, w int, target int64) (int64, error) {
 	h := r.help
-	if h == nil || !h.active {
+	if !h.on() {
 		return target, d.decode(w + int(target-out0))
 	}
 	p := h.p
@@ -194,7 +197,7 @@ func (r *ReaderAt) splice(run *chunkRun, end int64, seq int64) []byte {
 // stopHelp cancels the helpers' work still going on, and lets go of
 // it; the index grows on alone. r.extMu is held.
 func (r *ReaderAt) stopHelp() {
-	if h := r.help; h != nil && h.active {
+	if h := r.help; h.on() {
 		h.stop()
 		r.help = &helping{}
 	}

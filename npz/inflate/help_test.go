@@ -48,15 +48,8 @@ func TestHelpedDeepRead(t *testing.T) {
 				t.Errorf("a helper's run spliced in: %v, want %v", spliced, tc.spliced)
 			}
 			checkReads(t, r, tc.data, 4)
-			got := make([]byte, len(tc.data)+1)
-			if n, err := r.ReadAt(got, 0); n != len(tc.data) || err != io.EOF || !bytes.Equal(got[:n], tc.data) {
-				t.Fatalf("whole read: %d, %v", n, err)
-			}
-			idx, ok := r.MarshalIndex()
-			if !ok {
-				t.Fatal("no complete index")
-			}
-			checkIndex(t, tc.data, comp, idx)
+			readWhole(t, r, tc.data)
+			checkOwnIndex(t, r, tc.data, comp)
 			r.Release()
 		})
 	}
@@ -206,11 +199,7 @@ func TestHelpedStartInLastSpan(t *testing.T) {
 		t.Fatal("no helper's run spliced in")
 	}
 	checkReads(t, r, data, 6)
-	idx, ok := r.MarshalIndex()
-	if !ok {
-		t.Fatal("no complete index")
-	}
-	checkIndex(t, data, comp, idx)
+	checkOwnIndex(t, r, data, comp)
 }
 
 // TestHelpWaitCancelled: a read whose context ends while the index waits
@@ -239,8 +228,5 @@ func TestHelpWaitCancelled(t *testing.T) {
 	if r.helpSplices.Load() != 1 {
 		t.Fatalf("%d runs spliced in", r.helpSplices.Load())
 	}
-	got := make([]byte, len(data)+1)
-	if n, err := r.ReadAt(got, 0); n != len(data) || err != io.EOF || !bytes.Equal(got[:n], data) {
-		t.Fatalf("whole read: %d, %v", n, err)
-	}
+	readWhole(t, r, data)
 }

@@ -128,11 +128,12 @@ type passWorker struct {
 
 // IndexAllParallel is IndexAll with the first pass shared among up to
 // workers goroutines (see above), for a stream of at least two chunks,
-// smaller than its output, whose index is not begun: the index's lock is held throughout, so a
-// read past the index waits for the whole pass (npzfs index runs it;
-// a mount indexes with IndexAll). A saved index is loaded first, as a
-// read would; what the parallel pass does not index, the sequential
-// pass does. It reports whether the parallel pass made the index.
+// smaller than its output, whose index is not begun: the index's lock
+// is held throughout, so a read past the index waits for the whole pass
+// (npzfs index runs it; a mount indexes with IndexAll). A saved index is
+// loaded first, as a read would; what the parallel pass does not index,
+// the sequential pass does. It reports whether the parallel pass made
+// the index.
 func (r *ReaderAt) IndexAllParallel(ctx context.Context, workers int) (split bool, err error) {
 	return r.indexAllParallel(ctx, workers, minChunk)
 }
@@ -322,8 +323,8 @@ func (p *parallelPass) findStart(w *passWorker, i int) chunkStart {
 }
 
 // errNoStart stops a chunk's search: decoding from a valid header, the
-// window did not clear of markers before the chunk's end or the
-// stream's.
+// window did not clear of markers before the middle of the chunk,
+// maxLead bytes of output, or the stream's end.
 var errNoStart = errors.New("inflate: no start in the chunk")
 
 // tryStart reads a block header at bit and decodes from it with markers

@@ -52,12 +52,28 @@ func checkIndex(t *testing.T, data, comp, idx []byte) {
 		t.Fatal(err)
 	}
 	checkReads(t, r, data, 2)
+	readWhole(t, r, data)
+	if bad.Load() != 0 || !r.loaded {
+		t.Fatal("the index was discarded")
+	}
+}
+
+// checkOwnIndex checks r's complete index as checkIndex does.
+func checkOwnIndex(t *testing.T, r *ReaderAt, data, comp []byte) {
+	t.Helper()
+	idx, ok := r.MarshalIndex()
+	if !ok {
+		t.Fatal("no complete index")
+	}
+	checkIndex(t, data, comp, idx)
+}
+
+// readWhole reads r in one call and compares with data.
+func readWhole(t *testing.T, r *ReaderAt, data []byte) {
+	t.Helper()
 	got := make([]byte, len(data)+1)
 	if n, err := r.ReadAt(got, 0); n != len(data) || err != io.EOF || !bytes.Equal(got[:n], data) {
 		t.Fatalf("whole read: %d, %v", n, err)
-	}
-	if bad.Load() != 0 || !r.loaded {
-		t.Fatal("the parallel pass's index was discarded")
 	}
 }
 
@@ -252,11 +268,7 @@ func TestParallelWithinBudget(t *testing.T) {
 		t.Fatalf("budget %d of %d, thinned %d times", budget.Used(), budget.Limit(), budget.Thinned())
 	}
 	checkReads(t, r, data, 3)
-	idx, ok := r.MarshalIndex()
-	if !ok {
-		t.Fatal("no index")
-	}
-	checkIndex(t, data, comp, idx)
+	checkOwnIndex(t, r, data, comp)
 }
 
 // TestDecodeMarkers decodes from every dynamic block header of a stream

@@ -761,7 +761,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	if last {
 		target = r.size + 1
 	}
-	if h := r.help; h != nil && h.active && h.final >= 0 && h.final < target {
+	if h := r.help; h.on() && h.final >= 0 && h.final < target {
 		target, last = h.final, false // the next chunk's start ends this span
 	}
 	w := int(cp.winLen)
@@ -808,7 +808,7 @@ func (r *ReaderAt) extendOne(ctx context.Context, ahead bool) error {
 	// there (see help.go); waiting for it is the last thing that may
 	// fail and leave the span to be inflated again.
 	var run *chunkRun
-	if h := r.help; h != nil && h.active && d.state != stDone && h.final >= 0 && endOut >= h.final {
+	if h := r.help; h.on() && d.state != stDone && h.final >= 0 && endOut >= h.final {
 		if run, err = r.helpReached(ctx, d, endOut, acc); err != nil {
 			return err
 		}
