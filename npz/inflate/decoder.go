@@ -68,6 +68,14 @@ type decoder struct {
 	dynDistArr           [distSize]uint32
 	clArr                [1 << clBits]uint32
 	lens                 [maxLit + maxDist]uint8
+	// pairs is built from litLens, the code lengths of lit, when
+	// huffLoop first needs it in a block.
+	pairs      [1 << pairBits]uint32
+	pairsBuilt bool
+	litLens    []uint8
+	// goLoop makes huffFast decode with its Go loop even where huffLoop
+	// exists (tests compare the two).
+	goLoop bool
 
 	// Touch tracking: a match whose source starts before trackEnd marks
 	// the bytes it reads below trackEnd in touched.
@@ -94,6 +102,7 @@ func (d *decoder) resetStream(r io.Reader) {
 	d.pos, d.minPos = 0, 0
 	d.state, d.final, d.stored = stHeader, false, 0
 	d.trackEnd, d.stopBit = 0, 0
+	d.goLoop = false
 }
 
 // seekBit positions the input at bit pos of a ReaderAt source. step is
@@ -231,6 +240,7 @@ func (d *decoder) finishBlock() {
 // readHeader reads a block header (and its code tables).
 func (d *decoder) readHeader() error {
 	d.blockBit = d.bitPos()
+	d.pairsBuilt = false
 	if err := d.need(3); err != nil {
 		return err
 	}
@@ -256,6 +266,7 @@ func (d *decoder) readHeader() error {
 		}
 	case 1:
 		d.lit, d.dist = fixedTables()
+		d.litLens = fixedLitLens[:]
 		d.state = stHuff
 	case 2:
 		if err := d.readDynamic(); err != nil {
@@ -334,6 +345,7 @@ func (d *decoder) readDynamic() error {
 			i++
 		}
 	}
+	d.litLens = lens[:nlit]
 	if !d.dynLit.build(lens[:nlit], &litSym, litBits) {
 		return d.corrupt("invalid literal/length code set")
 	}
@@ -530,6 +542,9 @@ func (d *decoder) huffFast(target int) error {
 	o := outPtr{unsafe.Pointer(unsafe.SliceData(out))}
 	if pos >= target || inPos > inLimit {
 		return nil
+	}
+	if haveFastLoop && !d.goLoop && pos+1 < target && trackEnd <= max(minPos, pos-windowSize) {
+		return d.fastLoop(target)
 	}
 	var msg string
 	// At the top of the loop the bits are topped up (56 or more) and e is

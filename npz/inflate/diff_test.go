@@ -11,16 +11,22 @@ import (
 )
 
 // agree checks that NewReader and compress/flate agree on comp: both reject
-// it, or both accept it with identical output. It returns the output.
+// it, or both accept it with identical output; and NewReader alike with
+// the decoding loop in assembly and in Go. It returns the output.
 func agree(t testing.TB, comp []byte) ([]byte, bool) {
 	t.Helper()
 	want, werr := stdInflate(comp)
-	got, gerr := ourInflate(comp)
-	if (werr == nil) != (gerr == nil) {
-		t.Fatalf("stream %x:\n compress/flate err %v\n ours err %v", head(comp), werr, gerr)
-	}
-	if werr == nil && !bytes.Equal(got, want) {
-		t.Fatalf("stream %x: output differs (len %d vs %d)", head(comp), len(got), len(want))
+	for _, inflate := range []struct {
+		name string
+		f    func([]byte) ([]byte, error)
+	}{{"ours", ourInflate}, {"ours (Go loop)", goLoopInflate}} {
+		got, gerr := inflate.f(comp)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("stream %x:\n compress/flate err %v\n %s err %v", head(comp), werr, inflate.name, gerr)
+		}
+		if werr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("stream %x: %s output differs (len %d vs %d)", head(comp), inflate.name, len(got), len(want))
+		}
 	}
 	return want, werr == nil
 }

@@ -37,6 +37,15 @@ func ourInflate(comp []byte) ([]byte, error) {
 	return io.ReadAll(NewReader(bytes.NewReader(comp)))
 }
 
+// goLoopInflate inflates with NewReader's decoder held to huffFast's Go
+// loop (where the assembly loop exists, ourInflate uses that).
+func goLoopInflate(comp []byte) ([]byte, error) {
+	r := NewReader(bytes.NewReader(comp)).(*streamReader)
+	defer r.Close()
+	r.d.goLoop = true
+	return io.ReadAll(r)
+}
+
 // Deterministic numpy-like data.
 
 func noisyFloat32(n int, seed uint64) []byte {

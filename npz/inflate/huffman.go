@@ -184,14 +184,16 @@ func (t *huffTable) build(lengths []uint8, symMap *[288]uint32, pbits uint) bool
 var (
 	fixedOnce sync.Once
 	fixedLit  [litSize]uint32
-	fixedLitT huffTable
-	fixedDist [distSize]uint32
-	fixedDisT huffTable
+	// fixedLitLens are the fixed literal/length code's lengths.
+	fixedLitLens [288]uint8
+	fixedLitT    huffTable
+	fixedDist    [distSize]uint32
+	fixedDisT    huffTable
 )
 
 func fixedTables() (*huffTable, *huffTable) {
 	fixedOnce.Do(func() {
-		var l [288]uint8
+		l := &fixedLitLens
 		for i := range l {
 			switch {
 			case i < 144:
