@@ -107,7 +107,8 @@ func init() {
 		case s == 256:
 			pairOne[s] = kindEOB
 		case s < maxLit:
-			x := kindLen | uint32(lengthExtra[s-257])<<9 | uint32(lengthBase[s-257]-3)<<24
+			ex := uint32(lengthExtra[s-257])
+			x := ex | kindLen | ex<<9 | uint32(lengthBase[s-257]-3)<<24
 			pairOne[s] = x
 			pairTwo[s] = x
 		default:
@@ -167,7 +168,7 @@ func (d *decoder) buildPairs() {
 			copy(p[1<<(n-1):1<<n], p[:1<<(n-1)])
 		}
 		for _, s := range short[start[n]:start[n+1]] {
-			p[rev[s]] = pairOne[s] | uint32(n)
+			p[rev[s]] = pairOne[s] + uint32(n)
 		}
 	}
 	for s, n := range lens {

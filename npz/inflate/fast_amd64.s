@@ -125,21 +125,30 @@ notlits:
 
 	// A length, after a literal or none (with none, the byte stored is
 	// scratch the match overwrites). BX = base + extra bits.
+	// The entry's n counts the length's extra bits too: they are
+	// dropped with the codewords, and taken from the bits before.
 	MOVL AX, DX
 	SHRL $16, DX
 	MOVB DX, (DI)
+	MOVQ R8, BX
 	CONSUME(AX)
 	MOVL AX, DX
 	SHRL $12, DX
 	ANDL $3, DX
 	ADDQ DX, DI
-	MOVL AX, BX
-	SHRL $24, BX
-	ADDL $3, BX
-	MOVL AX, CX
-	SHRL $9, CX
-	ANDL $7, CX
-	EXTRA(BX, DX)
+	MOVL AX, DX
+	SHRL $9, DX
+	ANDL $7, DX
+	SUBL DX, CX
+	SHRQ CX, BX
+	MOVL DX, CX
+	MOVL $1, DX
+	SHLQ CX, DX
+	DECQ DX
+	ANDQ DX, BX
+	MOVL AX, DX
+	SHRL $24, DX
+	LEAQ 3(BX)(DX*1), BX
 	JMP  dist
 
 other:

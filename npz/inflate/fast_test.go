@@ -36,7 +36,7 @@ func pairsByDecoding(lens []uint8) [1 << pairBits]uint32 {
 			continue
 		}
 		n1 := uint32(lens[s1])
-		p[i] = pairOne[s1] | n1
+		p[i] = pairOne[s1] + n1
 		if s1 < 256 {
 			if s2 := find(i>>n1, pairBits-lens[s1]); s2 >= 0 && pairTwo[s2] != 0 {
 				p[i] = pairOne[s1] + pairTwo[s2] + n1 + uint32(lens[s2])
