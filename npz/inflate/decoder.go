@@ -68,9 +68,10 @@ type decoder struct {
 	dynDistArr           [distSize]uint32
 	clArr                [1 << clBits]uint32
 	lens                 [maxLit + maxDist]uint8
-	// pairs is built from litLens, the code lengths of lit, when
-	// huffLoop first needs it in a block.
+	// pairs (from litLens, the code lengths of lit) and distLoop (from
+	// dist) are built for huffLoop when it first runs in a block.
 	pairs      [1 << pairBits]uint32
+	distLoop   [distSize]uint32
 	pairsBuilt bool
 	litLens    []uint8
 	// goLoop makes huffFast decode with its Go loop even where huffLoop

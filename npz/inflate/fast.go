@@ -18,7 +18,7 @@ type loopState struct {
 	outMin  unsafe.Pointer // 48: matches may not read below it
 	lit     unsafe.Pointer // 56: primary literal/length table
 	litSub  unsafe.Pointer // 64: its sub-tables
-	dist    unsafe.Pointer // 72: primary distance table
+	dist    unsafe.Pointer // 72: primary distance table, n counting extra bits
 	distSub unsafe.Pointer // 80: its sub-tables
 	pairs   unsafe.Pointer // 88: the pair table (see buildPairs)
 }
@@ -49,12 +49,20 @@ func (d *decoder) fastLoop(target int) error {
 		outMin:  unsafe.Add(out, d.minPos),
 		lit:     unsafe.Pointer(unsafe.SliceData(d.lit.prim)),
 		litSub:  unsafe.Pointer(unsafe.SliceData(d.lit.sub)),
-		dist:    unsafe.Pointer(unsafe.SliceData(d.dist.prim)),
+		dist:    unsafe.Pointer(&d.distLoop),
 		distSub: unsafe.Pointer(unsafe.SliceData(d.dist.sub)),
 		pairs:   unsafe.Pointer(&d.pairs),
 	}
 	if !d.pairsBuilt {
 		d.buildPairs()
+		// The distance table, with a length's n counting its extra
+		// bits too.
+		for i, e := range d.dist.prim[:distSize] {
+			if e&kindMask == kindLen {
+				e += e >> exShift & 0x3f
+			}
+			d.distLoop[i] = e
+		}
 		d.pairsBuilt = true
 	}
 	code := huffLoop(&s)

@@ -57,6 +57,21 @@
 	SUBQ CX, R9 \
 	ADDQ r2, r
 
+// EXTRABEFORE leaves in saved the extra bits of the entry in AX, taken
+// from saved, the bits before CONSUME dropped CX bits: the entry's
+// codeword, then exmask&(AX>>9) extra bits. It clobbers CX and DX.
+#define EXTRABEFORE(saved, exmask) \
+	MOVL AX, DX \
+	SHRL $9, DX \
+	ANDL $exmask, DX \
+	SUBL DX, CX \
+	SHRQ CX, saved \
+	MOVL DX, CX \
+	MOVL $1, DX \
+	SHLQ CX, DX \
+	DECQ DX \
+	ANDQ DX, saved
+
 // SUBENTRY replaces the link entry in AX by the entry it points to in the
 // sub-tables at off(s), indexed by the bits after the first pbits; it
 // clobbers CX, DX and r.
@@ -136,16 +151,7 @@ notlits:
 	SHRL $12, DX
 	ANDL $3, DX
 	ADDQ DX, DI
-	MOVL AX, DX
-	SHRL $9, DX
-	ANDL $7, DX
-	SUBL DX, CX
-	SHRQ CX, BX
-	MOVL DX, CX
-	MOVL $1, DX
-	SHLQ CX, DX
-	DECQ DX
-	ANDQ DX, BX
+	EXTRABEFORE(BX, 7)
 	MOVL AX, DX
 	SHRL $24, DX
 	LEAQ 3(BX)(DX*1), BX
@@ -199,14 +205,25 @@ badlit:
 	JMP  exit
 
 dist:
-	// DX = distance base + extra bits; R13 = the match's source.
+	// DX = distance base + extra bits. The distance table's entries are
+	// the Go loop's with n counting the extra bits too (see fastLoop);
+	// its sub-tables' are not.
 	MOVL R8, AX
 	ANDL $0xff, AX
 	MOVL (R11)(AX*4), AX
 	MOVL AX, DX
 	ANDL $0x1c0, DX
 	CMPL DX, $0x40
-	JEQ  distance
+	JNE  distsub
+	MOVQ R8, R13
+	CONSUME(AX)
+	EXTRABEFORE(R13, 63)
+	MOVL AX, DX
+	SHRL $16, DX
+	ADDQ R13, DX
+	JMP  distance
+
+distsub:
 	CMPL DX, $0xc0
 	JNE  baddist
 	SUBENTRY(8, 80, CX)
@@ -214,8 +231,6 @@ dist:
 	ANDL $0x1c0, DX
 	CMPL DX, $0x40
 	JNE  baddist
-
-distance:
 	CONSUME(AX)
 	MOVL AX, DX
 	SHRL $16, DX
@@ -223,6 +238,9 @@ distance:
 	SHRL $9, CX
 	ANDL $63, CX
 	EXTRA(DX, R13)
+
+distance:
+	// R13 = the match's source.
 	MOVQ DI, R13
 	SUBQ DX, R13
 	CMPQ R13, R12
