@@ -10,7 +10,13 @@
 // decodes with one combined literal/length table (10-bit primary table plus
 // sub-tables) and one distance table (8-bit primary). It writes into a flat
 // buffer whose start holds the 32 KiB window, so matches are plain copies
-// (word-at-a-time for short or overlapping ones). It accepts exactly what
+// (word-at-a-time for short or overlapping ones). On amd64 its inner loop
+// is in assembly (fast_amd64.s) and decodes through a 12-bit table of
+// symbol pairs built for each block: one lookup yields one or two
+// literals, or a length after a literal or none, and lengths and
+// distances drop their extra bits with their codewords; elsewhere, and
+// while a window's read bytes are being marked, the same loop runs in Go.
+// Both stop at the same symbol for the same target. It accepts exactly what
 // compress/flate accepts: code sets must be complete, except a single
 // one-bit code or an empty distance code, and symbols 286/287 and
 // distances 30/31 are rejected, as are distances reaching before the start.
