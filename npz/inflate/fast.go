@@ -14,7 +14,7 @@ type loopState struct {
 	bits    uint64         // 16
 	nb      uint64         // 24
 	out     unsafe.Pointer // 32: next output byte
-	target  unsafe.Pointer // 40: stop at a symbol boundary at or past it
+	target  unsafe.Pointer // 40: stop at a symbol boundary at or past it (fastLoop: 1 before the target)
 	outMin  unsafe.Pointer // 48: matches may not read below it
 	lit     unsafe.Pointer // 56: primary literal/length table
 	litSub  unsafe.Pointer // 64: its sub-tables
@@ -86,10 +86,10 @@ func (d *decoder) fastLoop(target int) error {
 // table, each decoding up to two symbols: one or two literals, or a
 // length after a literal or not. An entry is a uint32:
 //
-//	bits  0-5   n: bits all its codewords take (not a length's extra bits)
+//	bits  0-5   n: bits its codewords take, and a length's extra bits
 //	bits  6-8   kind: kindLit (literals only), kindLen (ends with a
-//	            length), kindEOB, kindSub (a codeword over litBits bits:
-//	            decode it through the literal/length table), kindBad
+//	            length), kindEOB, kindSub (a codeword over pairBits
+//	            bits: decode it through the literal/length table), kindBad
 //	bits  9-11  extra bits after the length
 //	bits 12-13  literals: 0, 1 or 2
 //	bits 16-23  the first literal
@@ -102,8 +102,9 @@ func (d *decoder) fastLoop(target int) error {
 const pairBits = 12
 
 // Symbol maps for the pair table: pairOne[s] is symbol s's entry alone
-// (without n), pairTwo[s] what symbol s adds to a literal's pairOne entry
-// when it follows that literal (0 for a symbol that cannot).
+// but for its codeword's length (which is added to n), pairTwo[s] what
+// symbol s adds to a literal's entry when it follows that literal (0 for
+// a symbol that cannot).
 var pairOne, pairTwo [288]uint32
 
 func init() {
@@ -190,7 +191,6 @@ func (d *decoder) buildPairs() {
 	// length at a time, it serves every literal of pairBits-k bits at
 	// table size 2^k. Each such literal's entries are rewritten from it.
 	var q [1 << (pairBits - 1)]uint32
-	q[0], q[1] = 0, 0
 	for k := 1; k < pairBits; k++ {
 		if k > 1 {
 			copy(q[1<<(k-1):1<<k], q[:1<<(k-1)])
