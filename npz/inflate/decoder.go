@@ -544,7 +544,7 @@ func (d *decoder) huffFast(target int) error {
 	if pos >= target || inPos > inLimit {
 		return nil
 	}
-	if haveFastLoop && !d.goLoop && pos+1 < target && trackEnd <= max(minPos, pos-windowSize) {
+	if haveFastLoop && !d.goLoop && pos+1 < target {
 		return d.fastLoop(target)
 	}
 	var msg string

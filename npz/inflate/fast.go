@@ -15,12 +15,17 @@ type loopState struct {
 	nb      uint64         // 24
 	out     unsafe.Pointer // 32: next output byte
 	target  unsafe.Pointer // 40: stop at a symbol boundary at or past it (fastLoop: 1 before the target)
-	outMin  unsafe.Pointer // 48: matches may not read below it
+	low     unsafe.Pointer // 48: the higher of outMin and trackEnd
 	lit     unsafe.Pointer // 56: primary literal/length table
 	litSub  unsafe.Pointer // 64: its sub-tables
 	dist    unsafe.Pointer // 72: primary distance table, n counting extra bits
 	distSub unsafe.Pointer // 80: its sub-tables
 	pairs   unsafe.Pointer // 88: the pair table (see buildPairs)
+	outMin  unsafe.Pointer // 96: matches may not read below it
+	// A match reading bytes below trackEnd marks them in touched, at
+	// their address plus touchAt (touched's address less out's).
+	trackEnd unsafe.Pointer // 104
+	touchAt  uintptr        // 112
 }
 
 // What huffLoop stopped at.
@@ -34,8 +39,8 @@ const (
 
 // fastLoop runs huffLoop from d's state and takes its state back. The
 // caller has checked what huffFast's Go loop checks: at least 8 input
-// bytes buffered, room for target+outSlack in d.out, and no match able to
-// read below trackEnd.
+// bytes buffered and room for target+outSlack in d.out; and that the
+// target is 2 or more bytes ahead.
 func (d *decoder) fastLoop(target int) error {
 	in := unsafe.Pointer(unsafe.SliceData(d.in))
 	out := unsafe.Pointer(unsafe.SliceData(d.out))
@@ -46,12 +51,17 @@ func (d *decoder) fastLoop(target int) error {
 		nb:      uint64(d.nb),
 		out:     unsafe.Add(out, d.pos),
 		target:  unsafe.Add(out, target-1),
-		outMin:  unsafe.Add(out, d.minPos),
+		low:     unsafe.Add(out, max(d.minPos, d.trackEnd)),
 		lit:     unsafe.Pointer(unsafe.SliceData(d.lit.prim)),
 		litSub:  unsafe.Pointer(unsafe.SliceData(d.lit.sub)),
 		dist:    unsafe.Pointer(&d.distLoop),
 		distSub: unsafe.Pointer(unsafe.SliceData(d.dist.sub)),
 		pairs:   unsafe.Pointer(&d.pairs),
+		outMin:  unsafe.Add(out, d.minPos),
+	}
+	if d.trackEnd > d.minPos {
+		s.trackEnd = unsafe.Add(out, d.trackEnd)
+		s.touchAt = uintptr(unsafe.Pointer(unsafe.SliceData(d.touched))) - uintptr(out)
 	}
 	if !d.pairsBuilt {
 		d.buildPairs()

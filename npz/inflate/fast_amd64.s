@@ -8,7 +8,9 @@
 //	SI  next input byte       R14  last input address to load 8 bytes from
 //	R8  bit buffer            R9   bits in it (56..63 after a top-up)
 //	DI  next output byte      R15  target less 1
-//	R12 lowest address a match may read from
+//	R12 the higher of the lowest address a match may read from and the
+//	    end of the window bytes being tracked: a match from below it
+//	    fails or marks what it reads (lowsrc)
 //	R10 pair table            R11  distance table
 //	AX, BX, CX, DX, R13: scratch
 //
@@ -244,8 +246,9 @@ distance:
 	MOVQ DI, R13
 	SUBQ DX, R13
 	CMPQ R13, R12
-	JB   toofar
+	JB   lowsrc
 
+copy:
 	// The copy, as copyMatch does it: stores run up to 15 bytes past
 	// the match, into the caller's slack. Most matches take two 8-byte
 	// copies behind one branch: those of up to 16 bytes from 8 or more
@@ -365,3 +368,25 @@ baddist:
 toofar:
 	MOVQ $4, AX
 	JMP  exit
+
+lowsrc:
+	// A match from below R12: too far back, or reading tracked window
+	// bytes, which it marks in touched: [R13, min(R13+BX, trackEnd)).
+	MOVQ    s+0(FP), CX
+	CMPQ    R13, 96(CX)
+	JB      toofar
+	MOVQ    104(CX), AX
+	LEAQ    (R13)(BX*1), DX
+	CMPQ    DX, AX
+	CMOVQHI AX, DX
+	MOVQ    112(CX), AX
+	MOVQ    R13, CX
+
+mark:
+	MOVB $1, (CX)(AX*1)
+	INCQ CX
+	CMPQ CX, DX
+	JB   mark
+	MOVQ DI, DX
+	SUBQ R13, DX
+	JMP  copy

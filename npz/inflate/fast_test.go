@@ -132,12 +132,15 @@ func TestLoopStateLayout(t *testing.T) {
 		{"nb", unsafe.Offsetof(s.nb), 24},
 		{"out", unsafe.Offsetof(s.out), 32},
 		{"target", unsafe.Offsetof(s.target), 40},
-		{"outMin", unsafe.Offsetof(s.outMin), 48},
+		{"low", unsafe.Offsetof(s.low), 48},
 		{"lit", unsafe.Offsetof(s.lit), 56},
 		{"litSub", unsafe.Offsetof(s.litSub), 64},
 		{"dist", unsafe.Offsetof(s.dist), 72},
 		{"distSub", unsafe.Offsetof(s.distSub), 80},
 		{"pairs", unsafe.Offsetof(s.pairs), 88},
+		{"outMin", unsafe.Offsetof(s.outMin), 96},
+		{"trackEnd", unsafe.Offsetof(s.trackEnd), 104},
+		{"touchAt", unsafe.Offsetof(s.touchAt), 112},
 	} {
 		if f.got != f.want {
 			t.Errorf("loopState.%s at offset %d, fast_amd64.s reads it at %d", f.name, f.got, f.want)
@@ -148,7 +151,9 @@ func TestLoopStateLayout(t *testing.T) {
 // TestLoopsStopAlike decodes streams to the same targets with the
 // assembly loop and with the Go loop: they must stop at the same symbol
 // boundary every time (checkpoints taken with one are resumed with the
-// other), and agree on the output.
+// other), agree on the output, and mark the same tracked bytes as read
+// (from time to time everything decoded so far is tracked, as a window
+// is after a checkpoint).
 func TestLoopsStopAlike(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for _, tc := range []struct {
@@ -170,14 +175,21 @@ func TestLoopsStopAlike(t *testing.T) {
 			d.resetStream(bytes.NewReader(comp))
 			d.out = make([]byte, len(tc.data)+1+outSlack)
 			d.goLoop = i == 1
+			d.touched = make([]bool, len(d.out))
 			ds[i] = d
 		}
+		marked := 0
 		for target := 0; ds[0].state != stDone; {
 			target += 1 + rng.IntN(3000)
 			if rng.IntN(4) == 0 {
 				target = ds[0].pos + 1 // one symbol
 			}
 			target = min(target, len(tc.data)+1) // past the end: to the final block's end
+			if rng.IntN(8) == 0 {
+				for _, d := range ds {
+					d.trackEnd = d.pos
+				}
+			}
 			for _, d := range ds {
 				if err := d.decode(target); err != nil {
 					t.Fatalf("%s: decode to %d: %v", tc.name, target, err)
@@ -191,6 +203,17 @@ func TestLoopsStopAlike(t *testing.T) {
 		}
 		if !bytes.Equal(ds[0].out[:ds[0].pos], tc.data) || !bytes.Equal(ds[1].out[:ds[1].pos], tc.data) {
 			t.Fatalf("%s: output differs", tc.name)
+		}
+		for i, m := range ds[0].touched {
+			if m != ds[1].touched[i] {
+				t.Fatalf("%s: byte %d marked %v, by the Go loop %v", tc.name, i, m, ds[1].touched[i])
+			}
+			if m {
+				marked++
+			}
+		}
+		if tc.level != flate.HuffmanOnly && marked == 0 {
+			t.Fatalf("%s: no byte marked", tc.name)
 		}
 	}
 }
