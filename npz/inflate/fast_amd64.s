@@ -40,8 +40,8 @@
 	ANDL $0xfff, AX \
 	MOVL (R10)(AX*4), AX
 
-// CONSUME drops the entry e's codeword bits (its low 6 bits: x86 masks a
-// 64-bit shift count to 6 bits).
+// CONSUME drops the entry e's n bits (its low 6 bits: x86 masks a 64-bit
+// shift count to 6 bits) and leaves n in CX.
 #define CONSUME(e) \
 	MOVL e, CX \
 	SHRQ CX, R8 \
@@ -117,8 +117,9 @@ decode:
 	JNZ   notlits
 
 	// One or two literals: store two bytes, advance by the count. The
-	// next entry is looked up before the top-up, from the 41 or more
-	// bits left: the top-up only adds bits above them.
+	// next entry is looked up before the top-up, from the 44 or more
+	// bits left (a pair takes at most 12): the top-up only adds bits
+	// above them.
 	MOVL AX, DX
 	SHRL $16, DX
 	MOVW DX, (DI)
