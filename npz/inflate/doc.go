@@ -14,9 +14,9 @@
 // is in assembly (fast_amd64.s) and decodes through a 12-bit table of
 // symbol pairs built for each block: one lookup yields one or two
 // literals, or a length after a literal or none, and lengths and
-// distances drop their extra bits with their codewords; elsewhere, and
-// while a window's read bytes are being marked, the same loop runs in Go.
-// Both stop at the same symbol for the same target. It accepts exactly what
+// distances drop their extra bits with their codewords; elsewhere the same
+// loop runs in Go. Both stop at the same symbol for the same target and
+// mark the same window bytes as read. It accepts exactly what
 // compress/flate accepts: code sets must be complete, except a single
 // one-bit code or an empty distance code, and symbols 286/287 and
 // distances 30/31 are rejected, as are distances reaching before the start.
