@@ -88,6 +88,7 @@ fuzz() { # package target
 fuzz ./npy FuzzReadHeader
 fuzz ./npz FuzzOpen
 fuzz ./npz/inflate FuzzInflate
+fuzz ./npz/inflate FuzzDeflateSparse
 
 step "leftover mounts"
 leftover_check || die "a test left an npzfs mount behind"

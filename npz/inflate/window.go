@@ -2,7 +2,6 @@ package inflate
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -14,14 +13,13 @@ import (
 // that the span after it actually reads (the others are zeroed), deflated.
 // Untouched windows cost nothing; for typical data the rest deflates well.
 
-// A windowPacker deflates windows. It holds a flate.Writer, over a
-// megabyte of state: one (packer) serves every reader, since packing a
+// A windowPacker deflates windows (deflateSparse), keeping its buffers
+// from one to the next: one (packer) serves every reader, since packing a
 // window takes a small part of the time inflating the span after it does,
 // so readers seldom wait; the parallel first pass gives each of its
 // workers its own.
 type windowPacker struct {
-	w   *flate.Writer
-	out bytes.Buffer
+	sparse sparseEncoder
 }
 
 var packer struct {
@@ -42,15 +40,7 @@ func (p *windowPacker) pack(masked []byte) []byte {
 	if !slices.ContainsFunc(masked, func(b byte) bool { return b != 0 }) {
 		return nil
 	}
-	p.out.Reset()
-	if p.w == nil {
-		p.w, _ = flate.NewWriter(&p.out, flate.BestSpeed)
-	} else {
-		p.w.Reset(&p.out)
-	}
-	p.w.Write(masked)
-	p.w.Close()
-	return bytes.Clone(p.out.Bytes())
+	return bytes.Clone(p.sparse.deflate(p.sparse.out[:0], masked))
 }
 
 // maskWindow writes into dst (as long as win) the bytes of win whose
