@@ -36,7 +36,7 @@
 // When the span after a checkpoint is first inflated, the decoder marks
 // which bytes of the window before it any match actually reads. Only those
 // are kept (the rest zeroed) and the result is deflated, by an encoder
-// for such windows (deflateSparse: zero runs as copies, the other bytes as
+// for such windows (sparseEncoder: zero runs as copies, the other bytes as
 // literals, one dynamic Huffman block); windows with no non-zero byte
 // read cost nothing. For numpy-like data this is tens of kilobytes to a
 // few megabytes per GiB of output.

@@ -1,9 +1,6 @@
 package inflate
 
-import (
-	"math/bits"
-	"unsafe"
-)
+import "unsafe"
 
 // loopState is huffLoop's view of a decoder: addresses into its input
 // and output buffers, and its bit buffer. The assembly reads and writes
@@ -144,20 +141,14 @@ func init() {
 // pairs for each codeword that fits after it.
 func (d *decoder) buildPairs() {
 	lens := d.litLens
+	var rev [maxLit + 2]uint16 // codewords, reversed as the stream sends them
+	canonicalReversed(lens, rev[:len(lens)])
+	// Symbols of codewords of up to pairBits bits by length, short ones
+	// first.
 	var count [16]uint16
 	for _, n := range lens {
 		count[n]++
 	}
-	count[0] = 0
-	var next [16]uint16
-	var code uint16
-	for n := 1; n < 16; n++ {
-		code = (code + count[n-1]) << 1
-		next[n] = code
-	}
-	// Codewords (reversed, as the stream sends them) of up to pairBits
-	// bits by length, short ones first.
-	var rev [maxLit + 2]uint16
 	var short [maxLit + 2]uint16
 	var start [pairBits + 2]int
 	for n := 1; n <= pairBits; n++ {
@@ -165,13 +156,7 @@ func (d *decoder) buildPairs() {
 	}
 	at := start
 	for s, n := range lens {
-		if n == 0 {
-			continue
-		}
-		c := next[n]
-		next[n]++
-		rev[s] = bits.Reverse16(c) >> (16 - n)
-		if n <= pairBits {
+		if n != 0 && n <= pairBits {
 			short[at[n]] = uint16(s)
 			at[n]++
 		}

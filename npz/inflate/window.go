@@ -13,7 +13,7 @@ import (
 // that the span after it actually reads (the others are zeroed), deflated.
 // Untouched windows cost nothing; for typical data the rest deflates well.
 
-// A windowPacker deflates windows (deflateSparse), keeping its buffers
+// A windowPacker deflates windows (sparseEncoder), keeping its buffers
 // from one to the next: one (packer) serves every reader, since packing a
 // window takes a small part of the time inflating the span after it does,
 // so readers seldom wait; the parallel first pass gives each of its
