@@ -33,7 +33,6 @@ import (
 
 	"github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
-	"github.com/npzfs/npzfs/npz/inflate"
 	"github.com/npzfs/npzfs/source"
 )
 
@@ -104,23 +103,10 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	if t.opts.CacheTime <= 0 {
 		t.opts.CacheTime = DefaultCacheTime
 	}
-	a := &t.opts.Archive
-	if a.Cache == nil {
-		a.Cache = inflate.NewCache(cmpOr(a.CacheBytes, npz.DefaultCacheBytes))
-	}
-	if a.Windows == nil {
-		a.Windows = inflate.NewWindowBudget(cmpOr(a.IndexBytes, npz.DefaultIndexBytes))
-	}
+	t.opts.Archive.ShareBudgets()
 	t.next.Store(2)
 	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime()}
 	return t, nil
-}
-
-func cmpOr(v, def int64) int64 {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // Root is the tree's root folder, inode number 1.

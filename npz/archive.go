@@ -1,6 +1,7 @@
 package npz
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npy"
-	"github.com/npzfs/npzfs/npz/inflate"
 	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
@@ -476,21 +477,21 @@ func (a *Archive) logf(format string, args ...any) {
 // spanCache is the archive's one cache of inflated spans, made on first use.
 func (a *Archive) spanCache() *inflate.Cache {
 	a.cacheOnce.Do(func() {
-		a.cache, a.windows = a.opts.Cache, a.opts.Windows
-		if a.cache == nil {
-			budget := a.opts.CacheBytes
-			if budget <= 0 {
-				budget = DefaultCacheBytes
-			}
-			a.cache = inflate.NewCache(budget)
-		}
-		if a.windows == nil {
-			index := a.opts.IndexBytes
-			if index <= 0 {
-				index = DefaultIndexBytes
-			}
-			a.windows = inflate.NewWindowBudget(index)
-		}
+		o := a.opts
+		o.ShareBudgets()
+		a.cache, a.windows = o.Cache, o.Windows
 	})
 	return a.cache
+}
+
+// ShareBudgets sets Cache and Windows, where they are unset, to a span
+// cache of CacheBytes and a window budget of IndexBytes (their defaults
+// where 0): archives opened with the same Options then share them.
+func (o *Options) ShareBudgets() {
+	if o.Cache == nil {
+		o.Cache = inflate.NewCache(cmp.Or(max(o.CacheBytes, 0), DefaultCacheBytes))
+	}
+	if o.Windows == nil {
+		o.Windows = inflate.NewWindowBudget(cmp.Or(max(o.IndexBytes, 0), DefaultIndexBytes))
+	}
 }

@@ -5,7 +5,7 @@
 // Reading an array never copies the member: stored members expose their
 // byte range in the archive file, so the mount can splice it to the kernel;
 // deflated members are read through a checkpointed inflater that resumes
-// near any offset. It uses the standard library, npy, zip, npz/inflate and
+// near any offset. It uses the standard library, npy, zip, inflate and
 // source only.
 //
 // Open reads the end record and the central directory through package zip

@@ -3,7 +3,6 @@ package npz
 import (
 	"archive/zip"
 	"bytes"
-	"compress/flate"
 	"hash/crc32"
 	"io"
 	"strconv"
@@ -42,19 +41,6 @@ func makeZip(t testing.TB, ents []zent) []byte {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
-}
-
-// rawDeflate compresses data as a raw DEFLATE stream.
-func rawDeflate(t testing.TB, data []byte, level int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	fw, err := flate.NewWriter(&buf, level)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw.Write(data)
-	fw.Close()
 	return buf.Bytes()
 }
 

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/npzfs/npzfs/cachedir"
-	"github.com/npzfs/npzfs/npz/inflate"
+	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/zip"
 )
 

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npy"
-	"github.com/npzfs/npzfs/npz/inflate"
 	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )

@@ -679,7 +679,7 @@ fi
 if [ "${BENCH_GO:-1}" = 1 ]; then
   say "Go benchmarks (-benchtime $gotime)"
   rc=0
-  timeout 600 go test -run '^$' -bench . -benchtime "$gotime" -benchmem ./npy ./npz ./npz/inflate \
+  timeout 600 go test -run '^$' -bench . -benchtime "$gotime" -benchmem ./npy ./npz ./inflate \
     >"$work/gobench.txt" 2>&1 || rc=$?
   rec go.status "$rc"
   rec go.tree "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- npy npz 2>/dev/null || echo ' with uncommitted changes under npy/ or npz/')"

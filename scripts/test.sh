@@ -58,7 +58,7 @@ NPZFS_REQUIRE_FUSE=1 go test -race -count=1 $(go list ./... | grep -v '/integrat
 step "allocation tests (without -race, which skips them)"
 # The race detector changes what is allocated, so these tests skip under
 # it; they count allocations, which a change can silently multiply.
-go test -count=1 -run 'TestReaderAtRecyclesBuffers|TestDeflatedHeadersReuseDecoders' ./npz ./npz/inflate
+go test -count=1 -run 'TestReaderAtRecyclesBuffers|TestDeflatedHeadersReuseDecoders' ./npz ./inflate
 
 step "integration tests (-race, NPZFS_REQUIRE_FUSE=1)"
 status=0
@@ -87,8 +87,8 @@ fuzz() { # package target
 }
 fuzz ./npy FuzzReadHeader
 fuzz ./npz FuzzOpen
-fuzz ./npz/inflate FuzzInflate
-fuzz ./npz/inflate FuzzDeflateSparse
+fuzz ./inflate FuzzInflate
+fuzz ./inflate FuzzDeflateSparse
 
 step "leftover mounts"
 leftover_check || die "a test left an npzfs mount behind"

@@ -91,8 +91,12 @@ func ReadAt(ctx context.Context, r io.ReaderAt, p []byte, off int64) (int, error
 }
 
 // WithContext returns an io.ReaderAt whose reads of r carry ctx, for code
-// that takes a plain io.ReaderAt.
+// that takes a plain io.ReaderAt (a decoder reading a compressed stream).
+// A ctx that is never done leaves r as it is.
 func WithContext(ctx context.Context, r io.ReaderAt) io.ReaderAt {
+	if ctx.Done() == nil {
+		return r
+	}
 	return ctxReaderAt{ctx, r}
 }
 

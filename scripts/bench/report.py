@@ -429,7 +429,7 @@ def go_lines(text):
     status = []
     if text.startswith("(skipped"):
         return [], ["skipped (BENCH_GO=0)"]
-    for p in ("npy", "npz", "npz/inflate"):
+    for p in ("npy", "npz", "inflate"):
         full = "github.com/npzfs/npzfs/" + p
         s = pk.get(full)
         if s is None:
@@ -653,7 +653,7 @@ def main(argv):
                                            "### Other figures and checks", ""]
         md += ["- " + x for x in info + checks]
         tree = one("go.tree")
-        md += ["", "### Go benchmarks", "", "`go test -run '^$' -bench . -benchmem` over ./npy ./npz ./npz/inflate"
+        md += ["", "### Go benchmarks", "", "`go test -run '^$' -bench . -benchmem` over ./npy ./npz ./inflate"
                + (" (tree: %s)" % tree if tree else "") + ": " + "; ".join(gostatus) + ".", ""]
         if grows:
             md += ["Inflating whole streams (BenchmarkInflate, MB/s of output, MB = 10^6 bytes as Go reports it):", "", md_table(ghdr, grows), ""]

@@ -1,5 +1,5 @@
 // Command inflatebench inflates the DEFLATE stream inside a gzip file with
-// npz/inflate, for scripts/bench.sh to set beside igzip and
+// inflate, for scripts/bench.sh to set beside igzip and
 // libdeflate-gunzip on the same files: it reads the file whole, then
 // inflates it to nowhere, several times, and prints the fastest run as
 // "bytes=N secs=S" (output bytes, seconds of inflating). Run it with
@@ -22,8 +22,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npz"
-	"github.com/npzfs/npzfs/npz/inflate"
 )
 
 func main() {

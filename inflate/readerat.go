@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npzfs/npzfs/source"
 	"hash/crc32"
 	"io"
 	"runtime"
@@ -370,7 +371,7 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 // resume prepares d to decode from cp into buf, whose first cp.winLen
 // bytes the caller has filled with the window.
 func (r *ReaderAt) resume(ctx context.Context, d *decoder, cp *checkpoint, buf []byte) error {
-	d.r, d.ra, d.raSize = nil, withContext(ctx, r.src), r.csize
+	d.r, d.ra, d.raSize = nil, source.WithContext(ctx, r.src), r.csize
 	d.out = buf
 	d.pos = int(cp.winLen)
 	d.minPos = 0

@@ -23,7 +23,7 @@ package inflate
 //
 // Regenerate with
 //
-//	go test ./npz/inflate -run '^$' -bench . -benchtime 5x -count 3
+//	go test ./inflate -run '^$' -bench . -benchtime 5x -count 3
 //
 // (BenchmarkReadAtRandom4K wants -benchtime 3000x.)
 

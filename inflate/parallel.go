@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/npzfs/npzfs/source"
 	"hash/crc32"
 	"sync"
 	"sync/atomic"
@@ -289,7 +290,7 @@ func (p *parallelPass) findStart(w *passWorker, i int) chunkStart {
 		w.region = make([]byte, searchPiece+16)
 		w.markers = make([]uint16, markerBuf)
 	}
-	src := withContext(p.ctx, p.r.src)
+	src := source.WithContext(p.ctx, p.r.src)
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	d.r, d.ra, d.raSize = nil, src, p.r.csize
