@@ -560,7 +560,7 @@ func TestHostileMountOnAMountPoint(t *testing.T) {
 	if !strings.Contains(r.stderr, "already a mount point") {
 		t.Errorf("message %q", r.stderr)
 	}
-	if m, ok := mountOf(dir); !ok || m.fstype != "tmpfs" {
+	if m, ok := mountOf(dir); !ok || m.FSType != "tmpfs" {
 		t.Errorf("the tmpfs is gone: %v %v", m, ok)
 	}
 	if len(daemons(dir)) > 0 {

@@ -9,11 +9,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/npzfs/npzfs/internal/mountinfo"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +50,7 @@ func testMain(m *testing.M) int {
 	bin = filepath.Join(dir, "npzfs")
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		gobin = "/usr/local/go/bin/go"
 	}
 	build := exec.Command(gobin, "build", "-buildvcs=auto", "-o", bin, "./cmd/npzfs")
 	build.Dir = ".."
@@ -206,55 +206,8 @@ func run(t *testing.T, cmd *exec.Cmd) result {
 	return r
 }
 
-// mountEntry is one mount of /proc/self/mountinfo.
-type mountEntry struct{ dir, fstype, source, opts string }
-
-func mounts() []mountEntry {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []mountEntry
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 10 {
-			continue
-		}
-		m := mountEntry{dir: unescape(f[4]), opts: f[5]}
-		for i := 6; i+2 < len(f); i++ {
-			if f[i] == "-" {
-				m.fstype, m.source = f[i+1], unescape(f[i+2])
-				break
-			}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func unescape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func mountOf(dir string) (mountEntry, bool) {
-	for _, m := range mounts() {
-		if m.dir == dir {
-			return m, true
-		}
-	}
-	return mountEntry{}, false
-}
+// mountOf returns the mount on dir, if any.
+func mountOf(dir string) (mountinfo.Entry, bool) { return mountinfo.Find(dir) }
 
 func isMounted(dir string) bool { _, ok := mountOf(dir); return ok }
 
@@ -370,8 +323,8 @@ func mount(t *testing.T, archive string, flags ...string) string {
 	if !ok {
 		t.Fatalf("npzfs mount exited 0 but %s is not mounted", dir)
 	}
-	if m.fstype != "fuse.npzfs" {
-		t.Fatalf("%s is mounted as %s", dir, m.fstype)
+	if m.FSType != "fuse.npzfs" {
+		t.Fatalf("%s is mounted as %s", dir, m.FSType)
 	}
 	return dir
 }

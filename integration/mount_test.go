@@ -376,11 +376,11 @@ func TestMountTableShowsNpzfs(t *testing.T) {
 	archive, _ := testArchive(t)
 	dir := mount(t, archive)
 	m, _ := mountOf(dir)
-	if m.source != archive {
-		t.Errorf("source %q, want the archive's absolute path %q", m.source, archive)
+	if m.Source != archive {
+		t.Errorf("source %q, want the archive's absolute path %q", m.Source, archive)
 	}
-	if !slices.Contains(strings.Split(m.opts, ","), "ro") {
-		t.Errorf("mount options %q lack ro", m.opts)
+	if !slices.Contains(strings.Split(m.Options, ","), "ro") {
+		t.Errorf("mount options %q lack ro", m.Options)
 	}
 	out, err := exec.Command("mount").Output()
 	if err != nil {

@@ -100,7 +100,7 @@ func TestNonRootMount(t *testing.T) {
 		t.Fatalf("mount as nobody: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	m, ok := mountOf(mnt)
-	if !ok || m.fstype != "fuse.npzfs" {
+	if !ok || m.FSType != "fuse.npzfs" {
 		t.Fatalf("mount as nobody: %+v, %v", m, ok)
 	}
 	for _, pid := range daemons(mnt) {

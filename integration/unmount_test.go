@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"github.com/npzfs/npzfs/internal/mountinfo"
 	"os"
 	"os/exec"
 	"strings"
@@ -44,8 +45,8 @@ func TestConcurrentMountsOnOneMountPoint(t *testing.T) {
 		}
 	}
 	stacked := 0
-	for _, m := range mounts() {
-		if m.dir == dir {
+	for _, m := range mountinfo.Read() {
+		if m.Dir == dir {
 			stacked++
 		}
 	}
@@ -68,9 +69,9 @@ func TestUnmountClearsAStack(t *testing.T) {
 	if r := npzfs(t, "unmount", dir); r.code != 0 || r.stderr != "" {
 		t.Fatalf("unmount of a stack: exit %d: %s", r.code, r.stderr)
 	}
-	for _, m := range mounts() {
-		if m.dir == dir {
-			t.Errorf("%s still has a %s mount after unmount", dir, m.fstype)
+	for _, m := range mountinfo.Read() {
+		if m.Dir == dir {
+			t.Errorf("%s still has a %s mount after unmount", dir, m.FSType)
 		}
 	}
 	if !isMounted(other) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
 )
@@ -535,7 +536,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	})
 	if err != nil {
 		// A mount made before a later step failed must not stay.
-		if m, ok := findMount(mnt); ok && m.fstype == "fuse."+npzfs.FSType && m.source == archive {
+		if m, ok := mountinfo.Find(mnt); ok && m.FSType == "fuse."+npzfs.FSType && m.Source == archive {
 			npzfs.LazyUnmount(mnt)
 		}
 		return err
@@ -759,11 +760,11 @@ func checkMountpoint(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot use mount point: %v", err)
 	}
-	if m, ok := findMount(real); ok {
-		if m.fstype == "fuse."+npzfs.FSType {
-			return "", fmt.Errorf("%s is already mounted (%s); unmount it first: npzfs unmount %s", real, m.source, real)
+	if m, ok := mountinfo.Find(real); ok {
+		if m.FSType == "fuse."+npzfs.FSType {
+			return "", fmt.Errorf("%s is already mounted (%s); unmount it first: npzfs unmount %s", real, m.Source, real)
 		}
-		return "", fmt.Errorf("%s is already a mount point (%s); unmount it first", real, m.fstype)
+		return "", fmt.Errorf("%s is already a mount point (%s); unmount it first", real, m.FSType)
 	}
 	return real, nil
 }

@@ -8,31 +8,6 @@ import (
 	"testing"
 )
 
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{
-		`/mnt/plain`:          "/mnt/plain",
-		`/mnt/with\040space`:  "/mnt/with space",
-		`/mnt/tab\011nl\012x`: "/mnt/tab\tnl\nx",
-		`/mnt/back\134slash`:  `/mnt/back\slash`,
-		`/mnt/trailing\04`:    `/mnt/trailing\04`,
-		`/mnt/not\999octal`:   `/mnt/not\999octal`,
-	} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestReadMountsFindsRoot(t *testing.T) {
-	m, ok := findMount("/")
-	if !ok || m.fstype == "" || m.dev == "" {
-		t.Fatalf("findMount(\"/\") = %+v, %v", m, ok)
-	}
-	if _, ok := findMount("/surely/not/a/mount/point"); ok {
-		t.Errorf("found a mount on a missing folder")
-	}
-}
-
 func TestMountCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {

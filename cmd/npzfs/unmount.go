@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
 )
 
 const unmountHelp = `Unmounts an npzfs mount; its daemon then exits. A mount whose daemon was
@@ -65,12 +66,12 @@ func unmount(dir string, lazy bool) error {
 	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
 		abs = filepath.Join(parent, filepath.Base(abs))
 	}
-	m, ok := findMount(abs)
+	m, ok := mountinfo.Find(abs)
 	if !ok {
 		return fmt.Errorf("%s is not mounted", abs)
 	}
-	if m.fstype != "fuse."+npzfs.FSType {
-		return fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.fstype)
+	if m.FSType != "fuse."+npzfs.FSType {
+		return fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.FSType)
 	}
 	for range maxStack {
 		if lazy {
@@ -81,7 +82,7 @@ func unmount(dir string, lazy bool) error {
 		if err != nil {
 			return unmountError(abs, err)
 		}
-		if m, ok := findMount(abs); !ok || m.fstype != "fuse."+npzfs.FSType {
+		if m, ok := mountinfo.Find(abs); !ok || m.FSType != "fuse."+npzfs.FSType {
 			return nil
 		}
 		// Another npzfs mount was under it (two mounts raced onto one
@@ -107,9 +108,9 @@ func unmountError(abs string, err error) error {
 // mountsInside lists the mount points below dir.
 func mountsInside(dir string) []string {
 	var out []string
-	for _, m := range readMounts() {
-		if strings.HasPrefix(m.dir, dir+"/") {
-			out = append(out, m.dir)
+	for _, m := range mountinfo.Read() {
+		if strings.HasPrefix(m.Dir, dir+"/") {
+			out = append(out, m.Dir)
 		}
 	}
 	return out
