@@ -1,10 +1,9 @@
-// Package fs serves an npz.Archive as a read-only FUSE filesystem with
-// go-fuse's v2 raw protocol API: folders and files from the archive's
-// tree, stored reads spliced from the archive file, deflated reads through
-// the checkpointed inflater, every writing operation refused with EROFS.
-//
-// The tree is reached through the Entry interface (FromNPZ adapts an
-// npz.Node), so the package can be tested on a small tree of its own.
+// Package fs serves a tree of Entry values as a read-only FUSE filesystem
+// with go-fuse's v2 raw protocol API: folders and files, reads spliced
+// from a file where the content says where its bytes lie (a stored
+// archive member), every writing operation refused with EROFS. It knows
+// nothing of archives: package dataset adapts an archive's tree to Entry,
+// and tests serve small trees of their own.
 // Nothing is built per node up front or per inode after: a FUSE node ID is
 // the entry's Ino, and the server remembers only which entries the kernel
 // holds lookups of, until it forgets them.

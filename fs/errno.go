@@ -17,9 +17,9 @@ import (
 //   - context cancellation or deadline is EINTR: the caller gave up;
 //   - fs.ErrNotExist is ENOENT, fs.ErrPermission EACCES;
 //   - anything else is EIO: malformed archive data, and members npzfs
-//     cannot read (*npz.MethodError: another compression method, or
-//     encryption), whose reason npzfs ls and the daemon log give. A bad
-//     member always reads EIO, whatever is wrong with it.
+//     cannot read (another compression method, encryption), whose reason
+//     npzfs ls and the daemon log give. A bad member always reads EIO,
+//     whatever is wrong with it.
 func Errno(err error) syscall.Errno {
 	if err == nil {
 		return 0

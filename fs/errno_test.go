@@ -9,8 +9,6 @@ import (
 	"os"
 	"syscall"
 	"testing"
-
-	"github.com/npzfs/npzfs/npz"
 )
 
 var (
@@ -37,9 +35,6 @@ func TestErrno(t *testing.T) {
 		{"permission", fmt.Errorf("x: %w", iofs.ErrPermission), syscall.EACCES},
 		{"unknown", errCorrupt, syscall.EIO},
 		{"EOF", io.EOF, syscall.EIO},
-		{"method", &npz.MethodError{Name: "a.npy", Method: 12}, syscall.EIO},
-		{"wrapped encrypted", fmt.Errorf("open: %w", &npz.MethodError{Name: "a.npy", Encrypted: true}), syscall.EIO},
-		{"format", &npz.FormatError{Offset: 10, Msg: "bad local header"}, syscall.EIO},
 		{"unexpected EOF", io.ErrUnexpectedEOF, syscall.EIO},
 	}
 	for _, c := range cases {

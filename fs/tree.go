@@ -3,13 +3,11 @@ package fs
 import (
 	"context"
 	"time"
-
-	"github.com/npzfs/npzfs/npz"
 )
 
-// Entry is one folder or file of the served tree. The fs layer needs only
-// this much of npz.Node; FromNPZ adapts an archive's tree, and tests can
-// serve a small tree of their own.
+// Entry is one folder or file of the served tree: all the fs layer needs
+// of a tree (package dataset adapts an archive's, package folder serves a
+// folder's, and tests serve small trees of their own).
 type Entry interface {
 	Name() string
 	// Ino is the inode number, which is also the FUSE node ID: unique,
@@ -81,44 +79,4 @@ type Content interface {
 // the head is written into the pipe, then the rest spliced after it.
 type Headed interface {
 	Head() ([]byte, error)
-}
-
-// FromNPZ adapts a node of an npz archive's tree (normally Archive.Root())
-// to Entry. It returns nil for a nil node.
-func FromNPZ(n *npz.Node) Entry {
-	if n == nil {
-		return nil
-	}
-	return npzEntry{n}
-}
-
-type npzEntry struct{ n *npz.Node }
-
-func (e npzEntry) Name() string       { return e.n.Name() }
-func (e npzEntry) Ino() uint64        { return e.n.Ino() }
-func (e npzEntry) IsDir() bool        { return e.n.IsDir() }
-func (e npzEntry) ModTime() time.Time { return e.n.ModTime() }
-func (e npzEntry) DiskUsage() int64   { return e.n.DiskUsage() }
-func (e npzEntry) Unsettled() bool    { return e.n.Unsettled() }
-
-func (e npzEntry) Lookup(name string) Entry { return FromNPZ(e.n.Lookup(name)) }
-
-func (e npzEntry) Children() []Entry {
-	kids := e.n.Children()
-	out := make([]Entry, 0, len(kids))
-	for _, k := range kids {
-		if k != nil {
-			out = append(out, npzEntry{k})
-		}
-	}
-	return out
-}
-
-func (e npzEntry) File() Content {
-	// A nil *npz.File must become a nil interface, not a non-nil
-	// interface holding a nil pointer.
-	if f := e.n.File(); f != nil {
-		return f
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npzfs/npzfs/dataset"
 	"io"
 	iofs "io/fs"
 	"log"
@@ -631,7 +632,7 @@ func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64
 	}
 	o := &opened{Archive: a, src: src}
 	ms := a.Members()
-	return &served{root: npzfs.FromNPZ(a.Root()), a: a, members: ms, size: a.Size(), files: fileCount(ms), close: o.Close}, nil
+	return &served{root: dataset.FromNPZ(a.Root()), a: a, members: ms, size: a.Size(), files: fileCount(ms), close: o.Close}, nil
 }
 
 func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, error) {
@@ -647,7 +648,7 @@ func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, erro
 		return nil, fmt.Errorf("cannot open archive: %v", err)
 	}
 	ms := a.Members()
-	return &served{root: npzfs.FromNPZ(a.Root()), a: a.Archive, members: ms, size: a.Size(), files: fileCount(ms), close: a.Close}, nil
+	return &served{root: dataset.FromNPZ(a.Root()), a: a.Archive, members: ms, size: a.Size(), files: fileCount(ms), close: a.Close}, nil
 }
 
 // serveFolder serves the archives under dir (package folder). statfs's
