@@ -37,16 +37,6 @@ func OpenFile(path string) (*File, error) {
 	return &File{f: f, name: path, size: fi.Size(), modTime: fi.ModTime()}, nil
 }
 
-// NewFile makes a source of an open file, taking its size and
-// modification time now. Close closes f.
-func NewFile(f *os.File) (*File, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return &File{f: f, name: f.Name(), size: fi.Size(), modTime: fi.ModTime()}, nil
-}
-
 // Size is the file's size when it was opened.
 func (s *File) Size() int64 { return s.size }
 
