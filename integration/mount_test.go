@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -639,48 +638,6 @@ func TestLogFileAndDebug(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("log lacks %q", want)
 		}
-	}
-}
-
-// TestDaemonRuntimeSettings checks the Go runtime settings the daemon logs
-// when it starts serving: GOGC=50 and twice Go's default GOMAXPROCS unless
-// the environment sets them, the environment's values when it does.
-func TestDaemonRuntimeSettings(t *testing.T) {
-	archive, _ := testArchive(t)
-	procs := 2 * runtime.GOMAXPROCS(0)
-	if v := os.Getenv("GOMAXPROCS"); v != "" {
-		procs = runtime.GOMAXPROCS(0) // the daemon inherits it
-	}
-	gogc := "50"
-	if v := os.Getenv("GOGC"); v != "" {
-		gogc = v
-	}
-	for _, c := range []struct {
-		name string
-		env  []string
-		want string
-	}{
-		{"defaults", nil, fmt.Sprintf("(GOGC=%s GOMAXPROCS=%d)", gogc, procs)},
-		{"environment", []string{"GOGC=80", "GOMAXPROCS=3"}, "(GOGC=80 GOMAXPROCS=3)"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			needFuse(t)
-			logf := filepath.Join(t.TempDir(), "npzfs.log")
-			dir := t.TempDir()
-			clearLater(t, dir)
-			cmd := exec.Command(bin, "mount", "--log", logf, archive, dir)
-			cmd.Env = append(os.Environ(), c.env...)
-			if r := run(t, cmd); r.code != 0 || !isMounted(dir) {
-				t.Fatalf("npzfs mount: exit %d: %s", r.code, r.stderr)
-			}
-			b, err := os.ReadFile(logf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := "serving " + archive + " on " + dir + " " + c.want; !strings.Contains(string(b), want) {
-				t.Errorf("log lacks %q:\n%s", want, b)
-			}
-		})
 	}
 }
 

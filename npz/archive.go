@@ -47,6 +47,10 @@ const DefaultMaxHeaderLen = npy.DefaultMaxHeaderLen
 // (numpy's format 2.0 ones) are parsed one at a time.
 const shortHeaderLen = 64 << 10
 
+// maxDirectoryPrefetch bounds the central directory a source.Prefetcher
+// is asked to fetch in one go: about 600,000 members' entries.
+const maxDirectoryPrefetch = 64 << 20
+
 // Options tune Open. The zero value is the default.
 type Options struct {
 	// MaxHeaderLen is passed to npy.ReadHeader; 0 means
@@ -167,6 +171,13 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	z, err := zip.NewReader(a.r, size)
 	if err != nil {
 		return nil, err
+	}
+	if p, ok := r.(source.Prefetcher); ok {
+		// A remote source fetches the central directory in one request
+		// rather than in the chunks it is read in, up to a bound, since
+		// what the end record claims is not yet checked against anything.
+		off, n := z.Directory()
+		p.Prefetch(context.Background(), []source.Range{{Off: off, Len: min(n, maxDirectoryPrefetch, size-off)}})
 	}
 	a.members = make([]Member, 0, z.Declared())
 	err = z.Entries(func(e *zip.Entry) {

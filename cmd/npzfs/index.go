@@ -190,7 +190,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	var count, failures int
 	var kept *opened
 	for _, name := range names {
-		a, err := openArchive(name, opts, &rf, 0)
+		a, err := openArchive(name, opts, &rf)
 		if err == nil {
 			var members []*npz.Member
 			if members, err = toIndex(a.Members(), keys); err == nil {
@@ -237,7 +237,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	for _, name := range names {
 		a, err := kept, error(nil)
 		if a == nil {
-			a, err = openArchive(name, opts, &rf, 0)
+			a, err = openArchive(name, opts, &rf)
 		}
 		var members []*npz.Member
 		if err == nil {

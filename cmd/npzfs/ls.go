@@ -43,7 +43,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() != 1 {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
 	}
-	a, err := openArchive(fl.Arg(0), nil, &rf, 0)
+	a, err := openArchive(fl.Arg(0), nil, &rf)
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
@@ -445,7 +445,7 @@ func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer)
 	if err := notAnNPY(path); err != nil {
 		return fail(stderr, "inspect", fmt.Errorf("%v (without a key)", err))
 	}
-	a, err := openArchive(path, nil, rf, 0)
+	a, err := openArchive(path, nil, rf)
 	if err != nil {
 		return fail(stderr, "inspect", err)
 	}

@@ -15,8 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,7 +228,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		}
 		logger := log.New(logw, "npzfs: ", log.LstdFlags)
 		err := serve(&ma, logger, func(st mountStatus) {
-			logger.Printf("serving %s on %s (%s; Ctrl-C to unmount)", st.archive, st.mountpoint, st.settings)
+			logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.archive, st.mountpoint)
 			for _, w := range st.warnings() {
 				fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 			}
@@ -344,7 +342,7 @@ func runDaemon(ma *mountArgs) int {
 	}
 	err := serve(ma, logger, func(st mountStatus) {
 		// Logged first, so the log says so once npzfs mount returns.
-		logger.Printf("serving %s on %s (%s)", st.archive, st.mountpoint, st.settings)
+		logger.Printf("serving %s on %s", st.archive, st.mountpoint)
 		st.logCreated = logCreated
 		fmt.Fprintln(ready, st.readyLine())
 		ready.Close()
@@ -361,38 +359,6 @@ func runDaemon(ma *mountArgs) int {
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
-}
-
-// daemonGCPercent is the daemon's GOGC unless the environment sets one.
-const daemonGCPercent = 50
-
-// tuneRuntime sets the daemon's Go runtime up for serving, where the
-// environment leaves a setting alone, and says what it runs with.
-//
-// GOGC: most of the daemon's heap lives as long as the mount (the archive's
-// index), and serving allocates little, so a heap goal of 1.5x the live heap
-// rather than Go's 2x costs little CPU and keeps the daemon's memory near
-// what it holds: about 25% less resident memory for 100,000 arrays.
-//
-// GOMAXPROCS: twice Go's default (the CPUs it may use). go-fuse sizes its
-// pool of goroutines blocked in read(2) on /dev/fuse by GOMAXPROCS, so with
-// the default every P can be held by a blocked reader. The runtime's monitor
-// thread then takes the Ps back from them, polling every 20 us while it does,
-// and threads are woken to run them. With twice the Ps some are always idle,
-// which stops that. Measured on 2 CPUs, np.load of 20,000 small members: 6.5
-// daemon context switches a member instead of 9 (the monitor's went from
-// about 55,000 to 20,000), a quarter less daemon CPU; deflated reads about 6%
-// faster; stored reads and random reads unchanged.
-func tuneRuntime() string {
-	gc := os.Getenv("GOGC")
-	if gc == "" {
-		debug.SetGCPercent(daemonGCPercent)
-		gc = strconv.Itoa(daemonGCPercent)
-	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
-	}
-	return fmt.Sprintf("GOGC=%s GOMAXPROCS=%d", gc, runtime.GOMAXPROCS(0))
 }
 
 // indexInBackground indexes the archive's deflated members one after the
@@ -428,8 +394,8 @@ func indexInBackground(ctx context.Context, a *npz.Archive, logger *log.Logger) 
 }
 
 // serve checks everything, mounts, calls ready with how the mount went
-// (the Go runtime's settings, members that cannot be read) once it is live, and serves until unmounted (by npzfs
-// unmount, or here on SIGINT/SIGTERM).
+// (members that cannot be read) once it is live, and serves until
+// unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
 func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	// Catch the signals before mounting: one that arrives while the mount
 	// is being made is handled (unmount, exit 0) once it is live, rather
@@ -469,13 +435,6 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 
-	// Before fs.Mount: go-fuse reads GOMAXPROCS when it starts serving.
-	settings := tuneRuntime()
-	// The collector waits until the mount has served its first requests:
-	// the open, the mount and they allocate into a heap readied for
-	// them (readyHeapFor, resumeSoon).
-	resume := pauseGC()
-	defer resume()
 	opts := npz.Options{
 		CacheBytes:   int64(ma.cacheMB) << 20,
 		IndexBytes:   int64(ma.indexMB) << 20,
@@ -567,13 +526,12 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}
 	}()
 	unlock()
-	st := mountStatus{archive: archive, mountpoint: mnt, settings: settings, hidden: hidden}
+	st := mountStatus{archive: archive, mountpoint: mnt, hidden: hidden}
 	if sv.members != nil {
 		st.members, st.unreadable = len(sv.members), unreadableMembers(sv.members)
 		sv.members = nil
 	}
 	ready(st)
-	resumeSoon(resume)
 	if ma.buildIndex && sv.a == nil {
 		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
 	}
@@ -621,7 +579,7 @@ func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64
 	if err != nil {
 		return nil, err
 	}
-	a, err := newRemoteArchive(src.Source, &opts, mountHeap)
+	a, err := newRemoteArchive(src.Source, &opts)
 	if err != nil {
 		src.Close()
 		var fe *npz.FormatError
@@ -636,7 +594,7 @@ func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64
 }
 
 func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, error) {
-	a, err := openArchive(path, &opts, rf, mountHeap)
+	a, err := openArchive(path, &opts, rf)
 	if err != nil {
 		var fe *npz.FormatError
 		if errors.As(err, &fe) {

@@ -14,7 +14,6 @@ import (
 // mountStatus is what a mount tells its user once it is live.
 type mountStatus struct {
 	archive, mountpoint string // absolute
-	settings            string // the Go runtime's (see tuneRuntime)
 	members, unreadable int    // members, and those not served or unreadable
 	hidden              int    // entries of the mount point hidden by the mount
 	logCreated          string // the state log file, when the daemon created it

@@ -18,7 +18,6 @@ import (
 	"github.com/npzfs/npzfs/remote"
 	"github.com/npzfs/npzfs/remote/httpsrc"
 	"github.com/npzfs/npzfs/remote/s3src"
-	"github.com/npzfs/npzfs/source"
 )
 
 // remoteFlags are the flags of remote archives, taken by mount, ls and
@@ -163,18 +162,14 @@ func (o *opened) Close() error {
 // openArchive opens what a command line names: a remote archive (by URL;
 // a .npy when its path ends so), else the .npz archive at path, or, when
 // the file is a .npy (by its magic, whatever its name), that file as an
-// archive of one array (npz.OpenNPY). The heap is readied for the open
-// and heapExtra bytes more (readyHeapFor).
-func openArchive(name string, opts *npz.Options, rf *remoteFlags, heapExtra int64) (*opened, error) {
+// archive of one array (npz.OpenNPY).
+func openArchive(name string, opts *npz.Options, rf *remoteFlags) (*opened, error) {
 	if !isRemote(name) {
-		defer pauseGC()()
 		var a *npz.Archive
 		var err error
 		if kind, _ := sniff(name); kind == kindNPY {
-			readyHeapFor(0, heapExtra)
 			a, err = npz.OpenNPY(name, opts)
 		} else {
-			readyHeapFor(directoryOf(name).Len, heapExtra)
 			a, err = npz.Open(name, opts)
 		}
 		if err != nil {
@@ -193,7 +188,7 @@ func openArchive(name string, opts *npz.Options, rf *remoteFlags, heapExtra int6
 	if err != nil {
 		return nil, err
 	}
-	a, err := newRemoteArchive(src.Source, opts, heapExtra)
+	a, err := newRemoteArchive(src.Source, opts)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("%s: %w", src, err)
@@ -202,18 +197,11 @@ func openArchive(name string, opts *npz.Options, rf *remoteFlags, heapExtra int6
 }
 
 // newRemoteArchive opens the archive src holds (a bare .npy when its
-// name ends so), the heap readied for it and heapExtra bytes more.
-func newRemoteArchive(src *remote.Source, opts *npz.Options, heapExtra int64) (*npz.Archive, error) {
-	defer pauseGC()()
+// name ends so).
+func newRemoteArchive(src *remote.Source, opts *npz.Options) (*npz.Archive, error) {
 	if base := path.Base(src.String()); strings.HasSuffix(base, ".npy") {
-		readyHeapFor(0, heapExtra)
 		return npz.NewNPY(src, src.Size(), base, opts)
 	}
-	// The central directory is fetched while the heap is readied (as much
-	// of it as the readied heap is for, whatever the end record claims).
-	dir := directory(src, src.Size())
-	src.Prefetch(context.Background(), []source.Range{{Off: dir.Off, Len: min(dir.Len, maxHeapReady/heapPerDirectoryByte)}})
-	readyHeapFor(dir.Len, heapExtra)
 	return npz.NewReader(src, src.Size(), opts)
 }
 
