@@ -10,9 +10,9 @@ import (
 	"github.com/npzfs/npzfs/npz"
 )
 
-// FromNPZ adapts a node of an npz archive's tree (normally Archive.Root())
+// fromNPZ adapts a node of an npz archive's tree (normally Archive.Root())
 // to fs.Entry. It returns nil for a nil node.
-func FromNPZ(n *npz.Node) fs.Entry {
+func fromNPZ(n *npz.Node) fs.Entry {
 	if n == nil {
 		return nil
 	}
@@ -28,7 +28,7 @@ func (e npzEntry) ModTime() time.Time { return e.n.ModTime() }
 func (e npzEntry) DiskUsage() int64   { return e.n.DiskUsage() }
 func (e npzEntry) Unsettled() bool    { return e.n.Unsettled() }
 
-func (e npzEntry) Lookup(name string) fs.Entry { return FromNPZ(e.n.Lookup(name)) }
+func (e npzEntry) Lookup(name string) fs.Entry { return fromNPZ(e.n.Lookup(name)) }
 
 func (e npzEntry) Children() []fs.Entry {
 	kids := e.n.Children()

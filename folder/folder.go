@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,6 +108,35 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	t.next.Store(2)
 	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime()}
 	return t, nil
+}
+
+// Usage walks the folder as the tree shows it, opening no archive, and
+// returns the bytes of its archives and .npy files and how many nodes
+// they make at least (for statfs): its folders, an archive's folder, and
+// a .npy file with its views (npz.NodesPerArray).
+func (t *Tree) Usage() (bytes int64, nodes uint64) {
+	nodes = 1
+	filepath.WalkDir(t.dir, func(path string, d iofs.DirEntry, err error) error {
+		if err != nil || path == t.dir {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		switch kindOf(d.Name(), fi) {
+		case shownDir:
+			nodes++
+		case shownArchive:
+			bytes += fi.Size()
+			nodes++
+		case shownNPY:
+			bytes += fi.Size()
+			nodes += uint64(npz.NodesPerArray())
+		}
+		return nil
+	})
+	return bytes, nodes
 }
 
 // Root is the tree's root folder, inode number 1.
@@ -264,20 +294,10 @@ type slot struct {
 
 	mu   sync.Mutex
 	a    *npz.Archive
-	f    *source.File
-	sc   *npz.IndexSidecar // the archive's, while it is open
-	err  error             // why it cannot be opened (this file, for good)
-	base uint64            // inode number of the archive's node 2; 0 before the first open
-	gen  uint64            // counts opens, so nodes know to find themselves again
+	err  error  // why it cannot be opened (this file, for good)
+	base uint64 // inode number of the archive's node 2; 0 before the first open
+	gen  uint64 // counts opens, so nodes know to find themselves again
 	elem *list.Element
-}
-
-// closeSidecar closes the archive's index sidecar, if it had one.
-func (s *slot) closeSidecar() {
-	if s.sc != nil {
-		s.sc.Close()
-		s.sc = nil
-	}
 }
 
 var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)
@@ -311,7 +331,7 @@ func (s *slot) openLocked() (*npz.Archive, uint64, error) {
 	if s.err != nil {
 		return nil, 0, s.err
 	}
-	a, f, err := s.openFile()
+	a, err := s.openFile()
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
 			s.stale.Store(true)
@@ -324,7 +344,7 @@ func (s *slot) openLocked() (*npz.Archive, uint64, error) {
 	if s.base == 0 {
 		s.base = t.alloc(max(a.MaxIno(), 2) - 1)
 	}
-	s.a, s.f = a, f
+	s.a = a
 	s.gen++
 	t.mu.Lock()
 	s.elem = t.open.PushFront(s)
@@ -336,38 +356,26 @@ func (s *slot) openLocked() (*npz.Archive, uint64, error) {
 	return a, s.gen, nil
 }
 
-func (s *slot) openFile() (*npz.Archive, *source.File, error) {
-	abs := filepath.Join(s.t.dir, s.rel)
-	f, err := source.OpenFile(abs)
+func (s *slot) openFile() (*npz.Archive, error) {
+	opts := s.t.opts.Archive
+	opts.Sidecars = s.t.opts.Sidecars
+	a, err := npz.Open(filepath.Join(s.t.dir, s.rel), &opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if f.Size() != s.size || !f.ModTime().Equal(s.mtime) {
-		f.Close()
-		return nil, nil, errStale
-	}
-	var a *npz.Archive
-	if s.bare {
-		a, err = npz.NewNPY(f, f.Size(), s.name, &s.t.opts.Archive)
-	} else {
-		opts := s.t.opts.Archive
-		if s.t.opts.Sidecars {
-			sc, err := npz.OpenIndexSidecar(npz.SidecarPath(abs))
-			switch {
-			case err == nil:
-				opts.Sidecar, s.sc = sc, sc
-			case !errors.Is(err, os.ErrNotExist):
-				s.t.logf("%v; not used", err)
-			}
-		}
-		a, err = npz.NewReader(f, f.Size(), &opts)
+	switch {
+	case a.Size() != s.size || !a.ModTime().Equal(s.mtime):
+		err = errStale
+	case a.Bare() != s.bare && s.bare:
+		err = fmt.Errorf("%s is named .npy but holds a zip archive (name it .npz)", s.name)
+	case a.Bare() != s.bare:
+		err = fmt.Errorf("%s is named .npz but holds a .npy file (name it .npy)", s.name)
 	}
 	if err != nil {
-		f.Close()
-		s.closeSidecar()
-		return nil, nil, err
+		a.Close()
+		return nil, err
 	}
-	return a, f, nil
+	return a, nil
 }
 
 // close closes the archive if the kernel holds none of its nodes (or
@@ -379,9 +387,7 @@ func (s *slot) close(force bool) {
 		return
 	}
 	s.a.Close()
-	s.f.Close()
-	s.closeSidecar()
-	s.a, s.f = nil, nil
+	s.a = nil
 	t := s.t
 	t.mu.Lock()
 	t.open.Remove(s.elem)

@@ -351,7 +351,7 @@ func TestFolderUsesSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := a.Member("x.npy")
-	if err := m.BuildIndex(context.Background()); err != nil {
+	if _, err := m.BuildIndex(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
 	side := npz.SidecarPath(path)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/hostile"
@@ -128,7 +129,23 @@ func sameFiles(t *testing.T, dir string, files map[string][]byte) {
 	}
 }
 
-var indexedLine = regexp.MustCompile(`^indexed (\d+) of (\d+) deflated members \(.*\) in [\d.]+ s, \d+ MB/s(?: \((\d+) split among (\d+) threads\))?; indexes in (.*)\n$`)
+// indexedLine is npzfs index's summary (dataset.IndexReport.Summary):
+// members indexed, of how many, built, split, already saved, failed, not
+// saved, stored skipped, and the index folder.
+var indexedLine = regexp.MustCompile(`^indexed (\d+) of (\d+) deflated members? (?:of \d+ archives )?\(.*\) in [\d.]+ s, \d+ MB/s: (\d+) built(?: \((\d+) split among (\d+) threads\))?(?:, (\d+) already saved)?(?:, (\d+) failed)?(?:, (\d+) not saved)?(?:, \d+ stored skipped)?; indexes in (.*)\n$`)
+
+// Submatches of indexedLine.
+const (
+	ixIndexed = 1 + iota
+	ixOf
+	ixBuilt
+	ixSplit
+	ixThreads
+	ixLoaded
+	ixFailed
+	ixUnsaved
+	ixDir
+)
 
 // TestIndexCommand: npzfs index builds what a mount then uses, names a
 // member it cannot read and exits 1, and refuses keys it cannot index.
@@ -137,14 +154,15 @@ func TestIndexCommand(t *testing.T) {
 	idx := t.TempDir()
 	r := npzfs(t, "index", archive, "--index-dir", idx)
 	m := indexedLine.FindStringSubmatch(r.stdout)
-	if r.code != 0 || m == nil || m[1] != "1" || m[2] != "1" || m[5] != filepath.Join(idx, "v1") || r.stderr != "" {
+	if r.code != 0 || m == nil || m[ixIndexed] != "1" || m[ixOf] != "1" || m[ixBuilt] != "1" || m[ixDir] != filepath.Join(idx, "v1") || r.stderr != "" {
 		t.Fatalf("npzfs index: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if n := len(indexFiles(t, idx)); n != 1 {
 		t.Fatalf("%d indexes saved", n)
 	}
 	// Again: the saved index is loaded and checked, and stays.
-	if r := npzfs(t, "index", archive, "--index-dir", idx, "deflated"); r.code != 0 || !indexedLine.MatchString(r.stdout) {
+	r = npzfs(t, "index", archive, "--index-dir", idx, "deflated")
+	if m := indexedLine.FindStringSubmatch(r.stdout); r.code != 0 || m == nil || m[ixBuilt] != "0" || m[ixLoaded] != "1" {
 		t.Errorf("second npzfs index: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 	dir := mount(t, archive, "--index-dir", idx)
@@ -188,7 +206,7 @@ func TestIndexCommand(t *testing.T) {
 	os.WriteFile(bad, z, 0o644)
 	idx2 := t.TempDir()
 	r = npzfs(t, "index", bad, "--index-dir", idx2)
-	if m := indexedLine.FindStringSubmatch(r.stdout); r.code != 1 || m == nil || m[1] != "0" || !strings.Contains(r.stderr, "bad.npy") {
+	if m := indexedLine.FindStringSubmatch(r.stdout); r.code != 1 || m == nil || m[ixIndexed] != "0" || m[ixFailed] != "1" || !strings.Contains(r.stderr, "bad.npy") {
 		t.Errorf("npzfs index of a damaged member: exit %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 	if n := len(indexFiles(t, idx2)); n != 0 {
@@ -224,7 +242,7 @@ func TestIndexCommandSplits(t *testing.T) {
 		idx := t.TempDir()
 		r := npzfs(t, "index", "--workers", tc.workers, archive, "--index-dir", idx)
 		m := indexedLine.FindStringSubmatch(r.stdout)
-		if r.code != 0 || m == nil || m[1] != "1" || m[3] != tc.split {
+		if r.code != 0 || m == nil || m[ixIndexed] != "1" || m[ixSplit] != tc.split {
 			t.Fatalf("npzfs index --workers %s: exit %d, stdout %q, stderr %q", tc.workers, r.code, r.stdout, r.stderr)
 		}
 		dir := mount(t, archive, "--index-dir", idx)
@@ -313,11 +331,56 @@ func TestMountIndexInBackground(t *testing.T) {
 	deepRead(t, "while indexing", filepath.Join(dir, "deflated", "raw.bin"), files["deflated/raw.bin"])
 	eventually(t, "the background indexing is logged", func() bool {
 		b, _ := os.ReadFile(log)
-		return bytes.Contains(b, []byte("background indexing: 1 deflated members"))
+		return bytes.Contains(b, []byte("background indexing: indexed 1 of 1 deflated member (")) && bytes.Contains(b, []byte(": 1 built"))
 	})
 	sameFiles(t, dir, files)
 	clear(t, dir)
 	if n := len(indexFiles(t, idx)); n != 1 {
 		t.Errorf("%d indexes saved by mount --index, want 1", n)
+	}
+}
+
+// TestIndexCommandCannotSave: npzfs index into a full index folder says
+// which indexes it could not save, counts them in its summary and exits
+// 1; a mount --index into it logs them as not saved.
+func TestIndexCommandCannotSave(t *testing.T) {
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	archive, files := bigArchive(t, 16)
+	idx := t.TempDir()
+	if err := syscall.Mount("none", idx, "tmpfs", 0, "size=256k"); err != nil {
+		t.Fatalf("mounting a tmpfs: %v", err)
+	}
+	defer syscall.Unmount(idx, 0)
+	if err := os.MkdirAll(filepath.Join(idx, "v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Fill it: nothing more can be written.
+	fill, err := os.Create(filepath.Join(idx, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err = fill.Write(make([]byte, 4096)); err == nil; _, err = fill.Write(make([]byte, 4096)) {
+	}
+	fill.Close()
+
+	r := npzfs(t, "index", archive, "--index-dir", idx)
+	m := indexedLine.FindStringSubmatch(r.stdout)
+	if r.code != 1 || m == nil || m[ixBuilt] != "1" || m[ixUnsaved] != "1" || !strings.Contains(r.stderr, "cannot save its index") {
+		t.Errorf("npzfs index into a full folder: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	dir := mount(t, archive, "--index", "--index-dir", idx, "--log", log)
+	eventually(t, "the background indexing is logged", func() bool {
+		b, _ := os.ReadFile(log)
+		return bytes.Contains(b, []byte("background indexing: indexed 1 of 1 deflated member ("))
+	})
+	sameFiles(t, dir, files)
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); !bytes.Contains(b, []byte(", 1 not saved")) || !bytes.Contains(b, []byte("cannot save its index")) {
+		t.Errorf("mount --index into a full folder did not say what it could not save:\n%s", b)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -78,6 +81,9 @@ type Options struct {
 	// (see IndexSidecar), looked in after Indexes; the archive does not
 	// close it.
 	Sidecar *IndexSidecar
+	// Sidecars has Open look for the archive's sidecar beside its file
+	// when Sidecar is not set.
+	Sidecars bool
 	// Helpers is how many goroutines may help a first read deep into a
 	// deflated member, indexing parts of it ahead at once (see
 	// inflate.Options.Helpers); 0 means none.
@@ -88,8 +94,8 @@ type Options struct {
 
 // Archive is an open .npz archive. It is safe for concurrent use.
 type Archive struct {
-	closer  io.Closer // what Open opened, closed by Close
-	r       *reader   // every read of the archive's bytes
+	closers []io.Closer // what Open opened, closed by Close
+	r       *reader     // every read of the archive's bytes
 	size    int64
 	fd      uintptr // with hasFD: the archive's bytes are fd's from fdBase
 	fdBase  int64
@@ -136,21 +142,55 @@ func (a *Archive) lock(m *Member) *sync.Mutex {
 	return &a.locks[uint32(m.e.Index)%uint32(len(a.locks))]
 }
 
-// Open opens the archive file at path (a source.File, which fails every
-// read once the file's size or modification time changes) and reads its
-// central directory; Close closes the file.
+// Open opens the file at path, a zip archive or a bare .npy file (see
+// New), served under its base name; with Options.Sidecars, the archive's
+// index sidecar beside it (SidecarPath), if there is one, is opened too.
+// Close closes them. Every read fails once the file's size or
+// modification time changes (source.File).
 func Open(path string, opts *Options) (*Archive, error) {
 	f, err := source.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	a, err := NewReader(f, f.Size(), opts)
+	a, err := New(f, f.Size(), filepath.Base(path), opts)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	a.closer = f
+	a.closers = append(a.closers, f)
+	if a.opts.Sidecars && !a.Bare() && a.opts.Sidecar == nil {
+		sc, err := OpenIndexSidecar(SidecarPath(path))
+		switch {
+		case err == nil:
+			a.opts.Sidecar = sc
+			a.closers = append(a.closers, sc)
+		case !errors.Is(err, os.ErrNotExist):
+			a.logf("npz: %v; not used", err)
+		}
+	}
 	return a, nil
+}
+
+// New opens what r holds: a zip archive when it ends with a zip end
+// record (NewReader), or else a bare .npy file when it starts with the
+// .npy magic (NewNPY, served as name, with ".npy" added when name does
+// not end so). This is how every archive npzfs opens is told apart, by
+// its bytes and not its name: a zip's end is read first, since a remote
+// source has fetched it already. A source that is neither fails with
+// the zip reader's error.
+func New(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
+	a, err := NewReader(r, size, opts)
+	if err == nil {
+		return a, nil
+	}
+	var magic [6]byte
+	if size < int64(len(magic)) || zip.ReadAtFull(r, magic[:], 0) != nil || string(magic[:]) != npy.Magic {
+		return nil, err
+	}
+	if path.Ext(name) != ".npy" {
+		name += ".npy"
+	}
+	return NewNPY(r, size, name, opts)
 }
 
 // NewReader opens an archive of size bytes read from r and reads its
@@ -360,7 +400,10 @@ func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, 
 	return n, err
 }
 
-// Close closes the archive file when Open opened it. Reads after Close
+// Bare reports an archive that is a bare .npy file (NewNPY), not a zip.
+func (a *Archive) Bare() bool { return len(a.members) == 1 && a.members[0].bare }
+
+// Close closes the archive file (and its sidecar) when Open opened it. Reads after Close
 // fail (those that would splice from its file with ErrClosed), and what
 // its indexes took of a shared window budget (Options.Windows) is given
 // back. Close it only when no read of it is under way: a read that had
@@ -379,10 +422,11 @@ func (a *Archive) Close() error {
 			}
 		}
 	}
-	if a.closer != nil {
-		return a.closer.Close()
+	var err error
+	for _, c := range a.closers {
+		err = cmp.Or(err, c.Close())
 	}
-	return nil
+	return err
 }
 
 // ErrClosed is the error of reads of a closed Archive.
@@ -430,6 +474,10 @@ func (a *Archive) Prefix() int64 { return a.prefix }
 
 // Comment is the archive comment.
 func (a *Archive) Comment() string { return a.comment }
+
+// ModTime is the source's modification time (a file's), or where the
+// source has none, the latest of its members'.
+func (a *Archive) ModTime() time.Time { return a.modTime }
 
 // Size is the archive file's size.
 func (a *Archive) Size() int64 { return a.size }

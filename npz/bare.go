@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"path/filepath"
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/source"
@@ -32,26 +31,5 @@ func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, er
 	}
 	m.loc.Store(&location{}) // its data starts at byte 0: there is no local header
 	a.serve(r)
-	return a, nil
-}
-
-// OpenNPY opens the bare .npy file at path (see NewNPY), served under its
-// base name, with ".npy" added when it does not end so; Close closes the
-// file.
-func OpenNPY(file string, opts *Options) (*Archive, error) {
-	f, err := source.OpenFile(file)
-	if err != nil {
-		return nil, err
-	}
-	name := filepath.Base(file)
-	if path.Ext(name) != ".npy" {
-		name += ".npy"
-	}
-	a, err := NewNPY(f, f.Size(), name, opts)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	a.closer = f
 	return a, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -12,8 +13,9 @@ import (
 
 // TestBareNPY: a bare .npy file opens as an archive of one member, the
 // file itself, with its views; raw.bin is the file's data bytes, spliced
-// from the file; a file that is not a .npy is refused, one with a broken
-// header is served with an empty views folder.
+// from the file; a file that is neither a zip nor a .npy is refused, one
+// with a broken header is served with an empty views folder. What a file
+// is comes from its bytes, not its name.
 func TestBareNPY(t *testing.T) {
 	hdr, err := npy.EncodeHeader("<i4", true, []int64{3, 2})
 	if err != nil {
@@ -26,11 +28,14 @@ func TestBareNPY(t *testing.T) {
 	if err := os.WriteFile(p, file, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := OpenNPY(p, nil)
+	a, err := Open(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
+	if !a.Bare() {
+		t.Error("Bare() is false for a .npy file")
+	}
 	if got := walk(t, a); len(got) != 5 || got[0] != "grid/" || got[3] != "grid.npy" || got[4] != "grid.ra" {
 		t.Fatalf("tree %q", got)
 	}
@@ -60,17 +65,25 @@ func TestBareNPY(t *testing.T) {
 		t.Errorf("header.json %s, %v", js, err)
 	}
 
-	if _, err := Open(p, nil); err == nil {
-		t.Error("Open (a zip archive) took a bare .npy")
+	if _, err := NewReader(bytes.NewReader(file), int64(len(file)), nil); err == nil {
+		t.Error("NewReader (a zip archive) took a bare .npy")
+	}
+	// Named .npz, it is still a .npy, served as grid.npz.npy.
+	renamed := filepath.Join(dir, "grid.npz")
+	os.WriteFile(renamed, file, 0o644)
+	if r, err := Open(renamed, nil); err != nil || !r.Bare() || r.Root().Lookup("grid.npz.npy") == nil {
+		t.Errorf("a .npy named grid.npz: %v", err)
+	} else {
+		r.Close()
 	}
 	notNPY := filepath.Join(dir, "x.npy")
 	os.WriteFile(notNPY, []byte("PK\x03\x04 not an npy"), 0o644)
-	if _, err := OpenNPY(notNPY, nil); err == nil {
-		t.Error("a file that is not a .npy opened")
+	if _, err := Open(notNPY, nil); err == nil || !strings.Contains(err.Error(), "end of central directory") {
+		t.Errorf("a file that is neither a zip nor a .npy: %v", err)
 	}
 	broken := filepath.Join(dir, "b.npy")
 	os.WriteFile(broken, []byte(npy.Magic+"\x01\x00garbage"), 0o644)
-	b, err := OpenNPY(broken, nil)
+	b, err := Open(broken, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

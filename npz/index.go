@@ -95,7 +95,11 @@ type memberIndex struct {
 	file        *os.File // the saved index loaded, read for its windows
 	fromSidecar bool     // the index loaded came from the sidecar
 	fromStore   bool     // an index was loaded from the store, or saved to it
+	usedSaved   bool     // a saved index was loaded and not found bad
 	savedAt     int64    // how far the last partial index saved reached
+	saved       bool     // the complete index was written to the store
+	saveErr     error    // why the last save failed
+	saving      sync.WaitGroup
 }
 
 // grew is the inflater's Options.Grew: past partialEvery since the last
@@ -188,7 +192,7 @@ func (x *memberIndex) load() (io.ReaderAt, int64) {
 		return nil, 0
 	}
 	x.mu.Lock()
-	x.file, x.fromStore = f, true
+	x.file, x.fromStore, x.usedSaved = f, true, true
 	x.mu.Unlock()
 	return f, fi.Size()
 }
@@ -203,7 +207,7 @@ func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
 	src, size := x.sc.lookup(name)
 	if src != nil {
 		x.mu.Lock()
-		x.fromSidecar = true
+		x.fromSidecar, x.usedSaved = true, true
 		x.mu.Unlock()
 	}
 	return src, size
@@ -230,25 +234,32 @@ func (x *memberIndex) save() {
 	if !ok || name == "" {
 		return
 	}
-	x.put(name, b)
+	x.put(name, b, true)
 }
 
-// put writes the index b as name in the store, in the background (the
-// store's Close waits for it); once written, the store's index is ours to
-// replace with a larger one.
-func (x *memberIndex) put(name string, b []byte) {
+// put writes the index b (complete or not) as name in the store, in the
+// background (the store's Close waits for it, and BuildIndex for its
+// member's); once written, the store's index is ours to replace with a
+// larger one.
+func (x *memberIndex) put(name string, b []byte, complete bool) {
 	if !x.s.startSave() {
 		return
 	}
+	x.saving.Add(1)
 	go func() {
 		defer x.s.saves.Done()
-		if err := x.s.dir.Put(name, b); err != nil {
+		defer x.saving.Done()
+		err := x.s.dir.Put(name, b)
+		if err != nil {
 			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
-			return
 		}
 		x.mu.Lock()
-		x.fromStore = true
-		x.mu.Unlock()
+		defer x.mu.Unlock()
+		x.saveErr = err
+		if err == nil {
+			x.fromStore = true
+			x.saved = x.saved || complete
+		}
 	}()
 }
 
@@ -274,7 +285,7 @@ func (x *memberIndex) savePartial() {
 	if !fromStore && x.s.dir.Has(name) {
 		return
 	}
-	x.put(name, b)
+	x.put(name, b, false)
 }
 
 // bad is the inflater's Options.BadIndex: the saved index is removed
@@ -285,10 +296,7 @@ func (x *memberIndex) bad(err error) {
 	}
 	x.mu.Lock()
 	sidecar := x.fromSidecar
-	x.fromSidecar = false
-	x.mu.Unlock()
-	x.mu.Lock()
-	x.fromStore = false
+	x.fromSidecar, x.fromStore, x.usedSaved = false, false, false
 	x.mu.Unlock()
 	if sidecar {
 		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)
@@ -303,47 +311,54 @@ func (x *memberIndex) bad(err error) {
 	}
 }
 
+// IndexResult is what BuildIndex did for a member.
+type IndexResult struct {
+	Loaded  bool  // its saved index (store or sidecar) was loaded, not built
+	Split   bool  // its first pass was shared among goroutines
+	Saved   bool  // the index was written to the archive's IndexStore
+	SaveErr error // why it could not be written there
+}
+
 // BuildIndex indexes a deflated member to its end (loading its saved
-// index, when the archive has an IndexStore that holds one), checking its
-// length and CRC-32 unless the index was loaded; the index is then saved,
-// if the archive has an IndexStore. It runs in the calling goroutine and
-// stops when ctx is done; reads of the member go on meanwhile. A stored
-// member needs no index: BuildIndex returns nil.
-func (m *Member) BuildIndex(ctx context.Context) error {
-	return m.buildIndex(ctx, (*inflate.ReaderAt).IndexAll)
-}
-
-// BuildIndexParallel is BuildIndex with the first pass through a large
-// member shared among up to workers goroutines (see
-// inflate.ReaderAt.IndexAllParallel), and reports whether it was. A read
-// of the member past its index waits for the whole pass: it is for
-// building indexes ahead of time, as npzfs index does, not for a mounted
-// archive.
-func (m *Member) BuildIndexParallel(ctx context.Context, workers int) (bool, error) {
-	var split bool
-	err := m.buildIndex(ctx, func(r *inflate.ReaderAt, ctx context.Context) error {
-		var err error
-		split, err = r.IndexAllParallel(ctx, workers)
-		return err
-	})
-	return split, err
-}
-
-func (m *Member) buildIndex(ctx context.Context, indexAll func(*inflate.ReaderAt, context.Context) error) error {
+// index, when the archive has an IndexStore or sidecar that holds one),
+// checking its length and CRC-32 unless the index was loaded; the index
+// is then saved, if the archive has an IndexStore, and BuildIndex waits
+// for that. With workers above 1 the first pass through a large member
+// is shared among that many goroutines (see
+// inflate.ReaderAt.IndexAllParallel), and a read of the member past its
+// index waits for the whole pass: that is for building indexes ahead of
+// time, as npzfs index does; with 0 or 1 it runs in the calling
+// goroutine, and reads of the member go on meanwhile, each waiting for
+// at most a span (a mount's background indexing). It stops when ctx is
+// done. A stored member needs no index: BuildIndex does nothing for it.
+func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, error) {
+	var res IndexResult
 	if m.e.Method != zip.Deflated {
-		return nil
+		return res, nil
 	}
 	l := m.locate()
 	if l.err != nil {
-		return l.err
+		return res, l.err
 	}
-	if err := indexAll(l.inf, ctx); err != nil {
+	var err error
+	if workers > 1 {
+		res.Split, err = l.inf.IndexAllParallel(ctx, workers)
+	} else {
+		err = l.inf.IndexAll(ctx)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return res, ctx.Err()
 		}
-		return &FormatError{Offset: l.dataOff, Msg: fmt.Sprintf("cannot inflate %q", m.e.Name), Err: err}
+		return res, &FormatError{Offset: l.dataOff, Msg: fmt.Sprintf("cannot inflate %q", m.e.Name), Err: err}
 	}
-	return nil
+	if x := l.idx; x != nil {
+		x.saving.Wait()
+		x.mu.Lock()
+		res.Loaded, res.Saved, res.SaveErr = x.usedSaved, x.saved, x.saveErr
+		x.mu.Unlock()
+	}
+	return res, nil
 }
 
 // Indexed is how many bytes of a deflated member its index covers (all

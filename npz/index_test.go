@@ -163,8 +163,12 @@ func TestBuildIndex(t *testing.T) {
 	if m.Indexed() != 0 {
 		t.Fatalf("Indexed = %d before any read", m.Indexed())
 	}
-	if err := m.BuildIndex(context.Background()); err != nil {
+	res, err := m.BuildIndex(context.Background(), 1)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Loaded || !res.Saved || res.SaveErr != nil {
+		t.Errorf("first BuildIndex: %+v, want built and saved", res)
 	}
 	if m.Indexed() != m.Size() {
 		t.Fatalf("Indexed = %d after BuildIndex, size %d", m.Indexed(), m.Size())
@@ -180,8 +184,12 @@ func TestBuildIndex(t *testing.T) {
 	defer s.Close()
 	defer a.Close()
 	before := cr.bytes.Load()
-	if err := a.Member("b.npy").BuildIndex(context.Background()); err != nil {
+	res, err = a.Member("b.npy").BuildIndex(context.Background(), 2)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !res.Loaded || res.Saved || res.Split {
+		t.Errorf("BuildIndex with a saved index: %+v, want loaded only", res)
 	}
 	if read := cr.bytes.Load() - before; read > 1<<20 {
 		t.Errorf("BuildIndex with a saved index read %d bytes of the archive", read)
@@ -198,7 +206,7 @@ func TestIndexSidecar(t *testing.T) {
 	dir := t.TempDir()
 	a, s, _, _ := mountWithIndexes(t, b, dir)
 	m := a.Member("a.npy")
-	if err := m.BuildIndex(context.Background()); err != nil {
+	if _, err := m.BuildIndex(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
 	side := filepath.Join(t.TempDir(), "x.npzidx")
@@ -366,5 +374,31 @@ func TestTwoArchivesShareAnIndexFolder(t *testing.T) {
 	}
 	if read := cr.bytes.Load(); read > 4<<20 || log.String() != "" {
 		t.Errorf("deep reads of both members read %d bytes of the archive; log %q", read, log.String())
+	}
+}
+
+// TestBuildIndexSaveFails: an index that cannot be written is reported
+// by BuildIndex, not taken for saved.
+func TestBuildIndexSaveFails(t *testing.T) {
+	b, _ := indexedArchive(t)
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	defer s.Close()
+	defer a.Close()
+	// The store's folder is a file now: nothing can be written under it
+	// (even by root, whom permissions do not stop).
+	v1 := filepath.Join(dir, "v1")
+	if err := os.RemoveAll(v1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v1, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Member("b.npy").BuildIndex(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Saved || res.SaveErr == nil {
+		t.Errorf("BuildIndex into an unwritable store: %+v, want a save error", res)
 	}
 }

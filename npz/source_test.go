@@ -3,6 +3,7 @@ package npz
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -158,9 +159,10 @@ func (p *prefetching) ReadAt(b []byte, off int64) (int, error) {
 	return p.r.ReadAt(b, off)
 }
 
-// TestPrefetchHeaders: listing a folder of arrays first tells a
-// source.Prefetcher every byte that reading their headers needs, in one
-// call, so a remote source can fetch them in a few merged requests.
+// TestPrefetchHeaders: opening an archive tells a source.Prefetcher its
+// central directory, and listing a folder of arrays first tells it every
+// byte that reading their headers needs, in one call, so a remote source
+// can fetch them in a few merged requests.
 func TestPrefetchHeaders(t *testing.T) {
 	const n = 2000 // more than a listing used to prefetch (1,024)
 	z := manyMembers(t, n)
@@ -169,6 +171,12 @@ func TestPrefetchHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	eocd := int64(bytes.LastIndex(z, []byte("PK\x05\x06")))
+	dirOff := int64(binary.LittleEndian.Uint32(z[eocd+16:]))
+	if want := (source.Range{Off: dirOff, Len: eocd - dirOff}); src.calls != 1 || len(src.ranges) != 1 || src.ranges[0] != want {
+		t.Fatalf("opening prefetched %d times %+v, want the directory %+v", src.calls, src.ranges, want)
+	}
+	src.calls, src.ranges = 0, nil
 	kids := a.Root().Children()
 	if len(kids) != 3*n {
 		t.Fatalf("root lists %d entries, want %d", len(kids), 3*n)

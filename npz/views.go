@@ -96,6 +96,10 @@ func BesideSuffixes() []string {
 	return out
 }
 
+// NodesPerArray is how many nodes a served .npy member makes: its file,
+// its views folder, the views in it and those beside it.
+func NodesPerArray() int { return 2 + len(viewKinds) }
+
 // npyInfo is what a member's views need of its npy header, read once and
 // kept small: the parsed header is read again when asked for (Header,
 // header.json), so views cost about 48 bytes a member, need no budget, and

@@ -62,10 +62,10 @@ func TestInspectErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"inspect", bad}, exitFail, "header does not contain exactly the keys"},
-		{[]string{"inspect", filepath.Join(dir, "missing.npy")}, exitFail, "no such file"},
+		{[]string{"inspect", filepath.Join(dir, "missing.npy")}, exitFail, "does not exist"},
 		{[]string{"inspect"}, exitUsage, "needs FILE.npy, or ARCHIVE KEY"},
 		{[]string{"inspect", "a", "b", "c"}, exitUsage, `unexpected argument "c"`},
-		{[]string{"inspect", short}, exitFail, "the header declares 24 bytes of data but the file holds 8 after it"},
+		{[]string{"inspect", short}, exitFail, "array data (24 bytes from byte 128) is longer than the member's 136 bytes"},
 		{[]string{"inspect", corpusDir + "numpy_savez_compressed.npz"}, exitUsage, "is an archive: name one of its keys: "},
 		{[]string{"inspect", corpusDir + "numpy_savez_compressed.npz", "nope"}, exitFail, `no member "nope"; its keys: `},
 		{[]string{"inspect", "--nope", bad}, exitUsage, ""},

@@ -43,16 +43,17 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() != 1 {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
 	}
-	a, err := openArchive(fl.Arg(0), nil, &rf)
+	d, err := openArchive(fl.Arg(0), &rf)
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
-	defer a.Close()
+	defer d.Close()
+	a := d.Archive()
 	var failures map[*npz.Member]string
 	if *verify {
 		failures = verifyMembers(a.Members())
 	}
-	l := listArchive(a.Archive, failures)
+	l := listArchive(a, failures)
 	if *asJSON {
 		err = l.writeJSON(stdout, fl.Arg(0), *verify)
 	} else {
@@ -442,21 +443,22 @@ func shapeString(shape []int64) string {
 // of "npzfs inspect"; with key "" (the one-argument form given an archive)
 // it says which keys there are.
 func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer) int {
-	if err := notAnNPY(path); err != nil {
-		return fail(stderr, "inspect", fmt.Errorf("%v (without a key)", err))
-	}
-	a, err := openArchive(path, nil, rf)
+	d, err := openArchive(path, rf)
 	if err != nil {
 		return fail(stderr, "inspect", err)
 	}
-	defer a.Close()
-	path = shown(path)
+	defer d.Close()
+	a := d.Archive()
+	path = d.Name()
+	if a.Bare() && key != "" {
+		return fail(stderr, "inspect", fmt.Errorf("%s is a .npy file, not an .npz archive: it has no keys; see its header with: npzfs inspect %s", path, path))
+	}
 	var m *npz.Member
 	switch ms := a.Members(); {
-	case key == "" && len(ms) == 1 && !ms[0].HasCRC():
-		m = ms[0] // a remote .npy: an archive of itself alone
+	case a.Bare():
+		m = ms[0]
 	case key == "":
-		return usageError(stderr, "inspect", fmt.Sprintf("%s is an archive: name one of its keys: %s", path, keyList(a.Archive)))
+		return usageError(stderr, "inspect", fmt.Sprintf("%s is an archive: name one of its keys: %s", path, keyList(a)))
 	case strings.HasSuffix(key, ".npy"):
 		m = a.Member(key)
 	default:
@@ -465,9 +467,19 @@ func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer)
 		}
 	}
 	if m == nil {
-		return fail(stderr, "inspect", fmt.Errorf("%s: no member %q; its keys: %s", path, key, keyList(a.Archive)))
+		return fail(stderr, "inspect", fmt.Errorf("%s: no member %q; its keys: %s", path, key, keyList(a)))
 	}
-	js, err := m.HeaderJSON()
+	var js []byte
+	if a.Bare() {
+		// A file of its own: its header.json has no archive_offset
+		// (docs/header-json.md).
+		var h *npy.Header
+		if h, err = m.Header(); err == nil {
+			js, err = h.JSON(m.Size())
+		}
+	} else {
+		js, err = m.HeaderJSON()
+	}
 	if err != nil {
 		return fail(stderr, "inspect", fmt.Errorf("%s: %s: %v", path, m.Name(), err))
 	}

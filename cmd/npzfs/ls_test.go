@@ -97,7 +97,7 @@ func TestLsErrors(t *testing.T) {
 		{[]string{"ls"}, exitUsage, "needs ARCHIVE"},
 		{[]string{"ls", "a", "b"}, exitUsage, `unexpected argument "b"`},
 		{[]string{"ls", "--bogus", "x"}, exitUsage, ""}, // main.go's parseFlags prints nothing for a bad flag
-		{[]string{"ls", corpusDir + "missing.npz"}, exitFail, "no such file"},
+		{[]string{"ls", corpusDir + "missing.npz"}, exitFail, "does not exist"},
 		{[]string{"ls", corpusDir + "names.json"}, exitFail, "not a zip archive"},
 	} {
 		code, out, errs := runCmd(tc.args...)
@@ -130,7 +130,7 @@ func TestInspectArchive(t *testing.T) {
 		{"names.npz", "bad_magic", "bad magic"},
 		{"names.npz", "notes.txt", "not a .npy member"},
 		{"methods.npz", "bzip2", "method 12"},
-		{"missing.npz", "x", "no such file"},
+		{"missing.npz", "x", "does not exist"},
 	} {
 		var out, errb bytes.Buffer
 		code := inspectArchive(corpusDir+tc.archive, tc.key, nil, &out, &errb)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/npzfs/npzfs/dataset"
 	"io"
-	iofs "io/fs"
 	"log"
 	"log/syslog"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
@@ -361,38 +359,6 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-// indexInBackground indexes the archive's deflated members one after the
-// other (npz.Member.BuildIndex), on a thread of the lowest CPU priority,
-// until done or ctx ends; reads of the mount wait for no more than a span
-// of it.
-func indexInBackground(ctx context.Context, a *npz.Archive, logger *log.Logger) {
-	runtime.LockOSThread() // the thread dies with the goroutine
-	if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19); err != nil {
-		logger.Printf("background indexing: cannot lower its priority: %v", err)
-	}
-	start := time.Now()
-	var n, failed int
-	var bytes int64
-	for _, m := range a.Members() {
-		if m.Method() != 8 || !m.Served() || m.IsDir() || m.Size() == 0 {
-			continue
-		}
-		if err := m.BuildIndex(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failed++
-			logger.Printf("background indexing: %s: %v", m.Name(), err)
-			continue
-		}
-		n++
-		bytes += m.Size()
-	}
-	if n+failed > 0 {
-		logger.Printf("background indexing: %d deflated members (%.1f MiB) indexed in %.1f s; %d failed", n, float64(bytes)/(1<<20), time.Since(start).Seconds(), failed)
-	}
-}
-
 // serve checks everything, mounts, calls ready with how the mount went
 // (members that cannot be read) once it is live, and serves until
 // unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
@@ -403,14 +369,6 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	remoteSource := isRemote(ma.archive)
-	archive := shown(ma.archive) // what mount tables and logs show
-	if !remoteSource {
-		var err error
-		if archive, err = filepath.Abs(ma.archive); err != nil {
-			return err
-		}
-	}
 	// Two mounts started together on one mount point must not both pass
 	// the check below and stack: hold a lock on the mount point's folder
 	// from the check until this mount is live (or has failed).
@@ -421,73 +379,25 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 	hidden := entriesIn(mnt)
-	var fi os.FileInfo
-	if !remoteSource {
-		fi, err = os.Stat(archive)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("archive %s does not exist (check the path)", archive)
-			}
-			return fmt.Errorf("cannot read archive: %v", err)
-		}
+	opts, err := ma.datasetOptions(logger)
+	if err != nil {
+		return err
+	}
+	d, err := dataset.Open(context.Background(), ma.archive, opts)
+	if err != nil {
+		return err
+	}
+	defer d.Close() // its problems are already in the log, through Logf
+	if d.Kind() == dataset.Folder && within(mnt, d.Name()) {
+		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mnt)
 	}
 	if err := checkFuse(); err != nil {
 		return err
 	}
-
-	opts := npz.Options{
-		CacheBytes:   int64(ma.cacheMB) << 20,
-		IndexBytes:   int64(ma.indexMB) << 20,
-		MaxHeaderLen: ma.maxHeaderKB << 10,
-		// A first read deep into a large deflated member has the
-		// other cores index parts of it ahead.
-		Helpers: runtime.NumCPU() - 1,
-		Logf: func(format string, args ...any) {
-			logger.Printf(format, args...)
-		},
-	}
-	indexes, err := ma.index.open()
-	if err != nil {
-		// Indexes save time, nothing more: a folder that cannot be
-		// made (no home, a read-only one) does not stop the mount.
-		logger.Printf("%v; indexes of deflated members are not kept", err)
-		indexes = nil
-	}
-	if indexes != nil {
-		defer indexes.Close() // after the archive: waits for indexes being saved
-		opts.Indexes = indexes
-	}
-	if !ma.index.none && !remoteSource && !fi.IsDir() {
-		// A dataset may ship its indexes beside the archive.
-		sc, err := npz.OpenIndexSidecar(npz.SidecarPath(archive))
-		switch {
-		case err == nil:
-			defer sc.Close()
-			opts.Sidecar = sc
-		case !errors.Is(err, os.ErrNotExist):
-			logger.Printf("%v; not used", err)
-		}
-	}
-	var sv *served
-	switch {
-	case remoteSource:
-		sv, err = serveRemote(ma.archive, opts, &ma.remote, int64(ma.remoteCacheMB)<<20)
-	case fi.IsDir() && within(mnt, archive):
-		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", archive, mnt)
-	case fi.IsDir():
-		sv, err = serveFolder(archive, opts, ma.maxOpen, !ma.index.none)
-	default:
-		sv, err = serveArchive(archive, opts, nil)
-	}
-	if err != nil {
-		return err
-	}
-	defer sv.close() // its problems are already in the log, through Logf
-
-	srv, err := mountCapturingStderr(mnt, sv.root, npzfs.Config{
-		Source:      archive,
-		ArchiveSize: sv.size,
-		Files:       sv.files,
+	srv, err := mountCapturingStderr(mnt, d.Root(), npzfs.Config{
+		Source:      d.Name(),
+		ArchiveSize: d.Size(),
+		Files:       d.Nodes(),
 		UID:         uint32(os.Getuid()),
 		GID:         uint32(os.Getgid()),
 		Options:     ma.options,
@@ -496,13 +406,13 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	})
 	if err != nil {
 		// A mount made before a later step failed must not stay.
-		if m, ok := mountinfo.Find(mnt); ok && m.FSType == "fuse."+npzfs.FSType && m.Source == archive {
+		if m, ok := mountinfo.Find(mnt); ok && m.FSType == "fuse."+npzfs.FSType && m.Source == d.Name() {
 			npzfs.LazyUnmount(mnt)
 		}
 		return err
 	}
-	if sv.mounted != nil {
-		sv.mounted(srv)
+	if t := d.Folder(); t != nil {
+		t.SetInvalidate(srv.Invalidate)
 	}
 	// Hold no folder busy.
 	os.Chdir("/")
@@ -511,42 +421,88 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 			logger.Printf("cannot set readahead: %v", err)
 		}
 	}
-
-	go func() {
-		s, ok := <-sig
-		if !ok {
-			return
-		}
-		logger.Printf("%v: unmounting %s", s, mnt)
-		if err := srv.Unmount(false); err != nil {
-			logger.Printf("unmount %s: %v; detaching it (lazy unmount)", mnt, err)
-			if err := srv.Unmount(true); err != nil {
-				logger.Printf("lazy unmount %s: %v", mnt, err)
-			}
-		}
-	}()
+	go unmountOnSignal(sig, srv, mnt, logger)
 	unlock()
-	st := mountStatus{archive: archive, mountpoint: mnt, hidden: hidden}
-	if sv.members != nil {
-		st.members, st.unreadable = len(sv.members), unreadableMembers(sv.members)
-		sv.members = nil
+	st := mountStatus{archive: d.Name(), mountpoint: mnt, hidden: hidden}
+	if a := d.Archive(); a != nil {
+		ms := a.Members()
+		st.members, st.unreadable = len(ms), unreadableMembers(ms)
 	}
 	ready(st)
-	if ma.buildIndex && sv.a == nil {
-		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
-	}
-	if ma.buildIndex && sv.a != nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			indexInBackground(ctx, sv.a, logger)
-		}()
-		defer func() { cancel(); <-done }()
+	if ma.buildIndex {
+		stop := indexInBackground(d, logger)
+		defer stop()
 	}
 	srv.Wait()
 	logger.Printf("unmounted %s", mnt)
 	return nil
+}
+
+// datasetOptions are what the flags ask of the dataset a mount serves.
+func (ma *mountArgs) datasetOptions(logger *log.Logger) (*dataset.Options, error) {
+	ro, err := ma.remote.options(int64(ma.remoteCacheMB) << 20)
+	if err != nil {
+		return nil, err
+	}
+	o := &dataset.Options{
+		Archive: npz.Options{
+			CacheBytes:   int64(ma.cacheMB) << 20,
+			IndexBytes:   int64(ma.indexMB) << 20,
+			MaxHeaderLen: ma.maxHeaderKB << 10,
+			// A first read deep into a large deflated member has the
+			// other cores index parts of it ahead.
+			Helpers: runtime.NumCPU() - 1,
+			Logf:    logger.Printf,
+		},
+		Remote:  ro,
+		MaxOpen: ma.maxOpen,
+	}
+	if !ma.index.none {
+		o.IndexDir, o.IndexCacheBytes, o.Sidecars = ma.index.dir, int64(ma.index.cacheMB)<<20, true
+	}
+	return o, nil
+}
+
+// unmountOnSignal unmounts on the first signal from sig.
+func unmountOnSignal(sig <-chan os.Signal, srv *npzfs.Server, mnt string, logger *log.Logger) {
+	s, ok := <-sig
+	if !ok {
+		return
+	}
+	logger.Printf("%v: unmounting %s", s, mnt)
+	if err := srv.Unmount(false); err != nil {
+		logger.Printf("unmount %s: %v; detaching it (lazy unmount)", mnt, err)
+		if err := srv.Unmount(true); err != nil {
+			logger.Printf("lazy unmount %s: %v", mnt, err)
+		}
+	}
+}
+
+// indexInBackground starts mount --index's indexing of d's deflated
+// members (dataset.IndexInBackground), which logs what it did, and
+// returns what stops it and waits for it.
+func indexInBackground(d *dataset.Dataset, logger *log.Logger) (stop func()) {
+	a := d.Archive()
+	if a == nil {
+		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rep, err := dataset.IndexInBackground(ctx, a)
+		if err != nil {
+			return // the mount ended first
+		}
+		for _, p := range rep.Problems() {
+			logger.Printf("background indexing: %s", p)
+		}
+		if len(rep.Members) > 0 {
+			logger.Printf("background indexing: %s", rep.Summary())
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // within reports whether path is dir or inside it, symbolic links
@@ -560,85 +516,6 @@ func within(path, dir string) bool {
 	}
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// served is what a mount serves: an archive's tree, or a folder's.
-type served struct {
-	root    npzfs.Entry
-	a       *npz.Archive  // an archive's
-	members []*npz.Member // its members, until the mount is live
-	size    int64         // bytes of archives, for statfs
-	files   uint64        // nodes, for statfs (df -i)
-	close   func() error
-	mounted func(*npzfs.Server) // called once the mount is live, if set
-}
-
-// serveRemote serves a remote archive, its blocks cached in cacheBytes.
-func serveRemote(url string, opts npz.Options, rf *remoteFlags, cacheBytes int64) (*served, error) {
-	src, err := openRemote(context.Background(), url, rf, cacheBytes, opts.Logf)
-	if err != nil {
-		return nil, err
-	}
-	a, err := newRemoteArchive(src.Source, &opts)
-	if err != nil {
-		src.Close()
-		var fe *npz.FormatError
-		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("%s is not a readable .npz archive (%v)", src, fe)
-		}
-		return nil, err
-	}
-	o := &opened{Archive: a, src: src}
-	ms := a.Members()
-	return &served{root: dataset.FromNPZ(a.Root()), a: a, members: ms, size: a.Size(), files: fileCount(ms), close: o.Close}, nil
-}
-
-func serveArchive(path string, opts npz.Options, rf *remoteFlags) (*served, error) {
-	a, err := openArchive(path, &opts, rf)
-	if err != nil {
-		var fe *npz.FormatError
-		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("%s is not a readable .npz archive (%v)", shown(path), fe)
-		}
-		if isRemote(path) {
-			return nil, err // says what and where
-		}
-		return nil, fmt.Errorf("cannot open archive: %v", err)
-	}
-	ms := a.Members()
-	return &served{root: dataset.FromNPZ(a.Root()), a: a.Archive, members: ms, size: a.Size(), files: fileCount(ms), close: a.Close}, nil
-}
-
-// serveFolder serves the archives under dir (package folder). statfs's
-// figures come from one walk of the folder, which opens no archive: the
-// bytes of its archives, and its folders and archives plus four nodes a
-// .npy file.
-func serveFolder(dir string, opts npz.Options, maxOpen int, sidecars bool) (*served, error) {
-	t, err := folder.Open(dir, &folder.Options{Archive: opts, MaxOpen: maxOpen, Sidecars: sidecars})
-	if err != nil {
-		return nil, fmt.Errorf("cannot open folder: %v", err)
-	}
-	sv := &served{root: t.Root(), files: 1, close: t.Close}
-	sv.mounted = func(srv *npzfs.Server) { t.SetInvalidate(srv.Invalidate) }
-	filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
-		if err != nil || path == dir {
-			return nil
-		}
-		switch name := d.Name(); {
-		case d.IsDir():
-			sv.files++
-		case strings.HasSuffix(name, ".npz"), strings.HasSuffix(name, ".npy"):
-			if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
-				sv.size += fi.Size()
-				sv.files++
-				if strings.HasSuffix(name, ".npy") {
-					sv.files += uint64(len(npz.ViewNames()) + len(npz.BesideSuffixes()) + 1)
-				}
-			}
-		}
-		return nil
-	})
-	return sv, nil
 }
 
 // mountCapturingStderr mounts, collecting what fusermount3 prints to
@@ -753,22 +630,4 @@ func checkFuse() error {
 	}
 	f.Close()
 	return nil
-}
-
-// fileCount estimates the served nodes for statfs (df -i) without reading
-// any header: the root, each served member, and for each .npy member its
-// folder, the views in it and those beside it.
-func fileCount(members []*npz.Member) uint64 {
-	n := uint64(1)
-	perArray := uint64(1 + len(npz.ViewNames()) + len(npz.BesideSuffixes()))
-	for _, m := range members {
-		if !m.Served() {
-			continue
-		}
-		n++
-		if m.IsNPY() {
-			n += perArray
-		}
-	}
-	return n
 }

@@ -4,20 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/textproto"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/npzfs/npzfs/npz"
-	"github.com/npzfs/npzfs/remote"
-	"github.com/npzfs/npzfs/remote/httpsrc"
-	"github.com/npzfs/npzfs/remote/s3src"
+	"github.com/npzfs/npzfs/dataset"
 )
 
 // remoteFlags are the flags of remote archives, taken by mount, ls and
@@ -65,25 +60,6 @@ const headerEnv = "NPZFS_HEADERS"
 // reason; the daemon's command line has the URL without them.
 const sourceEnv = "NPZFS_SOURCE_URL"
 
-// isRemote reports an archive named by a URL npzfs reads remotely.
-func isRemote(s string) bool {
-	for _, p := range []string{"http://", "https://", "s3://"} {
-		if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
-			return true
-		}
-	}
-	return false
-}
-
-// shown is how a source is shown in mount tables, logs and messages: a
-// URL without user info or query string.
-func shown(src string) string {
-	if isRemote(src) && !strings.HasPrefix(strings.ToLower(src), "s3://") {
-		return httpsrc.Redact(src)
-	}
-	return src
-}
-
 // parseHeaders turns NAME: VALUE strings into a header; an error names
 // the header, never its value.
 func parseHeaders(hs []string) (http.Header, error) {
@@ -99,110 +75,42 @@ func parseHeaders(hs []string) (http.Header, error) {
 	return h, nil
 }
 
-// remoteSource is a remote archive's source and its disk cache, if any.
-type remoteSource struct {
-	*remote.Source
-	disk *remote.DiskCache
-}
-
-func (rs *remoteSource) Close() error {
-	err := rs.Source.Close()
-	if rs.disk != nil {
-		rs.disk.Close()
-	}
-	return err
-}
-
-// openRemote opens a remote archive's source: the tail of the object is
-// fetched at once.
-func openRemote(ctx context.Context, url string, rf *remoteFlags, cacheBytes int64, logf func(string, ...any)) (*remoteSource, error) {
-	var b remote.Backend
-	var err error
-	if strings.HasPrefix(strings.ToLower(url), "s3://") {
-		b, err = s3src.New(ctx, url, &s3src.Options{Endpoint: rf.endpoint, NoSign: rf.noSign})
-	} else {
-		var h http.Header
-		if h, err = parseHeaders(rf.headers); err == nil {
-			b, err = httpsrc.New(url, &httpsrc.Options{Header: h})
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	rs := &remoteSource{}
-	if rf.diskCache != "" {
-		if rs.disk, err = remote.OpenDiskCache(rf.diskCache, int64(rf.diskCacheMB)<<20, logf); err != nil {
-			return nil, err
-		}
-	}
-	rs.Source, err = remote.Open(ctx, b, &remote.Options{CacheBytes: cacheBytes, Disk: rs.disk, Logf: logf})
-	if err != nil {
-		if rs.disk != nil {
-			rs.disk.Close()
-		}
-		return nil, err
-	}
-	return rs, nil
-}
-
-// opened is an archive and, for a remote one, its source, closed with it.
-type opened struct {
-	*npz.Archive
-	src io.Closer
-}
-
-func (o *opened) Close() error {
-	err := o.Archive.Close()
-	if o.src != nil {
-		o.src.Close()
-	}
-	return err
-}
-
-// openArchive opens what a command line names: a remote archive (by URL;
-// a .npy when its path ends so), else the .npz archive at path, or, when
-// the file is a .npy (by its magic, whatever its name), that file as an
-// archive of one array (npz.OpenNPY).
-func openArchive(name string, opts *npz.Options, rf *remoteFlags) (*opened, error) {
-	if !isRemote(name) {
-		var a *npz.Archive
-		var err error
-		if kind, _ := sniff(name); kind == kindNPY {
-			a, err = npz.OpenNPY(name, opts)
-		} else {
-			a, err = npz.Open(name, opts)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &opened{Archive: a}, nil
-	}
+// options are the dataset options these flags make, with cacheBytes of
+// memory for fetched blocks (0: remote's default).
+func (rf *remoteFlags) options(cacheBytes int64) (dataset.Remote, error) {
 	if rf == nil {
-		rf = &remoteFlags{}
+		return dataset.Remote{CacheBytes: cacheBytes}, nil
 	}
-	var logf func(string, ...any)
-	if opts != nil {
-		logf = opts.Logf
+	h, err := parseHeaders(rf.headers)
+	if err != nil {
+		return dataset.Remote{}, err
 	}
-	src, err := openRemote(context.Background(), name, rf, 0, logf)
+	return dataset.Remote{
+		Header:         h,
+		Endpoint:       rf.endpoint,
+		NoSign:         rf.noSign,
+		CacheBytes:     cacheBytes,
+		DiskCache:      rf.diskCache,
+		DiskCacheBytes: int64(rf.diskCacheMB) << 20,
+	}, nil
+}
+
+// openArchive opens what ls and inspect are given: an archive or a .npy
+// file, local or remote (dataset.Open), not a folder.
+func openArchive(name string, rf *remoteFlags) (*dataset.Dataset, error) {
+	ro, err := rf.options(0)
 	if err != nil {
 		return nil, err
 	}
-	a, err := newRemoteArchive(src.Source, opts)
+	d, err := dataset.Open(context.Background(), name, &dataset.Options{Remote: ro})
 	if err != nil {
-		src.Close()
-		return nil, fmt.Errorf("%s: %w", src, err)
+		return nil, err
 	}
-	return &opened{Archive: a, src: src}, nil
-}
-
-// newRemoteArchive opens the archive src holds (a bare .npy when its
-// name ends so).
-func newRemoteArchive(src *remote.Source, opts *npz.Options) (*npz.Archive, error) {
-	if base := path.Base(src.String()); strings.HasSuffix(base, ".npy") {
-		return npz.NewNPY(src, src.Size(), base, opts)
+	if d.Kind() == dataset.Folder {
+		d.Close()
+		return nil, fmt.Errorf("%s is a folder: give an archive in it", d.Name())
 	}
-	return npz.NewReader(src, src.Size(), opts)
+	return d, nil
 }
 
 // daemonArgs are the daemon's arguments: args without --header (given
@@ -217,8 +125,8 @@ func daemonArgs(args []string, archive string, headers []string) (out, env []str
 			continue
 		case strings.HasPrefix(a, "--header="):
 			continue
-		case a == archive && shown(a) != a:
-			a = shown(a)
+		case a == archive && dataset.Redact(a) != a:
+			a = dataset.Redact(a)
 			env = append(env, sourceEnv+"="+archive)
 		}
 		out = append(out, a)
@@ -235,7 +143,7 @@ func fromDaemonEnv(ma *mountArgs) {
 	if h := os.Getenv(headerEnv); h != "" {
 		ma.remote.headers = append(ma.remote.headers, strings.Split(h, "\n")...)
 	}
-	if u := os.Getenv(sourceEnv); u != "" && shown(u) == ma.archive {
+	if u := os.Getenv(sourceEnv); u != "" && dataset.Redact(u) == ma.archive {
 		ma.archive = u
 	}
 	os.Unsetenv(headerEnv)

@@ -1,0 +1,246 @@
+package dataset
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/npzfs/npzfs/folder"
+	"github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/npz"
+)
+
+// Kind is what a dataset is.
+type Kind uint8
+
+const (
+	// Archive is a .npz archive (a zip of .npy files).
+	Archive Kind = iota
+	// NPY is a bare .npy file, served as an archive of that one array.
+	NPY
+	// Folder is a folder of archives and .npy files (package folder).
+	Folder
+)
+
+func (k Kind) String() string {
+	switch k {
+	case NPY:
+		return ".npy file"
+	case Folder:
+		return "folder"
+	}
+	return ".npz archive"
+}
+
+// Options tune Open. The zero value opens a local archive or folder with
+// the defaults, keeping no index.
+type Options struct {
+	// Archive is passed to every archive opened (span cache and index
+	// budgets, header limit, helpers, Logf). Its Indexes, Sidecar and
+	// Sidecars are set by Open from IndexDir and Sidecars.
+	Archive npz.Options
+	// IndexDir is where the indexes of deflated members are kept across
+	// mounts (npz.IndexStore), at most IndexCacheBytes of them (0 means
+	// DefaultIndexCacheBytes); "" keeps none. A folder that cannot be
+	// opened is logged and not used.
+	IndexDir        string
+	IndexCacheBytes int64
+	// Sidecars has each local archive use the index sidecar beside it
+	// (npz.SidecarPath), when there is one.
+	Sidecars bool
+	// Remote tunes remote sources.
+	Remote Remote
+	// MaxOpen bounds the archives of a folder kept open (folder.Options).
+	MaxOpen int
+}
+
+// DefaultIndexCacheBytes bounds the index folder unless
+// Options.IndexCacheBytes says otherwise.
+const DefaultIndexCacheBytes = 1 << 30
+
+// A Dataset is what a mount serves: one archive's tree, or a folder's.
+type Dataset struct {
+	name    string // as shown: an absolute path, or a URL without secrets
+	kind    Kind
+	remote  bool
+	archive *npz.Archive
+	tree    *folder.Tree
+	root    fs.Entry
+	size    int64  // bytes of archives
+	nodes   uint64 // nodes served, at most
+	store   *npz.IndexStore
+	noStore error       // why IndexDir could not be opened
+	closers []io.Closer // closed by Close, last first
+	logf    func(string, ...any)
+}
+
+// Open opens name: a URL (https://, http://, s3://; see IsRemote), a
+// folder, or a file holding a .npz archive or a bare .npy file (told
+// apart by its bytes, see npz.New). Nothing is mounted: Root is the tree
+// to serve. A name that looks like a URL of another scheme is refused.
+func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	d := &Dataset{logf: o.Archive.Logf}
+	if d.logf == nil {
+		d.logf = func(string, ...any) {}
+	}
+	if err := checkScheme(name); err != nil {
+		return nil, err
+	}
+	if o.IndexDir != "" {
+		s, err := npz.OpenIndexStore(o.IndexDir, cmp.Or(o.IndexCacheBytes, DefaultIndexCacheBytes))
+		if err != nil {
+			// Indexes save time, nothing more: the dataset is served
+			// without them.
+			d.noStore = err
+			d.logf("%v; indexes of deflated members are not kept", err)
+		} else {
+			d.store = s
+			d.closers = append(d.closers, s) // closed last: waits for saves
+			o.Archive.Indexes = s
+		}
+	}
+	var err error
+	if IsRemote(name) {
+		err = d.openRemote(ctx, name, &o)
+	} else {
+		err = d.openLocal(name, &o)
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openLocal opens a folder or a file.
+func (d *Dataset) openLocal(name string, o *Options) error {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return err
+	}
+	d.name = abs
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s does not exist (check the path)", abs)
+	case err != nil:
+		return fmt.Errorf("cannot read %s: %v", abs, errors.Unwrap(err))
+	case fi.IsDir():
+		return d.openFolder(abs, o)
+	}
+	ao := o.Archive
+	ao.Sidecars = o.Sidecars
+	a, err := npz.Open(abs, &ao)
+	if err != nil {
+		return describe(abs, err)
+	}
+	d.setArchive(a)
+	return nil
+}
+
+// openFolder serves the archives under dir (package folder); the size
+// and node count come from one walk of it, which opens no archive.
+func (d *Dataset) openFolder(dir string, o *Options) error {
+	t, err := folder.Open(dir, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
+	if err != nil {
+		return fmt.Errorf("cannot open folder %s: %v", dir, err)
+	}
+	d.kind, d.tree, d.root = Folder, t, t.Root()
+	d.closers = append(d.closers, t)
+	d.size, d.nodes = t.Usage()
+	return nil
+}
+
+// setArchive makes a the dataset's.
+func (d *Dataset) setArchive(a *npz.Archive) {
+	d.kind, d.archive, d.root = Archive, a, fromNPZ(a.Root())
+	if a.Bare() {
+		d.kind = NPY
+	}
+	d.size, d.nodes = a.Size(), a.MaxIno()
+	d.closers = append(d.closers, a)
+}
+
+// describe says in one line why the file at path is not an archive.
+func describe(path string, err error) error {
+	var fe *npz.FormatError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%s is not a readable .npz archive or .npy file (%v)", path, fe)
+	}
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("cannot open %s: %v", path, pe.Err)
+	}
+	return err
+}
+
+// Name is the dataset as it may be shown: an absolute path, or a URL
+// without user info or query string.
+func (d *Dataset) Name() string { return d.name }
+
+// Kind says what the dataset is.
+func (d *Dataset) Kind() Kind { return d.kind }
+
+// Remote reports a dataset read from a server.
+func (d *Dataset) Remote() bool { return d.remote }
+
+// Root is the tree to serve.
+func (d *Dataset) Root() fs.Entry { return d.root }
+
+// Archive is the archive of an Archive or NPY dataset, nil for a folder.
+func (d *Dataset) Archive() *npz.Archive { return d.archive }
+
+// Folder is the tree of a Folder dataset, nil otherwise.
+func (d *Dataset) Folder() *folder.Tree { return d.tree }
+
+// Size is the bytes of the dataset's archives (for statfs).
+func (d *Dataset) Size() int64 { return d.size }
+
+// Nodes is how many files and folders the dataset serves at most (for
+// statfs), counted without reading any npy header or opening any archive
+// of a folder.
+func (d *Dataset) Nodes() uint64 { return d.nodes }
+
+// IndexStore is where the indexes of deflated members are kept, or nil
+// with the reason: none asked for (nil error), or the folder could not be
+// opened.
+func (d *Dataset) IndexStore() (*npz.IndexStore, error) { return d.store, d.noStore }
+
+// Close closes what Open opened: the archive or folder, a remote source
+// and its disk cache, then the index store, which waits for indexes
+// being saved.
+func (d *Dataset) Close() error {
+	var first error
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		if err := d.closers[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.closers = nil
+	return first
+}
+
+// checkScheme refuses a name that looks like a URL of a scheme npzfs does
+// not read, rather than looking it up as a local path.
+func checkScheme(name string) error {
+	scheme, _, ok := strings.Cut(name, "://")
+	if !ok || IsRemote(name) || scheme == "" {
+		return nil
+	}
+	for _, c := range scheme {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return nil // not a scheme: a path with "://" in it
+		}
+	}
+	return fmt.Errorf("unknown URL scheme %q in %s: npzfs reads https://, http:// and s3:// URLs, and local paths", scheme+"://", Redact(name))
+}

@@ -1,0 +1,211 @@
+package dataset
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/npzfs/npzfs/npy"
+	"github.com/npzfs/npzfs/npz"
+)
+
+const corpus = "../npz/testdata/"
+
+// copyFile copies src to dir/name and returns the new path.
+func copyFile(t *testing.T, src, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeNPY writes a small .npy file at path.
+func writeNPY(t *testing.T, path string) {
+	t.Helper()
+	hdr, err := npy.EncodeHeader("<i4", false, []int64{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(hdr, 1, 0, 0, 0, 2, 0, 0, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenKinds: Open tells an archive, a .npy file (by its bytes, not
+// its name) and a folder apart, and says in one line why it cannot open
+// what it cannot.
+func TestOpenKinds(t *testing.T) {
+	dir := t.TempDir()
+	archive := copyFile(t, corpus+"numpy_savez.npz", dir, "a.npz")
+	npyFile := filepath.Join(dir, "grid.npy")
+	writeNPY(t, npyFile)
+	misnamed := filepath.Join(dir, "grid-really-npy.npz")
+	writeNPY(t, misnamed)
+	notArchive := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notArchive, []byte("hello, not an archive"), 0o644)
+
+	for _, tc := range []struct {
+		name   string
+		kind   Kind
+		lookup string // a name the root holds
+	}{
+		{archive, Archive, "fortran.npy"},
+		{npyFile, NPY, "grid.npy"},
+		{misnamed, NPY, "grid-really-npy.npz.npy"},
+		{dir, Folder, "a.npz"},
+	} {
+		d, err := Open(context.Background(), tc.name, nil)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if d.Kind() != tc.kind || d.Root().Lookup(tc.lookup) == nil || d.Name() != tc.name {
+			t.Errorf("%s: kind %v, name %q, lookup %q: %v", tc.name, d.Kind(), d.Name(), tc.lookup, d.Root().Lookup(tc.lookup))
+		}
+		if (d.Archive() != nil) == (tc.kind == Folder) || (d.Folder() != nil) != (tc.kind == Folder) {
+			t.Errorf("%s: Archive %v, Folder %v", tc.name, d.Archive(), d.Folder())
+		}
+		if d.Size() <= 0 || d.Nodes() < 2 {
+			t.Errorf("%s: size %d, nodes %d", tc.name, d.Size(), d.Nodes())
+		}
+		if err := d.Close(); err != nil {
+			t.Errorf("%s: Close: %v", tc.name, err)
+		}
+	}
+
+	for _, tc := range []struct{ name, msg string }{
+		{filepath.Join(dir, "missing.npz"), "does not exist"},
+		{notArchive, "is not a readable .npz archive or .npy file"},
+		{"htp://example.org/a.npz", `unknown URL scheme "htp://"`},
+		{"ftp://user:secret@example.org/a.npz", `unknown URL scheme "ftp://"`},
+	} {
+		_, err := Open(context.Background(), tc.name, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.msg) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", tc.name, err, tc.msg)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: the error shows the password: %v", tc.name, err)
+		}
+	}
+}
+
+// TestFolderNodes: a folder's node count is made from a walk that opens
+// no archive: its folders, its archives, and each .npy with its views.
+func TestFolderNodes(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, corpus+"numpy_savez.npz", dir, "sub/a.npz")
+	writeNPY(t, filepath.Join(dir, "grid.npy"))
+	os.WriteFile(filepath.Join(dir, "readme.txt"), []byte("left out"), 0o644)
+	d, err := Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if want := uint64(1 + 1 + 1 + npz.NodesPerArray()); d.Nodes() != want {
+		t.Errorf("nodes %d, want %d (root, sub, a.npz, grid.npy and its views)", d.Nodes(), want)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:pw@host/a.npz?X-Amz-Signature=abc": "https://host/a.npz",
+		"s3://bucket/key.npz":                            "s3://bucket/key.npz",
+		"/data/a.npz":                                    "/data/a.npz",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+var summaryLine = regexp.MustCompile(`^indexed (\d+) of (\d+ deflated members?) \(.*\) in [\d.]+ s, \d+ MB/s: (.*); indexes in .*$`)
+
+// TestIndex: Index builds each deflated member's index and saves it; a
+// second Index loads them; the report says so, member by member and in
+// its summary; stored members are counted, not indexed.
+func TestIndex(t *testing.T) {
+	dir := t.TempDir()
+	archive := copyFile(t, corpus+"numpy_savez_compressed.npz", dir, "c.npz")
+	opts := &Options{IndexDir: filepath.Join(dir, "index")}
+	var p Progress
+	rep, err := Index(context.Background(), archive, opts, &IndexOptions{Workers: 2}, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, loaded, _, failed, unsaved := rep.Counts()
+	if len(rep.Members) == 0 || built != len(rep.Members) || loaded+failed+unsaved != 0 || !rep.OK() {
+		t.Fatalf("first Index: %+v", rep)
+	}
+	if p.Total() != rep.Bytes() || p.Done() != rep.Bytes() {
+		t.Errorf("progress %d of %d, want %d of %d", p.Done(), p.Total(), rep.Bytes(), rep.Bytes())
+	}
+	m := summaryLine.FindStringSubmatch(rep.Summary())
+	if m == nil || m[1] != strconv.Itoa(built) || !strings.HasPrefix(m[3], strconv.Itoa(built)+" built") {
+		t.Errorf("summary %q", rep.Summary())
+	}
+	rep, err = Index(context.Background(), archive, opts, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built, loaded, _, _, _ := rep.Counts(); built != 0 || loaded != len(rep.Members) || !strings.Contains(rep.Summary(), "already saved") {
+		t.Errorf("second Index: built %d, loaded %d: %s", built, loaded, rep.Summary())
+	}
+
+	stored := copyFile(t, corpus+"numpy_savez.npz", dir, "s.npz")
+	rep, err = Index(context.Background(), stored, opts, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.Summary(), "no deflated members: nothing to index (") || rep.Stored == 0 || !rep.OK() {
+		t.Errorf("an archive of stored members: %s", rep.Summary())
+	}
+
+	for _, tc := range []struct {
+		opts *Options
+		xo   *IndexOptions
+		msg  string
+	}{
+		{&Options{}, nil, "no folder to keep indexes in"},
+		{opts, &IndexOptions{Keys: []string{"nothere"}}, `no member "nothere"`},
+	} {
+		if _, err := Index(context.Background(), archive, tc.opts, tc.xo, nil); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Index: %v, want %q", err, tc.msg)
+		}
+	}
+}
+
+// TestIndexFolder: Index of a folder indexes every archive under it and
+// names, without stopping, one it cannot open.
+func TestIndexFolder(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, corpus+"numpy_savez_compressed.npz", dir, "one.npz")
+	copyFile(t, corpus+"numpy_savez_compressed.npz", dir, "sub/two.npz")
+	os.WriteFile(filepath.Join(dir, "sub", "bad.npz"), []byte("not a zip"), 0o644)
+	rep, err := Index(context.Background(), dir, &Options{IndexDir: t.TempDir()}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || len(rep.Failures) != 1 || rep.Failures[0].Archive != filepath.Join("sub", "bad.npz") || rep.Archives != 3 {
+		t.Errorf("report %+v", rep)
+	}
+	if !strings.Contains(rep.Summary(), " of 3 archives (") {
+		t.Errorf("summary %q", rep.Summary())
+	}
+	probs := rep.Problems()
+	if len(probs) != 1 || !strings.HasPrefix(probs[0], "sub/bad.npz: ") {
+		t.Errorf("problems %q", probs)
+	}
+}

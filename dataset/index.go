@@ -1,0 +1,502 @@
+package dataset
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/zip"
+)
+
+// IndexOptions tune Index.
+type IndexOptions struct {
+	// Keys name the members of a single archive to index ("images" or
+	// "images.npy"); with none, every deflated member is.
+	Keys []string
+	// Workers is how many goroutines inflate: members at once, and parts
+	// of a large member (see npz.Member.BuildIndex); 0 means one a core,
+	// 1 indexes each member from its start.
+	Workers int
+	// Verify also reads every member whole, each span of a saved index
+	// checked against its CRC-32.
+	Verify bool
+	// Sidecar also writes each archive's indexes beside it
+	// (npz.WriteIndexSidecar), for a dataset to ship.
+	Sidecar bool
+}
+
+// Progress is how far an Index has got, safe to read while it runs.
+type Progress struct {
+	total  atomic.Int64
+	before atomic.Int64 // bytes of the archives done
+	mu     sync.Mutex
+	cur    []*npz.Member // the archive being indexed
+	verify bool
+	read   atomic.Int64 // bytes read whole by Verify in the current archive
+}
+
+// Total is the inflated bytes of the members to index, once counted.
+func (p *Progress) Total() int64 { return p.total.Load() }
+
+// Done is the bytes indexed (and, with Verify, read) so far.
+func (p *Progress) Done() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, m := range p.cur {
+		n += m.Indexed()
+	}
+	if p.verify {
+		n = (n + p.read.Load()) / 2
+	}
+	return p.before.Load() + n
+}
+
+func (p *Progress) current(ms []*npz.Member) {
+	p.mu.Lock()
+	p.cur = ms
+	p.mu.Unlock()
+	p.read.Store(0)
+}
+
+// MemberIndex is what Index did for one member.
+type MemberIndex struct {
+	Archive string // its archive's path under the folder indexed, "" for one archive
+	Name    string // its name in the archive
+	Size    int64
+	npz.IndexResult
+	Err error // why it could not be indexed (or, with Verify, read)
+}
+
+// Failure is an archive that could not be opened, or a sidecar that could
+// not be written.
+type Failure struct {
+	Archive string // path under the folder indexed, or the archive's name
+	Err     error
+}
+
+// IndexReport is what Index did.
+type IndexReport struct {
+	Store    string // the index folder
+	Archives int    // archives looked at
+	Folder   bool   // the name was a folder
+	Workers  int
+	Members  []MemberIndex // the deflated members indexed, or tried
+	Stored   int           // members that need no index (stored)
+	Failures []Failure
+	Sidecars []string // sidecars written
+	Elapsed  time.Duration
+}
+
+// Bytes is the inflated size of the members.
+func (r *IndexReport) Bytes() int64 {
+	var n int64
+	for _, m := range r.Members {
+		n += m.Size
+	}
+	return n
+}
+
+// Counts are the members built, loaded (already saved), split, failed
+// (not indexed) and not saved (indexed, but the index could not be
+// written).
+func (r *IndexReport) Counts() (built, loaded, split, failed, unsaved int) {
+	for _, m := range r.Members {
+		switch {
+		case m.Err != nil:
+			failed++
+		case m.Loaded:
+			loaded++
+		default:
+			built++
+			if m.SaveErr != nil || !m.Saved {
+				unsaved++
+			}
+		}
+		if m.Split {
+			split++
+		}
+	}
+	return
+}
+
+// OK reports an Index that did all it was asked: every archive opened,
+// every member indexed and saved, every sidecar written.
+func (r *IndexReport) OK() bool {
+	_, _, _, failed, unsaved := r.Counts()
+	return failed == 0 && unsaved == 0 && len(r.Failures) == 0
+}
+
+// Index builds the saved indexes of the deflated members of what name
+// names (see Open: an archive, by path or URL, or every .npz archive
+// under a folder, sub-folders too, as a mount of the folder shows them)
+// in opts.IndexDir, which it needs. An archive that cannot be opened, a
+// member that cannot be indexed and an index that cannot be saved are in
+// the report; the others are indexed. It fails only when there is nothing
+// to do: no index folder, a name that cannot be opened, keys that do not
+// name deflated members. progress, if not nil, is kept up to date.
+func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions, progress *Progress) (*IndexReport, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var xo IndexOptions
+	if xopts != nil {
+		xo = *xopts
+	}
+	if xo.Workers < 1 {
+		xo.Workers = runtime.GOMAXPROCS(0)
+	}
+	if progress == nil {
+		progress = &Progress{}
+	}
+	progress.verify = xo.Verify
+	if o.IndexDir == "" {
+		return nil, errors.New("no folder to keep indexes in: give one (--index-dir)")
+	}
+	if err := checkScheme(name); err != nil {
+		return nil, err
+	}
+	if xo.Sidecar && IsRemote(name) {
+		return nil, errors.New("a sidecar is written beside a local archive, not a remote one")
+	}
+	store, err := npz.OpenIndexStore(o.IndexDir, cmp.Or(o.IndexCacheBytes, DefaultIndexCacheBytes))
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	o.Archive.Indexes = store
+	// The store is open: Open must not open it again. Sidecars are not
+	// read: the indexes built go to the store.
+	o.IndexDir, o.Sidecars = "", false
+	ix := &indexer{opts: &o, xo: &xo, p: progress, rep: &IndexReport{Store: store.Path(), Workers: xo.Workers}}
+
+	names := []string{name}
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !IsRemote(name) {
+		if len(xo.Keys) > 0 {
+			return nil, errors.New("a KEY names a member of one archive, not of a folder")
+		}
+		if names, err = archivesUnder(name); err != nil {
+			return nil, err
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("no .npz archive under %s", name)
+		}
+		ix.folder, ix.rep.Folder = name, true
+	}
+	start := time.Now()
+	if err := ix.run(ctx, names); err != nil {
+		return nil, err
+	}
+	store.Close() // waits for the indexes being written
+	ix.rep.Elapsed = time.Since(start)
+	return ix.rep, nil
+}
+
+// indexer is one Index.
+type indexer struct {
+	opts   *Options
+	xo     *IndexOptions
+	p      *Progress
+	rep    *IndexReport
+	folder string // the folder indexed, or ""
+}
+
+// shownName is an archive's name in the report.
+func (ix *indexer) shownName(name string) string {
+	if ix.folder == "" {
+		return ""
+	}
+	rel, _ := filepath.Rel(ix.folder, name)
+	return rel
+}
+
+// run counts what there is to index, for the progress, then indexes it.
+// A single archive stays open throughout; a folder's archives are each
+// opened again (a folder may hold more archives than can be open at once).
+func (ix *indexer) run(ctx context.Context, names []string) error {
+	var kept *Dataset
+	for _, name := range names {
+		d, members, err := ix.open(ctx, name)
+		if err != nil && ix.folder == "" {
+			return err
+		}
+		if err != nil {
+			ix.rep.Failures = append(ix.rep.Failures, Failure{Archive: ix.shownName(name), Err: err})
+			continue
+		}
+		for _, m := range members {
+			ix.p.total.Add(m.Size())
+		}
+		if ix.folder == "" {
+			kept = d
+		} else {
+			d.Close()
+		}
+	}
+	ix.rep.Archives = len(names)
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := kept
+		if d == nil {
+			var err error
+			if d, _, err = ix.open(ctx, name); err != nil {
+				continue // reported above
+			}
+		}
+		ix.archive(ctx, d, name)
+		d.Close()
+	}
+	return nil
+}
+
+// open opens an archive to index and picks its members.
+func (ix *indexer) open(ctx context.Context, name string) (*Dataset, []*npz.Member, error) {
+	d, err := Open(ctx, name, ix.opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.Kind() == Folder {
+		d.Close()
+		return nil, nil, fmt.Errorf("%s is a folder", name)
+	}
+	members, err := pickMembers(d.Archive().Members(), ix.xo.Keys)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, members, nil
+}
+
+// archive indexes the picked members of one archive.
+func (ix *indexer) archive(ctx context.Context, d *Dataset, name string) {
+	all := d.Archive().Members()
+	members, _ := pickMembers(all, ix.xo.Keys)
+	if len(ix.xo.Keys) == 0 {
+		for _, m := range all {
+			if m.Method() == zip.Stored && m.Served() && !m.IsDir() {
+				ix.rep.Stored++
+			}
+		}
+	}
+	ix.p.current(members)
+	results := make([]MemberIndex, len(members))
+	forEachN(len(members), ix.xo.Workers, func(i int) {
+		m := members[i]
+		res, err := m.BuildIndex(ctx, ix.xo.Workers)
+		if err == nil && ix.xo.Verify {
+			err = readWhole(m, &ix.p.read)
+		}
+		results[i] = MemberIndex{Archive: ix.shownName(name), Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err}
+	})
+	ix.rep.Members = append(ix.rep.Members, results...)
+	failed := slices.ContainsFunc(results, func(r MemberIndex) bool { return r.Err != nil })
+	if ix.xo.Sidecar && !failed && len(members) > 0 {
+		side := npz.SidecarPath(name)
+		if err := npz.WriteIndexSidecar(side, members); err != nil {
+			ix.rep.Failures = append(ix.rep.Failures, Failure{Archive: cmpName(ix.shownName(name), name), Err: fmt.Errorf("cannot write %s: %w", side, err)})
+		} else {
+			ix.rep.Sidecars = append(ix.rep.Sidecars, side)
+		}
+	}
+	ix.p.current(nil)
+	var size int64
+	for _, m := range members {
+		size += m.Size()
+	}
+	ix.p.before.Add(size)
+}
+
+func cmpName(shown, name string) string {
+	if shown != "" {
+		return shown
+	}
+	return name
+}
+
+// archivesUnder lists the .npz files under dir, in its sub-folders too,
+// as a mount of dir shows them (regular files; links are not followed).
+func archivesUnder(dir string) ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".npz") {
+			names = append(names, path)
+		}
+		return nil
+	})
+	return names, err
+}
+
+// pickMembers picks the deflated members to index: all, or those keys
+// name.
+func pickMembers(all []*npz.Member, keys []string) ([]*npz.Member, error) {
+	var out []*npz.Member
+	if len(keys) == 0 {
+		for _, m := range all {
+			if m.Method() == zip.Deflated && !m.IsDir() && m.Served() && m.Size() > 0 {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+	for _, k := range keys {
+		i := slices.IndexFunc(all, func(m *npz.Member) bool { return m.Name() == k || m.Name() == k+".npy" })
+		if i < 0 {
+			return nil, fmt.Errorf("no member %q in the archive", k)
+		}
+		if all[i].Method() != zip.Deflated {
+			return nil, fmt.Errorf("%s is not deflated: it needs no index", all[i].Name())
+		}
+		if !slices.Contains(out, all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+// forEachN calls f(i) for 0 <= i < n from up to workers goroutines.
+func forEachN(n, workers int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				f(int(i))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// readWhole reads m from start to end, counting bytes into done.
+func readWhole(m *npz.Member, done *atomic.Int64) error {
+	f := m.File()
+	buf := make([]byte, 4<<20)
+	for off := int64(0); off < m.Size(); {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), m.Size()-off)], off)
+		off += int64(n)
+		done.Add(int64(n))
+		if err != nil && !(err == io.EOF && off == m.Size()) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Summary is the report in one line, in the form npzfs index prints (see
+// README.md, "npzfs index").
+func (r *IndexReport) Summary() string {
+	built, loaded, split, failed, unsaved := r.Counts()
+	var b strings.Builder
+	if len(r.Members) == 0 {
+		b.WriteString("no deflated members: nothing to index")
+		if r.Stored > 0 {
+			fmt.Fprintf(&b, " (%s need none)", plural(r.Stored, "stored member"))
+		}
+	} else {
+		secs := r.Elapsed.Seconds()
+		fmt.Fprintf(&b, "indexed %d of %s", built+loaded, plural(len(r.Members), "deflated member"))
+		if r.Folder {
+			fmt.Fprintf(&b, " of %s", plural(r.Archives, "archive"))
+		}
+		fmt.Fprintf(&b, " (%.1f MiB) in %.1f s, %.0f MB/s: %d built", float64(r.Bytes())/(1<<20), secs, float64(r.Bytes())/max(secs, 1e-9)/1e6, built)
+		if split > 0 {
+			fmt.Fprintf(&b, " (%d split among %d threads)", split, r.Workers)
+		}
+		for _, c := range []struct {
+			n    int
+			what string
+		}{{loaded, "already saved"}, {failed, "failed"}, {unsaved, "not saved"}, {r.Stored, "stored skipped"}} {
+			if c.n > 0 {
+				fmt.Fprintf(&b, ", %d %s", c.n, c.what)
+			}
+		}
+	}
+	if r.Store != "" {
+		b.WriteString("; indexes in " + r.Store)
+	}
+	switch len(r.Sidecars) {
+	case 0:
+	case 1:
+		b.WriteString("; sidecar " + r.Sidecars[0])
+	default:
+		fmt.Fprintf(&b, "; %d sidecars", len(r.Sidecars))
+	}
+	return b.String()
+}
+
+// Problems are the report's failures, one line each: archives that could
+// not be opened, members that could not be indexed or saved, sidecars
+// that could not be written.
+func (r *IndexReport) Problems() []string {
+	var out []string
+	for _, f := range r.Failures {
+		out = append(out, prefixed(f.Archive, f.Err.Error()))
+	}
+	for _, m := range r.Members {
+		switch {
+		case m.Err != nil:
+			out = append(out, prefixed(m.Archive, m.Name+": "+m.Err.Error()))
+		case !m.Loaded && m.SaveErr != nil:
+			out = append(out, prefixed(m.Archive, m.Name+": cannot save its index: "+m.SaveErr.Error()))
+		case !m.Loaded && !m.Saved:
+			out = append(out, prefixed(m.Archive, m.Name+": its index was not saved"))
+		}
+	}
+	return out
+}
+
+func prefixed(archive, msg string) string {
+	if archive == "" {
+		return msg
+	}
+	return archive + ": " + msg
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// IndexInBackground indexes the deflated members of a one after the
+// other, on a thread of the lowest CPU priority, until done or ctx ends
+// (a mount's --index: its reads wait for no more than a span of it), and
+// reports what it did. It fails only when ctx ends.
+func IndexInBackground(ctx context.Context, a *npz.Archive) (*IndexReport, error) {
+	runtime.LockOSThread() // the thread dies with the goroutine
+	rep := &IndexReport{Archives: 1, Workers: 1}
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19); err != nil {
+		rep.Failures = append(rep.Failures, Failure{Err: fmt.Errorf("cannot lower its priority: %w", err)})
+	}
+	start := time.Now()
+	members, _ := pickMembers(a.Members(), nil)
+	for _, m := range members {
+		res, err := m.BuildIndex(ctx, 1)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rep.Members = append(rep.Members, MemberIndex{Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err})
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
