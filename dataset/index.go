@@ -328,20 +328,28 @@ func cmpName(shown, name string) string {
 	return name
 }
 
-// archivesUnder lists the .npz files under dir, in its sub-folders too,
-// as a mount of dir shows them (regular files; links are not followed).
-func archivesUnder(dir string) ([]string, error) {
+// Files lists the .npz and .npy files under dir, in its sub-folders too,
+// as a mount of dir shows them (regular files; links are not followed),
+// in lexical order.
+func Files(dir string) ([]string, error) {
 	var names []string
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".npz") {
+		if n := d.Name(); d.Type().IsRegular() && (strings.HasSuffix(n, ".npz") || strings.HasSuffix(n, ".npy") && n != ".npy") {
 			names = append(names, path)
 		}
 		return nil
 	})
 	return names, err
+}
+
+// archivesUnder lists the .npz files under dir (see Files): the .npy
+// files have no deflated member.
+func archivesUnder(dir string) ([]string, error) {
+	names, err := Files(dir)
+	return slices.DeleteFunc(names, func(n string) bool { return !strings.HasSuffix(n, ".npz") }), err
 }
 
 // pickMembers picks the deflated members to index: all, or those keys

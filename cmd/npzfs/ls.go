@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/npzfs/npzfs/dataset"
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
 )
@@ -20,7 +24,7 @@ import (
 func init() {
 	register("ls", &command{
 		summary: "list an archive's members: dtype, shape, order, size, method, and why any is not served",
-		usage:   "[--verify] [--json] ARCHIVE",
+		usage:   "[--verify] [--json] [-h] ARCHIVE | FOLDER",
 		help: "With --verify every member is read whole and its CRC-32 checked, as unzip -t does: " +
 			"the exit code is 1 when any member cannot be read or fails. " +
 			"With --json the listing is one JSON document (see the README) instead of a table.",
@@ -30,8 +34,10 @@ func init() {
 
 func runLs(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("ls", stdout, stderr)
-	verify := fl.Bool("verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error), and exit 1 if any does")
-	asJSON := fl.Bool("json", false, "print one JSON document: the archive's problems and one object per member")
+	var lo lsOptions
+	fl.BoolVar(&lo.verify, "verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error), and exit 1 if any does")
+	fl.BoolVar(&lo.json, "json", false, "print one JSON document: the archive's problems and one object per member")
+	fl.BoolVarP(&lo.human, "human-readable", "h", false, "print sizes with units (1.5K, 234M, 2.0G), as ls -h does")
 	var rf remoteFlags
 	rf.add(fl)
 	if code, done := parseFlags(fl, args); done {
@@ -41,31 +47,120 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "ls", err.Error())
 	}
 	if fl.NArg() != 1 {
-		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE")
+		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE or FOLDER")
 	}
-	d, err := openArchive(fl.Arg(0), &rf)
+	name := fl.Arg(0)
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !dataset.IsRemote(name) {
+		return lsFolder(name, &lo, &rf, stdout, stderr)
+	}
+	d, err := openArchive(name, &rf)
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
 	defer d.Close()
-	a := d.Archive()
-	var failures map[*npz.Member]string
-	if *verify {
-		failures = verifyMembers(a.Members())
-	}
-	l := listArchive(a, failures)
-	if *asJSON {
-		err = l.writeJSON(stdout, fl.Arg(0), *verify)
+	l := lo.list(d.Archive())
+	if lo.json {
+		err = l.writeJSON(stdout, name, lo.verify)
 	} else {
-		l.writeTable(stdout)
+		l.writeTable(stdout, "", lo.human)
 	}
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
-	if *verify && (l.counts.unreadable > 0 || l.counts.failed > 0) {
+	if lo.verify && !l.verified() {
 		return exitFail
 	}
 	return exitOK
+}
+
+// lsOptions are ls's flags.
+type lsOptions struct {
+	verify, json, human bool
+}
+
+// list lists a's members, reading them whole first with verify.
+func (lo *lsOptions) list(a *npz.Archive) *listing {
+	var failures map[*npz.Member]string
+	if lo.verify {
+		failures = verifyMembers(a.Members())
+	}
+	return listArchive(a, failures)
+}
+
+// verified reports a listing with no member unreadable or failing.
+func (l *listing) verified() bool { return l.counts.unreadable == 0 && l.counts.failed == 0 }
+
+// lsFolder lists the members of every archive and .npy file under dir,
+// as a mount of it shows them, one archive after another: each table
+// line starts with the archive's path in the folder, and --json gives
+// one document with each archive's listing. An archive that cannot be
+// opened is named on stderr (in the JSON document, under "errors"), the
+// others are listed, and the exit code is then 1.
+func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writer) int {
+	files, err := dataset.Files(dir)
+	if err != nil {
+		return fail(stderr, "ls", err)
+	}
+	code := exitOK
+	doc := jsonFolder{Folder: dir, Archives: []jsonListing{}, Errors: []jsonError{}}
+	var rows [][]string
+	members, archives := 0, 0
+	var counts listCounts
+	var problems []string
+	for _, f := range files {
+		rel, _ := filepath.Rel(dir, f)
+		d, err := openArchive(f, rf)
+		if err != nil {
+			code = exitFail
+			if lo.json {
+				doc.Errors = append(doc.Errors, jsonError{Archive: rel, Error: err.Error()})
+			} else {
+				fmt.Fprintf(stderr, "npzfs ls: %s: %v\n", rel, err)
+			}
+			continue
+		}
+		l := lo.list(d.Archive())
+		if lo.verify && !l.verified() {
+			code = exitFail
+		}
+		archives++
+		members += len(l.members)
+		counts.add(l.counts)
+		if lo.json {
+			doc.Archives = append(doc.Archives, l.json(rel, lo.verify))
+		} else {
+			rows = append(rows, l.rows(quoteName(rel), lo.human)...)
+			for _, p := range l.a.Problems() {
+				problems = append(problems, fmt.Sprintf("archive %s: %s", quoteName(rel), p))
+			}
+		}
+		d.Close()
+	}
+	if lo.json {
+		if err := writeJSON(stdout, doc); err != nil {
+			return fail(stderr, "ls", err)
+		}
+		return code
+	}
+	if len(rows) > 0 {
+		writeTable(stdout, append([][]string{append([]string{"ARCHIVE"}, tableHeading...)}, rows...))
+	}
+	fmt.Fprintf(stdout, "%s, %s\n", plural(archives, "archive"), counts.summary(members))
+	for _, p := range problems {
+		fmt.Fprintln(stdout, p)
+	}
+	return code
+}
+
+type jsonFolder struct {
+	Folder   string        `json:"folder"`
+	Archives []jsonListing `json:"archives"`
+	Errors   []jsonError   `json:"errors"`
+}
+
+type jsonError struct {
+	Archive string `json:"archive"`
+	Error   string `json:"error"`
 }
 
 // verifyMembers reads every served member whole, a few at a time, and
@@ -131,7 +226,45 @@ const (
 type listing struct {
 	a       *npz.Archive
 	members []memberRow
-	counts  struct{ served, unreadable, failed, notServed int }
+	counts  listCounts
+}
+
+// listCounts count members by state; folders are counted as served.
+type listCounts struct{ served, unreadable, failed, notServed, folders int }
+
+func (c *listCounts) add(d listCounts) {
+	c.served += d.served
+	c.unreadable += d.unreadable
+	c.failed += d.failed
+	c.notServed += d.notServed
+	c.folders += d.folders
+}
+
+// summary is a listing's last line: how many members are served, and
+// how many are not, by why.
+func (c *listCounts) summary(members int) string {
+	s := fmt.Sprintf("%s, %d served", plural(members, "member"), c.served+c.folders)
+	for _, part := range []struct {
+		n    int
+		what string
+	}{
+		{c.unreadable, "unreadable"},
+		{c.failed, "failed verification"},
+		{c.notServed, "not served"},
+	} {
+		if part.n > 0 {
+			s += fmt.Sprintf(", %d %s", part.n, part.what)
+		}
+	}
+	return s
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 type memberRow struct {
@@ -168,6 +301,7 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 			l.counts.notServed++
 		case m.IsDir():
 			r.state = stateFolder
+			l.counts.folders++
 		case r.readError != "":
 			r.state = stateUnreadable
 			l.counts.unreadable++
@@ -187,35 +321,23 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 	return l
 }
 
-// summary is the listing's last line: how many members are served, and
-// how many are not, by why.
-func (l *listing) summary() string {
-	folders := 0
-	for _, r := range l.members {
-		if r.state == stateFolder {
-			folders++
-		}
-	}
-	s := fmt.Sprintf("%d members, %d served", len(l.members), l.counts.served+folders)
-	for _, part := range []struct {
-		n    int
-		what string
-	}{
-		{l.counts.unreadable, "unreadable"},
-		{l.counts.failed, "failed verification"},
-		{l.counts.notServed, "not served"},
-	} {
-		if part.n > 0 {
-			s += fmt.Sprintf(", %d %s", part.n, part.what)
-		}
-	}
-	return s
-}
+// tableHeading is the heading of ls's table.
+var tableHeading = []string{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}
 
 // writeTable prints one aligned line per member, the summary, then the
 // archive's own problems.
-func (l *listing) writeTable(w io.Writer) {
-	rows := [][]string{{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}}
+func (l *listing) writeTable(w io.Writer, archive string, human bool) {
+	writeTable(w, append([][]string{tableHeading}, l.rows("", human)...))
+	fmt.Fprintln(w, l.counts.summary(len(l.members)))
+	for _, p := range l.a.Problems() {
+		fmt.Fprintf(w, "archive: %s\n", p)
+	}
+}
+
+// rows are the table's lines, one per member, after a first column
+// naming the archive when archive is not "".
+func (l *listing) rows(archive string, human bool) [][]string {
+	var rows [][]string
 	for _, r := range l.members {
 		m := r.m
 		method := npz.MethodName(m.Method())
@@ -227,36 +349,59 @@ func (l *listing) writeTable(w io.Writer) {
 			ratio = strconv.FormatFloat(100*float64(m.CompressedSize())/float64(m.Size()), 'f', 1, 64) + "%"
 		}
 		dtype, size := r.dtype, strconv.FormatInt(m.Size(), 10)
+		if human {
+			size = humanSize(m.Size())
+		}
 		if m.IsDir() {
 			dtype, method, ratio, size = "(folder)", "-", "-", "-"
 		}
-		rows = append(rows, []string{quoteName(m.Name()), dtype, r.shape, r.order, size, method, ratio, r.note})
+		row := []string{quoteName(m.Name()), dtype, r.shape, r.order, size, method, ratio, r.note}
+		if archive != "" {
+			row = append([]string{archive}, row...)
+		}
+		rows = append(rows, row)
 	}
-	writeTable(w, rows)
-	fmt.Fprintln(w, l.summary())
-	for _, p := range l.a.Problems() {
-		fmt.Fprintf(w, "archive: %s\n", p)
+	return rows
+}
+
+// humanSize is n bytes as ls -h shows it: 512, 1.5K, 10K, 234M, 2.0G
+// (powers of 1024; one decimal below 10).
+func humanSize(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10)
 	}
+	v := float64(n)
+	unit := 0
+	for v >= 1024 && unit < 6 {
+		v /= 1024
+		unit++
+	}
+	suffix := string("KMGTPE"[unit-1])
+	if v < 10 {
+		return strconv.FormatFloat(math.Ceil(v*10)/10, 'f', 1, 64) + suffix
+	}
+	return strconv.FormatFloat(math.Ceil(v), 'f', 0, 64) + suffix
 }
 
 // jsonMember is one member in ls --json, documented in the README.
 type jsonMember struct {
-	Name           string  `json:"name"`
-	Path           string  `json:"path,omitempty"`
-	State          string  `json:"state"`
-	Folder         bool    `json:"folder,omitempty"`
-	Method         string  `json:"method"`
-	Encrypted      bool    `json:"encrypted,omitempty"`
-	Size           int64   `json:"size"`
-	CompressedSize int64   `json:"compressed_size"`
-	CRC32          string  `json:"crc32"`
-	DType          string  `json:"dtype,omitempty"`
-	Shape          []int64 `json:"shape,omitempty"`
-	FortranOrder   bool    `json:"fortran_order,omitempty"`
-	Views          bool    `json:"views"`
-	Reason         string  `json:"reason,omitempty"`
-	ReadError      string  `json:"read_error,omitempty"`
-	Verify         string  `json:"verify,omitempty"`
+	Name           string          `json:"name"`
+	Path           string          `json:"path,omitempty"`
+	State          string          `json:"state"`
+	Folder         bool            `json:"folder,omitempty"`
+	Method         string          `json:"method"`
+	Encrypted      bool            `json:"encrypted,omitempty"`
+	Size           int64           `json:"size"`
+	CompressedSize int64           `json:"compressed_size"`
+	CRC32          string          `json:"crc32"`
+	DType          string          `json:"dtype,omitempty"`
+	Descr          json.RawMessage `json:"descr,omitempty"`
+	Shape          []int64         `json:"shape,omitempty"`
+	FortranOrder   bool            `json:"fortran_order,omitempty"`
+	Views          bool            `json:"views"`
+	Reason         string          `json:"reason,omitempty"`
+	ReadError      string          `json:"read_error,omitempty"`
+	Verify         string          `json:"verify,omitempty"`
 }
 
 type jsonListing struct {
@@ -274,6 +419,18 @@ type jsonListing struct {
 
 // writeJSON prints the listing as one indented JSON document.
 func (l *listing) writeJSON(w io.Writer, archive string, verified bool) error {
+	return writeJSON(w, l.json(archive, verified))
+}
+
+// writeJSON prints v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// json is the listing as ls --json gives it (documented in the README).
+func (l *listing) json(archive string, verified bool) jsonListing {
 	out := jsonListing{Archive: archive, Members: []jsonMember{}, Problems: l.a.Problems()}
 	if out.Problems == nil {
 		out.Problems = []string{}
@@ -288,7 +445,10 @@ func (l *listing) writeJSON(w io.Writer, archive string, verified bool) error {
 		}
 		if m.IsNPY() && m.Served() {
 			if h, err := m.Header(); err == nil {
-				j.DType, j.Shape, j.FortranOrder = r.dtype, h.Shape, h.FortranOrder
+				j.DType, j.Shape, j.FortranOrder = h.DType.Str(), h.Shape, h.FortranOrder
+				if h.DType.Record || h.DType.Subarray != nil {
+					j.Descr = descrJSON(m)
+				}
 				if j.Shape == nil {
 					j.Shape = []int64{}
 				}
@@ -305,14 +465,28 @@ func (l *listing) writeJSON(w io.Writer, archive string, verified bool) error {
 	out.Counts.Members = len(l.members)
 	out.Counts.Served, out.Counts.Unreadable = l.counts.served, l.counts.unreadable
 	out.Counts.Failed, out.Counts.NotServed = l.counts.failed, l.counts.notServed
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }
 
-// writeTable aligns rows in columns two spaces apart; the first column is
-// at most nameWidth wide (a longer cell goes on a line of its own) and the
-// last is not padded. BYTES and RATIO are right-aligned.
+// descrJSON is the member's descr as its header.json gives it, or nil.
+func descrJSON(m *npz.Member) json.RawMessage {
+	js, err := m.HeaderJSON()
+	if err != nil {
+		return nil
+	}
+	var h struct {
+		Descr json.RawMessage `json:"descr"`
+	}
+	if json.Unmarshal(js, &h) != nil {
+		return nil
+	}
+	return h.Descr
+}
+
+// writeTable aligns rows in columns two spaces apart; the first row is
+// the heading; the first column is at most nameWidth wide (a longer cell
+// goes on a line of its own) and the last is not padded. BYTES and RATIO
+// are right-aligned.
 func writeTable(w io.Writer, rows [][]string) {
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
@@ -322,7 +496,10 @@ func writeTable(w io.Writer, rows [][]string) {
 			}
 		}
 	}
-	right := map[int]bool{4: true, 6: true}
+	right := map[int]bool{}
+	for i, h := range rows[0] {
+		right[i] = h == "BYTES" || h == "RATIO"
+	}
 	var b strings.Builder
 	for _, r := range rows {
 		b.Reset()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -307,5 +308,80 @@ func TestLsJSON(t *testing.T) {
 		if m["name"] == "fortran.npy" && (m["dtype"] != "<f8" || m["fortran_order"] != true || m["views"] != true || len(m["shape"].([]any)) != 2) {
 			t.Errorf("fortran.npy: %v", m)
 		}
+	}
+}
+
+// TestLsFolder: ls of a folder lists every archive and .npy file under
+// it, each line starting with its path in the folder, names one it
+// cannot open (exit 1), and --json gives each archive's listing.
+func TestLsFolder(t *testing.T) {
+	dir := t.TempDir()
+	copyTo := func(src, rel string) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo(corpusDir+"numpy_savez.npz", "a.npz")
+	copyTo("../../npy/testdata/good/record_aligned.npy", "sub/rec.npy")
+	code, out, errs := runCmd("ls", dir)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != exitOK || errs != "" || !strings.HasPrefix(strings.Join(strings.Fields(lines[0]), " "), "ARCHIVE NAME DTYPE") {
+		t.Fatalf("ls FOLDER: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "2 archives, ") {
+		t.Errorf("summary %q", last)
+	}
+	if !strings.Contains(out, "\nsub/rec.npy  rec.npy ") || !strings.Contains(out, "\na.npz        ints.npy ") || !strings.Contains(out, "   131200  stored  100.0%") {
+		t.Errorf("lines do not name their archives:\n%s", out)
+	}
+
+	os.WriteFile(filepath.Join(dir, "bad.npz"), []byte("not a zip"), 0o644)
+	code, out, errs = runCmd("ls", "--json", dir)
+	var doc struct {
+		Folder   string
+		Archives []struct {
+			Archive string
+			Members []struct {
+				Name  string
+				DType string
+				Descr json.RawMessage
+			}
+		}
+		Errors []struct{ Archive, Error string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("ls --json FOLDER: %v\n%s", err, out)
+	}
+	if code != exitFail || errs != "" || len(doc.Archives) != 2 || len(doc.Errors) != 1 || doc.Errors[0].Archive != "bad.npz" {
+		t.Errorf("ls --json FOLDER with a bad archive: exit %d, stderr %q: %+v", code, errs, doc)
+	}
+	// A record's dtype is numpy's dtype.str, its descr as header.json
+	// gives it.
+	for _, a := range doc.Archives {
+		if a.Archive != "sub/rec.npy" {
+			continue
+		}
+		m := a.Members[0]
+		var descr []any
+		if !strings.HasPrefix(m.DType, "|V") || json.Unmarshal(m.Descr, &descr) != nil || len(descr) != 5 {
+			t.Errorf("a record's dtype %q, descr %s", m.DType, m.Descr)
+		}
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 1023: "1023", 1024: "1.0K", 1536: "1.5K", 10 << 10: "10K", 234 << 20: "234M", 2 << 30: "2.0G", 1<<30 + 1: "1.1G"} {
+		if got := humanSize(n); got != want {
+			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+	code, out, _ := runCmd("ls", "-h", corpusDir+"zip64.npz")
+	if code != exitOK || strings.Contains(out, "HUMAN") || !regexp.MustCompile(`\s\d+(\.\d)?[KMG]?\s+stored`).MatchString(out) {
+		t.Errorf("ls -h: exit %d:\n%s", code, out)
 	}
 }

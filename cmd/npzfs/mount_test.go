@@ -26,6 +26,7 @@ func TestMountCommandLine(t *testing.T) {
 		{[]string{"unmount"}, exitUsage, "needs MOUNTPOINT"},
 		{[]string{"umount", "--help"}, exitOK, "Exit codes"},
 		{[]string{"unmount", dir}, exitFail, "is not mounted"},
+		{[]string{"unmount", dir + "/nowhere"}, exitFail, dir + "/nowhere does not exist"},
 		// Checks made before anything is mounted, in the foreground.
 		{[]string{"mount", "-f", dir + "/missing.npz", dir}, exitFail, "does not exist"},
 		{[]string{"mount", "-f", dir, dir}, exitFail, "the mount point is inside the folder"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -68,6 +69,10 @@ func unmount(dir string, lazy bool) error {
 	}
 	m, ok := mountinfo.Find(abs)
 	if !ok {
+		// Not a mount point, so looking at it waits on no daemon.
+		if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s does not exist", abs)
+		}
 		return fmt.Errorf("%s is not mounted", abs)
 	}
 	if m.FSType != "fuse."+npzfs.FSType {
