@@ -56,6 +56,9 @@ func New(rawURL string, opts *Options) (*Backend, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("%s: no host", Redact(rawURL))
 	}
+	if strings.HasSuffix(u.Path, "/") {
+		return nil, fmt.Errorf("%s names a folder (it ends in /), not an archive: give the URL of an archive in it", Redact(rawURL))
+	}
 	b := &Backend{url: rawURL, shown: Redact(rawURL), header: http.Header{}}
 	if opts != nil {
 		b.header = opts.Header.Clone()

@@ -7,14 +7,17 @@
 package s3src
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/npzfs/npzfs/remote"
 	"github.com/npzfs/npzfs/source"
@@ -40,7 +44,14 @@ type Options struct {
 	Profile string
 	// Region, when the configuration names none, defaults to us-east-1.
 	Region string
+	// CredentialTimeout bounds the search for credentials New makes (the
+	// SDK's chain ends with the instance metadata service, which may not
+	// answer off a cloud machine); 0 means 3 seconds.
+	CredentialTimeout time.Duration
 }
+
+// defaultCredentialTimeout is Options.CredentialTimeout's default.
+const defaultCredentialTimeout = 3 * time.Second
 
 // Backend is one object in a bucket.
 type Backend struct {
@@ -48,6 +59,7 @@ type Backend struct {
 	client      *s3.Client
 	creds       aws.CredentialsProvider
 	noSign      bool
+	endpoint    bool // an endpoint of the user's, not AWS's
 }
 
 // ParseURL splits s3://BUCKET/KEY.
@@ -57,15 +69,20 @@ func ParseURL(u string) (bucket, key string, err error) {
 		return "", "", fmt.Errorf("%s: not an s3:// URL", u)
 	}
 	bucket, key, _ = strings.Cut(rest, "/")
-	if bucket == "" || key == "" {
+	switch {
+	case bucket == "":
 		return "", "", fmt.Errorf("%s: an S3 source is s3://BUCKET/KEY", u)
+	case key == "" || strings.HasSuffix(key, "/"):
+		return "", "", fmt.Errorf("%s names a prefix (a folder of objects), not an object: name an archive in it, as s3://%s/%sNAME.npz", u, bucket, key)
 	}
 	return bucket, key, nil
 }
 
 // New returns a Backend for s3://BUCKET/KEY. It loads the SDK's
-// configuration (no request is made: credentials are resolved by the
-// first one).
+// configuration and, unless requests go unsigned, finds credentials,
+// within Options.CredentialTimeout: none found is said in one line, which
+// names where the SDK looked and how to give some. No request is made to
+// the bucket.
 func New(ctx context.Context, u string, opts *Options) (*Backend, error) {
 	bucket, key, err := ParseURL(u)
 	if err != nil {
@@ -88,6 +105,9 @@ func New(ctx context.Context, u string, opts *Options) (*Backend, error) {
 	if o.Profile != "" {
 		loads = append(loads, config.WithSharedConfigProfile(o.Profile))
 	}
+	// The SDK's own log lines (checksum and retry warnings) would reach
+	// the user's terminal around npzfs's one-line messages.
+	loads = append(loads, config.WithLogger(logging.Nop{}), config.WithClientLogMode(0))
 	cfg, err := config.LoadDefaultConfig(ctx, loads...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot load the AWS configuration: %v", u, err)
@@ -100,6 +120,8 @@ func New(ctx context.Context, u string, opts *Options) (*Backend, error) {
 	}
 	if o.NoSign {
 		cfg.Credentials = aws.AnonymousCredentials{}
+	} else if err := findCredentials(ctx, cfg.Credentials, cmp.Or(o.CredentialTimeout, defaultCredentialTimeout)); err != nil {
+		return nil, remote.Permanent(fmt.Errorf("%s: %w", u, err))
 	}
 	pathStyle := o.Endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
@@ -108,7 +130,50 @@ func New(ctx context.Context, u string, opts *Options) (*Backend, error) {
 		}
 		so.UsePathStyle = pathStyle
 	})
-	return &Backend{bucket: bucket, key: key, client: client, creds: cfg.Credentials, noSign: o.NoSign}, nil
+	return &Backend{bucket: bucket, key: key, client: client, creds: cfg.Credentials, noSign: o.NoSign, endpoint: pathStyle}, nil
+}
+
+// findCredentials resolves the credential chain once, within timeout
+// (the provider caches what it finds for the requests), and says in one
+// line where it looked when it finds none.
+func findCredentials(ctx context.Context, p aws.CredentialsProvider, timeout time.Duration) error {
+	if p == nil {
+		return errNoCredentials()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := p.Retrieve(ctx); err != nil {
+		return errNoCredentials()
+	}
+	return nil
+}
+
+// errNoCredentials says where the SDK's default chain looked, and how to
+// give credentials.
+func errNoCredentials() error {
+	profile := cmp.Or(os.Getenv("AWS_PROFILE"), "default")
+	files := []string{}
+	for _, f := range []string{config.DefaultSharedCredentialsFilename(), config.DefaultSharedConfigFilename()} {
+		if env := sharedFileEnv(f); env != "" {
+			f = env
+		}
+		state := "absent"
+		if _, err := os.Stat(f); err == nil {
+			state = "no keys for it"
+		}
+		files = append(files, fmt.Sprintf("%s (%s)", f, state))
+	}
+	return fmt.Errorf("no AWS credentials found: looked in the environment (AWS_ACCESS_KEY_ID), profile %q in %s, web identity, SSO and the instance or container role; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use --no-sign-request for a public bucket",
+		profile, strings.Join(files, " and "))
+}
+
+// sharedFileEnv is the file the environment names in place of the
+// default shared file f, or "".
+func sharedFileEnv(f string) string {
+	if f == config.DefaultSharedCredentialsFilename() {
+		return os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
+	}
+	return os.Getenv("AWS_CONFIG_FILE")
 }
 
 // String implements remote.Backend.
@@ -122,7 +187,11 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 		Range: aws.String("bytes=-" + strconv.FormatInt(n, 10)),
 	})
 	if err != nil {
-		return obj, nil, b.explain(ctx, err, "")
+		err = b.explain(ctx, err, "")
+		if errors.Is(err, errNotFound) && b.isPrefix(ctx) {
+			return obj, nil, remote.Permanent(fmt.Errorf("%s is not an object but a prefix (a folder of objects): name an archive in it, as %s/NAME.npz", b, b))
+		}
+		return obj, nil, err
 	}
 	defer out.Body.Close()
 	first, last, total, err := remote.ParseContentRange(aws.ToString(out.ContentRange))
@@ -206,7 +275,7 @@ func (b *Backend) explain(ctx context.Context, err error, what string) error {
 	case code == "NoSuchBucket":
 		return remote.Permanent(fmt.Errorf("%s: no such bucket %q", b, b.bucket))
 	case code == "NoSuchKey" || status == http.StatusNotFound:
-		return remote.Permanent(fmt.Errorf("%s: not found", b))
+		return remote.Permanent(fmt.Errorf("%s: %w", b, errNotFound))
 	case code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" ||
 		code == "ExpiredToken" || code == "InvalidToken" || status == http.StatusForbidden || status == http.StatusUnauthorized:
 		return remote.Permanent(fmt.Errorf("%s: %saccess denied (%s; credentials: %s)", b, what, orStatus(code, status), b.credentialSource(ctx)))
@@ -221,9 +290,12 @@ func (b *Backend) explain(ctx context.Context, err error, what string) error {
 	if errors.As(err, &ce) && ce.CanceledError() {
 		return context.Canceled
 	}
+	if e := b.unreachable(err); e != nil {
+		return remote.Permanent(e)
+	}
 	msg := err.Error()
-	if strings.Contains(msg, "failed to retrieve credentials") {
-		return remote.Permanent(fmt.Errorf("%s: no AWS credentials found (environment, shared files, SSO, web identity, instance role); for a public bucket use --no-sign-request", b))
+	if strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") {
+		return remote.Permanent(fmt.Errorf("%s: %w", b, errNoCredentials()))
 	}
 	if code != "" {
 		msg = orStatus(code, status)
@@ -233,6 +305,41 @@ func (b *Backend) explain(ctx context.Context, err error, what string) error {
 		return remote.Permanent(e)
 	}
 	return e
+}
+
+// errNotFound is the cause of a Tail of an object that does not exist.
+var errNotFound = errors.New("not found")
+
+// isPrefix reports whether objects lie under the key as a prefix (KEY/):
+// the user named a folder where an object was wanted.
+func (b *Backend) isPrefix(ctx context.Context) bool {
+	out, err := b.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket: aws.String(b.bucket), Prefix: aws.String(b.key + "/"), MaxKeys: aws.Int32(1),
+	})
+	return err == nil && len(out.Contents)+len(out.CommonPrefixes) > 0
+}
+
+// unreachable says in one line that the server cannot be reached, or
+// returns nil: no such host (for AWS's own host, likely a machine
+// without a way to AWS where an S3-compatible server was meant), or a
+// connection refused.
+func (b *Backend) unreachable(err error) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		if !b.endpoint && strings.HasSuffix(strings.TrimSuffix(dns.Name, "."), "amazonaws.com") {
+			return fmt.Errorf("%s: no such host %s (AWS S3's): for an S3-compatible server of your own give --endpoint URL (or AWS_ENDPOINT_URL_S3)", b, dns.Name)
+		}
+		return fmt.Errorf("%s: no such host %s (check --endpoint)", b, dns.Name)
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && errors.Is(err, syscall.ECONNREFUSED) {
+		where := "the server"
+		if op.Addr != nil {
+			where = op.Addr.String()
+		}
+		return fmt.Errorf("%s: connection refused by %s (check --endpoint)", b, where)
+	}
+	return nil
 }
 
 func orStatus(code string, status int) string {

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,6 +109,7 @@ func TestAgainstVersityGW(t *testing.T) {
 		want string
 	}{
 		{"s3://bkt/missing.npz", nil, "not found"},
+		{"s3://bkt/dir", nil, "s3://bkt/dir is not an object but a prefix"},
 		{"s3://nobucket/a.npz", nil, "no such bucket"},
 		{"s3://bkt/dir/a.npz", &Options{Endpoint: srv.Endpoint, NoSign: true}, "access denied"},
 	} {
@@ -116,5 +121,50 @@ func TestAgainstVersityGW(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
 	if _, err := open("s3://bkt/dir/a.npz", nil); err == nil || !strings.Contains(err.Error(), "access denied") || !strings.Contains(err.Error(), "credentials: Env") {
 		t.Errorf("wrong secret: %v", err)
+	}
+}
+
+// TestNoCredentials: where the SDK's chain finds no credentials, New says
+// so in one line, naming where it looked and how to give some, and marks
+// it permanent (not retried).
+func TestNoCredentials(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	_, err := New(context.Background(), "s3://bkt/a.npz", &Options{CredentialTimeout: time.Second})
+	if err == nil || !remote.IsPermanent(err) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("New without credentials: %v", err)
+	}
+	for _, want := range []string{"no AWS credentials found", `profile "default"`, "/nonexistent/credentials (absent)", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "--no-sign-request"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the message lacks %q: %v", want, err)
+		}
+	}
+	if _, err := New(context.Background(), "s3://bkt/a.npz", &Options{NoSign: true}); err != nil {
+		t.Errorf("unsigned requests need no credentials: %v", err)
+	}
+}
+
+// TestUnreachable: a host that does not exist or refuses connections is
+// one permanent line; AWS's own host suggests --endpoint.
+func TestUnreachable(t *testing.T) {
+	aws := &Backend{bucket: "b", key: "k.npz"}
+	own := &Backend{bucket: "b", key: "k.npz", endpoint: true}
+	for _, tc := range []struct {
+		b    *Backend
+		err  error
+		want string
+	}{
+		{aws, &net.DNSError{Name: "b.s3.us-east-1.amazonaws.com", IsNotFound: true}, "for an S3-compatible server of your own give --endpoint"},
+		{own, &net.DNSError{Name: "minio.lab", IsNotFound: true}, "no such host minio.lab (check --endpoint)"},
+		{own, &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}, "connection refused"},
+	} {
+		err := tc.b.explain(context.Background(), fmt.Errorf("operation error S3: GetObject: %w", tc.err), "")
+		if err == nil || !remote.IsPermanent(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "operation error") {
+			t.Errorf("%v: %v, want one permanent line with %q", tc.err, err, tc.want)
+		}
 	}
 }
