@@ -129,7 +129,11 @@ type Source struct {
 	wg     sync.WaitGroup // fetches running
 
 	requests atomic.Int64 // made, retries included
+	retries  atomic.Int64 // requests made again after a failure
 	fetched  atomic.Int64 // bytes received
+	hits     atomic.Int64 // blocks a read found cached or in flight
+	misses   atomic.Int64 // blocks a read had to ask for
+	diskHits atomic.Int64 // blocks the disk cache gave
 
 	mu      sync.Mutex
 	blocks  map[int64]*block // cached and in flight
@@ -213,6 +217,29 @@ func (s *Source) ModTime() time.Time { return s.obj.LastModified }
 
 // String names the object, with no credential or signed query string.
 func (s *Source) String() string { return s.b.String() }
+
+// Stats are counts of what a Source did since it was opened.
+type Stats struct {
+	Requests     int64 // requests made, retries included
+	Retries      int64 // requests made again after a failure
+	BytesFetched int64 // bytes received from the server
+	BlockHits    int64 // blocks reads found in memory (cached or in flight)
+	BlockMisses  int64 // blocks reads had to ask for
+	DiskHits     int64 // blocks of those the disk cache gave
+	CachedBytes  int64 // bytes of blocks in memory now
+}
+
+// Stats reports what the source did so far.
+func (s *Source) Stats() Stats {
+	s.mu.Lock()
+	used := s.used
+	s.mu.Unlock()
+	return Stats{
+		Requests: s.requests.Load(), Retries: s.retries.Load(), BytesFetched: s.fetched.Load(),
+		BlockHits: s.hits.Load(), BlockMisses: s.misses.Load(), DiskHits: s.diskHits.Load(),
+		CachedBytes: used,
+	}
+}
 
 // Requests is how many requests the source has made, retries included.
 func (s *Source) Requests() int64 { return s.requests.Load() }
@@ -397,6 +424,8 @@ func (s *Source) get(first, last int64, raFrom, raTo int64) ([]*block, error) {
 			s.lru.MoveToBack(b.elem)
 		}
 	}
+	s.hits.Add(last - first + 1 - int64(len(missing)))
+	s.misses.Add(int64(len(missing)))
 	// Read-ahead joins the reader's own run when it follows it, so a
 	// sequential reader's misses and what comes next are one request. It
 	// is bounded by the bytes in flight, not by the cache, which it may
@@ -465,6 +494,7 @@ func (s *Source) fetch(bs []*block) {
 		var rest []*block
 		for _, b := range bs {
 			if data, ok := s.opts.Disk.get(s.diskKey, b.idx, s.blockLen(b.idx)); ok {
+				s.diskHits.Add(1)
 				s.complete(b, data)
 			} else {
 				rest = append(rest, b)
@@ -595,6 +625,7 @@ func (s *Source) retry(ctx context.Context, what string, do func(context.Context
 			return err
 		}
 		d := backoff/2 + rand.N(backoff)
+		s.retries.Add(1)
 		s.logf("%s: %s: %v; trying again in %v (%d of %d)", s.b, what, err, d.Round(time.Millisecond), attempt+1, s.opts.Retries)
 		select {
 		case <-time.After(d):

@@ -392,3 +392,29 @@ func TestReadsIntoTheTailFetchOnlyWhatPrecedesIt(t *testing.T) {
 		t.Fatalf("fetched %d bytes for the 16 KiB before the tail", got)
 	}
 }
+
+// TestStats: a source counts its requests, retries, bytes and block hits
+// and misses as reads go.
+func TestStats(t *testing.T) {
+	f := newFake(1 << 20)
+	s := open(t, f, nil)
+	if st := s.Stats(); st.Requests != 1 || st.BytesFetched != 8192 || st.BlockHits+st.BlockMisses+st.Retries != 0 {
+		t.Fatalf("after Open: %+v, want the tail's request alone", st)
+	}
+	readBack(t, s, f, 0, 10)     // block 0: a miss
+	readBack(t, s, f, 100, 10)   // block 0 again: a hit
+	readBack(t, s, f, 4000, 200) // blocks 0 and 1: a hit and a miss
+	var left atomic.Int32
+	left.Store(1)
+	f.fail = func(off, n int64) error {
+		if left.Add(-1) >= 0 {
+			return errors.New("fake: 503 Slow Down")
+		}
+		return nil
+	}
+	readBack(t, s, f, 500000, 10) // a miss, fetched on the second try
+	st := s.Stats()
+	if st.BlockMisses != 3 || st.BlockHits != 2 || st.Retries != 1 || st.Requests != 1+int64(f.count()) || st.BytesFetched != 8192+3*4096 || st.CachedBytes != 3*4096 {
+		t.Errorf("stats %+v, fetches %d", st, f.count())
+	}
+}
