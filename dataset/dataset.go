@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/fs"
@@ -76,8 +77,12 @@ type Dataset struct {
 	nodes   uint64 // nodes served, at most
 	store   *npz.IndexStore
 	noStore error       // why IndexDir could not be opened
+	src     *source     // a remote dataset's
 	closers []io.Closer // closed by Close, last first
 	logf    func(string, ...any)
+
+	mu       sync.Mutex
+	indexing *indexing // IndexInBackground's, once started
 }
 
 // Open opens name: a URL (https://, http://, s3://; see IsRemote), a

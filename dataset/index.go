@@ -486,25 +486,43 @@ func plural(n int, thing string) string {
 	return fmt.Sprintf("%d %ss", n, thing)
 }
 
-// IndexInBackground indexes the deflated members of a one after the
-// other, on a thread of the lowest CPU priority, until done or ctx ends
-// (a mount's --index: its reads wait for no more than a span of it), and
-// reports what it did. It fails only when ctx ends.
-func IndexInBackground(ctx context.Context, a *npz.Archive) (*IndexReport, error) {
+// IndexInBackground indexes the deflated members of the dataset's
+// archive one after the other, on a thread of the lowest CPU priority,
+// until done or ctx ends (a mount's --index: its reads wait for no more
+// than a span of it), and reports what it did; Stats shows its progress
+// meanwhile. It fails when ctx ends, or for a folder.
+func (d *Dataset) IndexInBackground(ctx context.Context) (*IndexReport, error) {
+	a := d.archive
+	if a == nil {
+		return nil, errors.New("background indexing is for a single archive, not a folder")
+	}
 	runtime.LockOSThread() // the thread dies with the goroutine
 	rep := &IndexReport{Archives: 1, Workers: 1}
 	if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19); err != nil {
 		rep.Failures = append(rep.Failures, Failure{Err: fmt.Errorf("cannot lower its priority: %w", err)})
 	}
-	start := time.Now()
 	members, _ := pickMembers(a.Members(), nil)
+	ix := &indexing{start: time.Now(), members: members}
+	d.mu.Lock()
+	d.indexing = ix
+	d.mu.Unlock()
 	for _, m := range members {
 		res, err := m.BuildIndex(ctx, 1)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		rep.Members = append(rep.Members, MemberIndex{Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err})
+		ix.mu.Lock()
+		ix.done++
+		ix.before += m.Size()
+		if err != nil {
+			ix.failed++
+		}
+		ix.mu.Unlock()
 	}
-	rep.Elapsed = time.Since(start)
+	ix.mu.Lock()
+	ix.end = time.Now()
+	rep.Elapsed = ix.end.Sub(ix.start)
+	ix.mu.Unlock()
 	return rep, nil
 }

@@ -67,6 +67,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	if err != nil {
 		return err
 	}
+	d.src = src
 	d.closers = append(d.closers, src)
 	a, err := npz.New(src, src.Size(), path.Base(src.String()), &o.Archive)
 	if err != nil {

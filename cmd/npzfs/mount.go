@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
@@ -126,6 +128,7 @@ type mountArgs struct {
 	remote              remoteFlags
 	index               indexFlags
 	buildIndex          bool
+	logTarget           string // where the daemon's messages go, for npzfs status
 }
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -225,6 +228,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			logw = f
 		}
 		logger := log.New(logw, "npzfs: ", log.LstdFlags)
+		ma.logTarget = cmp.Or(ma.logFile, "stderr")
 		err := serve(&ma, logger, func(st mountStatus) {
 			logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.archive, st.mountpoint)
 			for _, w := range st.warnings() {
@@ -325,12 +329,15 @@ func runDaemon(ma *mountArgs) int {
 	if ma.logFile != "" {
 		// The parent opened the file as our stderr.
 		logger = log.New(os.Stderr, prefix, log.LstdFlags)
+		ma.logTarget = ma.logFile
 	} else if sl, err := syslog.New(syslog.LOG_DAEMON|syslog.LOG_INFO, "npzfs"); err == nil {
 		defer sl.Close()
 		logger = log.New(sl, "", 0)
+		ma.logTarget = "syslog (daemon facility, tag npzfs)"
 	} else if f, created, err := openStateLog(); err == nil {
 		defer f.Close()
 		logger = log.New(f, prefix, log.LstdFlags)
+		ma.logTarget = f.Name()
 		redirectStderr(f) // a panic or SIGQUIT's dump lands there too
 		if created {
 			logCreated = f.Name()
@@ -422,6 +429,19 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}
 	}
 	go unmountOnSignal(sig, srv, mnt, logger)
+	started := time.Now()
+	stopStatus, err := serveStatus(func() mountStats {
+		return mountStats{
+			Mountpoint: mnt, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
+			Uptime: time.Since(started).Seconds(), Options: ma.shownOptions(), Log: ma.logTarget,
+			Stats: d.Stats(), Answering: true,
+		}
+	})
+	if err != nil {
+		logger.Printf("npzfs status will not see this mount: %v", err)
+	} else {
+		defer stopStatus()
+	}
 	unlock()
 	st := mountStatus{archive: d.Name(), mountpoint: mnt, hidden: hidden}
 	if a := d.Archive(); a != nil {
@@ -463,6 +483,42 @@ func (ma *mountArgs) datasetOptions(logger *log.Logger) (*dataset.Options, error
 	return o, nil
 }
 
+// shownOptions are the flags the mount was made with, as npzfs status
+// shows them: without secrets (header values are counted, not shown).
+func (ma *mountArgs) shownOptions() []string {
+	var out []string
+	add := func(flag string, v any, def any) {
+		if v != def {
+			out = append(out, fmt.Sprintf("--%s=%v", flag, v))
+		}
+	}
+	add("cache-mb", ma.cacheMB, int(npz.DefaultCacheBytes>>20))
+	add("index-mb", ma.indexMB, int(npz.DefaultIndexBytes>>20))
+	add("max-open", ma.maxOpen, folder.DefaultMaxOpen)
+	add("remote-cache-mb", ma.remoteCacheMB, int(remote.DefaultCacheBytes>>20))
+	add("max-header-kb", ma.maxHeaderKB, npz.DefaultMaxHeaderLen>>10)
+	add("endpoint", ma.remote.endpoint, "")
+	add("disk-cache", ma.remote.diskCache, "")
+	if ma.index.none {
+		out = append(out, "--no-index")
+	} else {
+		add("index-dir", ma.index.dir, defaultIndexDir())
+	}
+	if ma.buildIndex {
+		out = append(out, "--index")
+	}
+	if ma.remote.noSign {
+		out = append(out, "--no-sign-request")
+	}
+	if n := len(ma.remote.headers); n > 0 {
+		out = append(out, fmt.Sprintf("--header (%d, not shown)", n))
+	}
+	for _, o := range ma.options {
+		out = append(out, "-o "+o)
+	}
+	return out
+}
+
 // unmountOnSignal unmounts on the first signal from sig.
 func unmountOnSignal(sig <-chan os.Signal, srv *npzfs.Server, mnt string, logger *log.Logger) {
 	s, ok := <-sig
@@ -482,8 +538,7 @@ func unmountOnSignal(sig <-chan os.Signal, srv *npzfs.Server, mnt string, logger
 // members (dataset.IndexInBackground), which logs what it did, and
 // returns what stops it and waits for it.
 func indexInBackground(d *dataset.Dataset, logger *log.Logger) (stop func()) {
-	a := d.Archive()
-	if a == nil {
+	if d.Kind() == dataset.Folder {
 		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
 		return func() {}
 	}
@@ -491,7 +546,7 @@ func indexInBackground(d *dataset.Dataset, logger *log.Logger) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rep, err := dataset.IndexInBackground(ctx, a)
+		rep, err := d.IndexInBackground(ctx)
 		if err != nil {
 			return // the mount ended first
 		}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/npzfs/npzfs/dataset"
+	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
+)
+
+func init() {
+	register("status", &command{
+		summary: "show what this user's npzfs mounts are doing",
+		usage:   "[--json] [MOUNTPOINT]",
+		help: "For every live npzfs mount of yours (or the one on MOUNTPOINT): its source, " +
+			"mount point, daemon, options and log, and what it has done since it was mounted: " +
+			"bytes served, cache hits and misses, remote requests, saved indexes, background " +
+			"indexing. Each daemon answers on a socket only its user can reach " +
+			"($XDG_RUNTIME_DIR/npzfs, else /tmp/npzfs-UID); nothing appears in the mounted tree. " +
+			"--json prints one document, whose form the README documents.",
+		run: runStatus,
+	})
+}
+
+// mountStats is what a daemon says of its mount: who it is, then what
+// its dataset has done (dataset.Stats). Its JSON form is documented in
+// the README and kept stable (TestStatusJSONGolden).
+type mountStats struct {
+	Mountpoint string    `json:"mountpoint"`
+	PID        int       `json:"pid"`
+	Started    time.Time `json:"started"`
+	Uptime     float64   `json:"uptime_seconds"`
+	Options    []string  `json:"options"`
+	Log        string    `json:"log"`
+	dataset.Stats
+	// Answering is false for a mount of this user's whose daemon did not
+	// answer (only its mount point and source are known).
+	Answering bool `json:"answering"`
+}
+
+// statusDir is the folder of this user's daemons' sockets:
+// $XDG_RUNTIME_DIR/npzfs, else /tmp/npzfs-UID. With create it is made
+// (mode 0700) if missing. A folder that another user owns or others may
+// enter is refused: a socket there could be someone else's.
+func statusDir(create bool) (string, error) {
+	dir := filepath.Join(os.TempDir(), "npzfs-"+strconv.Itoa(os.Getuid()))
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		dir = filepath.Join(x, "npzfs")
+	}
+	if create {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", err
+		}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s is not a private folder of yours (it must be owned by you, mode 0700)", dir)
+	}
+	return dir, nil
+}
+
+// serveStatus answers status requests on a socket of this user's status
+// folder until the returned stop is called: each connection gets the
+// JSON of what status says then, and is closed.
+func serveStatus(status func() mountStats) (stop func(), err error) {
+	dir, err := statusDir(true)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
+	os.Remove(path) // a dead daemon's with this pid
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(path, 0o600)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			json.NewEncoder(c).Encode(status())
+			c.Close()
+		}
+	}()
+	return func() {
+		l.Close() // removes the socket file
+		<-done
+	}, nil
+}
+
+// askDaemons asks every daemon of this user for its status; sockets no
+// daemon answers on any more are removed.
+func askDaemons() []mountStats {
+	dir, err := statusDir(false)
+	if err != nil {
+		return nil
+	}
+	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+	var out []mountStats
+	for _, s := range socks {
+		c, err := net.DialTimeout("unix", s, 2*time.Second)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+				os.Remove(s) // its daemon is gone
+			}
+			continue
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var st mountStats
+		if json.NewDecoder(c).Decode(&st) == nil {
+			st.Answering = true
+			out = append(out, st)
+		}
+		c.Close()
+	}
+	return out
+}
+
+// myMounts are the npzfs mounts of this user in the mount table, by mount
+// point: their source.
+func myMounts() map[string]string {
+	out := map[string]string{}
+	uid := strconv.Itoa(os.Getuid())
+	for _, m := range mountinfo.Read() {
+		if u, _ := mountinfo.Option(m.Super, "user_id"); m.FSType == "fuse."+npzfs.FSType && u == uid {
+			out[m.Dir] = m.Source
+		}
+	}
+	return out
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fl := newFlags("status", stdout, stderr)
+	asJSON := fl.Bool("json", false, "print one JSON document (see the README)")
+	if code, done := parseFlags(fl, args); done {
+		return code
+	}
+	if fl.NArg() > 1 {
+		return argsError(stderr, "status", fl.Args(), 1, "at most a MOUNTPOINT")
+	}
+	live := myMounts()
+	var list []mountStats
+	for _, st := range askDaemons() {
+		if _, ok := live[st.Mountpoint]; ok {
+			list = append(list, st)
+			delete(live, st.Mountpoint)
+		}
+	}
+	for dir, src := range live {
+		list = append(list, mountStats{Mountpoint: dir, Stats: dataset.Stats{Source: src}})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Mountpoint < list[j].Mountpoint })
+	if fl.NArg() == 1 {
+		want, err := mountpointArg(fl.Arg(0))
+		if err != nil {
+			return fail(stderr, "status", err)
+		}
+		var one []mountStats
+		for _, st := range list {
+			if st.Mountpoint == want {
+				one = append(one, st)
+			}
+		}
+		if len(one) == 0 {
+			return fail(stderr, "status", fmt.Errorf("%s is not an npzfs mount of yours", want))
+		}
+		list = one
+	}
+	if *asJSON {
+		if list == nil {
+			list = []mountStats{}
+		}
+		if err := writeJSON(stdout, struct {
+			Mounts []mountStats `json:"mounts"`
+		}{list}); err != nil {
+			return fail(stderr, "status", err)
+		}
+		return exitOK
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no npzfs mounts of yours")
+	}
+	for i, st := range list {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		writeStatus(stdout, &st)
+	}
+	return exitOK
+}
+
+// mountpointArg is a mount point as given, absolute, its parent's links
+// resolved (the mount point itself is not looked at: its daemon may not
+// answer).
+func mountpointArg(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(parent, filepath.Base(abs))
+	}
+	return abs, nil
+}
+
+// writeStatus prints one mount's status for people.
+func writeStatus(w io.Writer, st *mountStats) {
+	if !st.Answering {
+		fmt.Fprintf(w, "%s: %s: its daemon does not answer (it may be stopped, or a mount made before npzfs status existed)\n", st.Mountpoint, st.Source)
+		return
+	}
+	up := time.Duration(st.Uptime * float64(time.Second)).Round(time.Second)
+	fmt.Fprintf(w, "%s: %s (%s), pid %d, up %v\n", st.Mountpoint, st.Source, st.Kind, st.PID, up)
+	line := func(what, format string, args ...any) {
+		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
+	}
+	switch st.Kind {
+	case "folder":
+		line("archives", "%d open", st.ArchivesOpen)
+	default:
+		line("members", "%d, %d failing (npzfs ls says why)", st.Members, st.Failing)
+	}
+	if r := st.Remote; r != nil {
+		line("remote", "%d requests (%d retried), %s fetched; blocks: %d hits, %d misses, %s in memory",
+			r.Requests, r.Retries, humanSize(r.BytesFetched), r.BlockHits, r.BlockMisses, humanSize(r.MemoryBytes))
+		if r.DiskCacheBytes > 0 || r.DiskHits > 0 {
+			line("disk cache", "%d blocks from it; %s in its folder", r.DiskHits, humanSize(r.DiskCacheBytes))
+		}
+	}
+	if ix := st.Indexing; ix != nil {
+		state := fmt.Sprintf("%s left", time.Duration(ix.SecondsLeft*float64(time.Second)).Round(time.Second))
+		if ix.Done {
+			state = "done"
+		}
+		line("indexing", "%d of %d members (%d failed), %s of %s, %s/s, %s",
+			ix.MembersDone, ix.Members, ix.Failed, humanSize(ix.BytesDone), humanSize(ix.Bytes), humanSize(int64(ix.Rate)), state)
+	}
+	if len(st.Options) > 0 {
+		line("options", "%s", strings.Join(st.Options, " "))
+	}
+	line("log", "%s", st.Log)
+}

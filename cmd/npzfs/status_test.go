@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npzfs/npzfs/dataset"
+)
+
+// TestStatusJSONGolden keeps npzfs status --json's fields, which scripts
+// read, as the README documents them: every field of a mount is set here,
+// and the document is compared with testdata/status.golden (-update
+// rewrites it).
+func TestStatusJSONGolden(t *testing.T) {
+	st := mountStats{
+		Mountpoint: "/mnt/run", PID: 4242, Started: time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC),
+		Uptime: 61.5, Options: []string{"--cache-mb=64", "--index"}, Log: "/var/log/npzfs.log",
+		Stats: dataset.Stats{
+			Source: "s3://bucket/run.npz", Kind: "archive", Members: 12, Failing: 1, ArchivesOpen: 0,
+			Remote: &dataset.RemoteStats{Requests: 14, Retries: 1, BytesFetched: 1 << 20, BlockHits: 40,
+				BlockMisses: 12, DiskHits: 3, MemoryBytes: 3 << 18, DiskCacheBytes: 1 << 22},
+			Indexing: &dataset.IndexingStats{Members: 5, MembersDone: 3, Failed: 0, Bytes: 5 << 30,
+				BytesDone: 3 << 30, Rate: 4e8, SecondsLeft: 5.4, Done: false},
+		},
+		Answering: true,
+	}
+	var out bytes.Buffer
+	if err := writeJSON(&out, struct {
+		Mounts []mountStats `json:"mounts"`
+	}{[]mountStats{st}}); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "status.golden")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("npzfs status --json prints:\n%s\nwant (testdata/status.golden):\n%s", out.Bytes(), want)
+	}
+}
+
+// TestStatusDirIsPrivate: the status folder is made mode 0700, and one
+// that others may enter is refused.
+func TestStatusDirIsPrivate(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	dir, err := statusDir(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("%s: %v %v", dir, fi.Mode(), err)
+	}
+	os.Chmod(dir, 0o755)
+	if _, err := statusDir(false); err == nil || !strings.Contains(err.Error(), "not a private folder") {
+		t.Errorf("a folder others may enter: %v", err)
+	}
+}
+
+// TestServeStatus: a daemon's socket answers with its status, and is gone
+// once stopped.
+func TestServeStatus(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	stop, err := serveStatus(func() mountStats { return mountStats{Mountpoint: "/x", PID: os.Getpid(), Answering: true} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := askDaemons()
+	if len(got) != 1 || got[0].Mountpoint != "/x" || !got[0].Answering {
+		t.Errorf("askDaemons: %+v", got)
+	}
+	stop()
+	if got := askDaemons(); len(got) != 0 {
+		t.Errorf("after stop: %+v", got)
+	}
+}

@@ -1,0 +1,118 @@
+package dataset
+
+import (
+	"sync"
+	"time"
+
+	"github.com/npzfs/npzfs/npz"
+)
+
+// Stats are what a dataset has done since it was opened: what npzfs
+// status shows of a mount. Every count is since Open. The JSON form is
+// documented in README.md ("npzfs status") and kept stable.
+type Stats struct {
+	Source string `json:"source"`
+	Kind   string `json:"kind"` // "archive", "npy" or "folder"
+	// Members and Failing count an archive's members, and those not
+	// served or whose reads fail; a folder's count the archives open now.
+	Members      int `json:"members"`
+	Failing      int `json:"members_failing"`
+	ArchivesOpen int `json:"archives_open,omitempty"`
+	// Remote is the remote source's, for a remote dataset.
+	Remote *RemoteStats `json:"remote,omitempty"`
+	// Indexing is mount --index's progress, once it has started.
+	Indexing *IndexingStats `json:"background_indexing,omitempty"`
+}
+
+// RemoteStats count a remote source's requests and blocks.
+type RemoteStats struct {
+	Requests       int64 `json:"requests"`
+	Retries        int64 `json:"retries"`
+	BytesFetched   int64 `json:"bytes_fetched"`
+	BlockHits      int64 `json:"block_hits"`
+	BlockMisses    int64 `json:"block_misses"`
+	DiskHits       int64 `json:"disk_cache_hits"`
+	MemoryBytes    int64 `json:"memory_cache_bytes"`
+	DiskCacheBytes int64 `json:"disk_cache_bytes"` // the whole disk cache folder's
+}
+
+// IndexingStats are background indexing's progress (IndexInBackground).
+type IndexingStats struct {
+	Members     int     `json:"members"`
+	MembersDone int     `json:"members_done"`
+	Failed      int     `json:"members_failed"`
+	Bytes       int64   `json:"bytes"`
+	BytesDone   int64   `json:"bytes_done"`
+	Rate        float64 `json:"bytes_per_second"`
+	SecondsLeft float64 `json:"seconds_left"`
+	Done        bool    `json:"done"`
+}
+
+// indexing follows a background indexing for Stats.
+type indexing struct {
+	mu      sync.Mutex
+	start   time.Time
+	members []*npz.Member
+	done    int // members done
+	failed  int
+	before  int64 // bytes of the members done
+	end     time.Time
+}
+
+func (ix *indexing) stats() *IndexingStats {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	st := &IndexingStats{Members: len(ix.members), MembersDone: ix.done, Failed: ix.failed, BytesDone: ix.before, Done: !ix.end.IsZero()}
+	for i, m := range ix.members {
+		st.Bytes += m.Size()
+		if i == ix.done && !st.Done {
+			st.BytesDone += m.Indexed()
+		}
+	}
+	end := ix.end
+	if end.IsZero() {
+		end = time.Now()
+	}
+	if secs := end.Sub(ix.start).Seconds(); secs > 0 {
+		st.Rate = float64(st.BytesDone) / secs
+	}
+	if st.Rate > 0 && !st.Done {
+		st.SecondsLeft = float64(st.Bytes-st.BytesDone) / st.Rate
+	}
+	return st
+}
+
+// Stats reports what the dataset has done so far.
+func (d *Dataset) Stats() Stats {
+	st := Stats{Source: d.name, Kind: [...]string{Archive: "archive", NPY: "npy", Folder: "folder"}[d.kind]}
+	if a := d.archive; a != nil {
+		ms := a.Members()
+		st.Members = len(ms)
+		for _, m := range ms {
+			if !m.Served() || m.ReadError() != nil {
+				st.Failing++
+			}
+		}
+	}
+	if d.tree != nil {
+		st.ArchivesOpen = d.tree.Open()
+	}
+	if d.src != nil {
+		rs := d.src.Stats()
+		st.Remote = &RemoteStats{
+			Requests: rs.Requests, Retries: rs.Retries, BytesFetched: rs.BytesFetched,
+			BlockHits: rs.BlockHits, BlockMisses: rs.BlockMisses, DiskHits: rs.DiskHits,
+			MemoryBytes: rs.CachedBytes,
+		}
+		if d.src.disk != nil {
+			st.Remote.DiskCacheBytes = d.src.disk.Used()
+		}
+	}
+	d.mu.Lock()
+	ix := d.indexing
+	d.mu.Unlock()
+	if ix != nil {
+		st.Indexing = ix.stats()
+	}
+	return st
+}
