@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
@@ -34,24 +33,7 @@ func TestHelpGolden(t *testing.T) {
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, stdout, stderr := runCmd(args...)
-			got := stdout + stderr
-			path := filepath.Join("testdata", "help", name+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("npzfs %s prints:\n%s\nwant (%s):\n%s", strings.Join(args, " "), got, path, want)
-			}
+			golden(t, filepath.Join("testdata", "help", name+".golden"), []byte(stdout+stderr))
 		})
 	}
 }

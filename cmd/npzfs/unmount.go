@@ -12,16 +12,6 @@ import (
 	"github.com/npzfs/npzfs/internal/mountinfo"
 )
 
-const unmountHelp = `Unmounts an npzfs mount; its daemon then exits. A mount whose daemon was
-killed ("Transport endpoint is not connected") or stopped is cleared too:
-unmount never waits on the daemon. A mount with files still open, or with
-another mount inside it, is busy: close them (or unmount the inner mount),
-or pass --lazy to detach it now (it goes away when the last file closes).
-npzfs mounts stacked on one mount point are all removed.
-
-Exit codes: 0 unmounted, 1 not mounted, not an npzfs mount, or busy,
-2 bad command line.`
-
 func init() {
 	register("unmount", &command{
 		summary: "unmount a mounted archive (alias: umount)",
