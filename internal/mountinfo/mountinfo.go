@@ -16,6 +16,9 @@ type Entry struct {
 	FSType  string // e.g. fuse.npzfs
 	Source  string
 	Dev     string // major:minor of the mounted file system
+	// Super are the file system's own options (for FUSE: fd, rootmode,
+	// user_id, group_id, ...).
+	Super string
 }
 
 // Read returns the mount table, or nil when it cannot be read.
@@ -29,7 +32,7 @@ func Read() []Entry {
 
 // Parse parses the text of a mountinfo file: fields 3 (major:minor), 5
 // (mount point) and 6 (options), then, after the "-" that ends the
-// optional fields, the file system type and source.
+// optional fields, the file system type, source and super options.
 func Parse(text string) []Entry {
 	var out []Entry
 	for _, line := range strings.Split(text, "\n") {
@@ -41,6 +44,9 @@ func Parse(text string) []Entry {
 		for i := 6; i+2 < len(f); i++ {
 			if f[i] == "-" {
 				e.FSType, e.Source = f[i+1], unescape(f[i+2])
+				if i+3 < len(f) {
+					e.Super = f[i+3]
+				}
 				break
 			}
 		}
@@ -78,4 +84,15 @@ func unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// Option returns the value of option name in a comma-separated list of
+// options (Options or Super), and whether it is there.
+func Option(opts, name string) (string, bool) {
+	for _, o := range strings.Split(opts, ",") {
+		if k, v, _ := strings.Cut(o, "="); k == name {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -11,11 +11,28 @@ short line
 	if len(got) != 2 {
 		t.Fatalf("parsed %d entries, want 2: %+v", len(got), got)
 	}
-	want := Entry{Dir: "/mnt/a b", Options: "ro,nosuid,nodev,relatime", FSType: "fuse.npzfs", Source: "/data/x y.npz", Dev: "0:52"}
+	want := Entry{Dir: "/mnt/a b", Options: "ro,nosuid,nodev,relatime", FSType: "fuse.npzfs", Source: "/data/x y.npz", Dev: "0:52", Super: "ro,user_id=0,group_id=0"}
 	if got[1] != want {
 		t.Errorf("got %+v, want %+v", got[1], want)
 	}
 	if got[0].FSType != "proc" || got[0].Dir != "/proc" {
 		t.Errorf("got %+v", got[0])
+	}
+}
+
+func TestOption(t *testing.T) {
+	for _, tc := range []struct {
+		opts, name, value string
+		ok                bool
+	}{
+		{"ro,user_id=1000,group_id=100", "user_id", "1000", true},
+		{"ro,user_id=1000,group_id=100", "ro", "", true},
+		{"ro,user_id=1000", "group_id", "", false},
+		{"", "user_id", "", false},
+	} {
+		v, ok := Option(tc.opts, tc.name)
+		if v != tc.value || ok != tc.ok {
+			t.Errorf("Option(%q, %q) = %q, %v; want %q, %v", tc.opts, tc.name, v, ok, tc.value, tc.ok)
+		}
 	}
 }
