@@ -203,6 +203,10 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 	cmd := exec.Command(exe, append([]string{"mount", "--ready-fd=3"}, dargs...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.ExtraFiles = []*os.File{w}
+	if err := handOn(cmd, ma.mountpoint); err != nil {
+		w.Close()
+		return fail(stderr, "mount", err)
+	}
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
@@ -346,13 +350,20 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	// Two mounts started together on one mount point must not both pass
 	// the check below and stack: hold a lock on the mount point's folder
 	// from the check until this mount is live (or has failed).
-	unlock := lockMountpoint(ma.mountpoint)
+	fd, handed := npzfs.FDMountpoint(ma.mountpoint) // see fs/fdmount.go
+	unlock, mnt, hidden := func() {}, ma.mountpoint, 0
+	var err error
+	if handed {
+		err = npzfs.CheckFD(fd)
+	} else {
+		unlock = lockMountpoint(ma.mountpoint)
+		mnt, err = checkMountpoint(ma.mountpoint)
+		hidden = entriesIn(mnt)
+	}
 	defer unlock()
-	mnt, err := checkMountpoint(ma.mountpoint)
 	if err != nil {
 		return err
 	}
-	hidden := entriesIn(mnt)
 	var fi os.FileInfo
 	if !remoteSource {
 		fi, err = os.Stat(archive)
@@ -363,7 +374,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 			return fmt.Errorf("cannot read archive: %v", err)
 		}
 	}
-	if err := checkFuse(); err != nil {
+	if err := checkFuse(); err != nil && !handed {
 		return err
 	}
 
@@ -438,7 +449,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	}
 	// Hold no folder busy.
 	os.Chdir("/")
-	if ma.readAheadKB > 0 && os.Geteuid() == 0 {
+	if ma.readAheadKB > 0 && os.Geteuid() == 0 && !handed {
 		if err := setReadAhead(mnt, ma.readAheadKB); err != nil {
 			logger.Printf("cannot set readahead: %v", err)
 		}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -63,6 +65,9 @@ func unmount(dir string, lazy bool) error {
 	if m.FSType != "fuse."+npzfs.FSType {
 		return fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.FSType)
 	}
+	if err := mayUnmount(abs, m); err != nil {
+		return err
+	}
 	for range maxStack {
 		if lazy {
 			err = npzfs.LazyUnmount(abs)
@@ -104,4 +109,18 @@ func mountsInside(dir string) []string {
 		}
 	}
 	return out
+}
+
+// mayUnmount refuses, saying who may, to unmount a mount that this user
+// neither made nor may remove: one made for another user, as by a
+// privileged process that handed npzfs the FUSE device (npzfs mount
+// ARCHIVE /dev/fd/N), whose owner is named by user_id. Root may unmount
+// any; fusermount3 lets a user unmount only mounts made for them.
+func mayUnmount(abs string, m mountinfo.Entry) error {
+	uid := os.Geteuid()
+	owner, ok := mountinfo.Option(m.Super, "user_id")
+	if uid == 0 || !ok || owner == strconv.Itoa(uid) {
+		return nil
+	}
+	return fmt.Errorf("%s was mounted for user %s, not you: whoever mounted it must unmount it (for npzfs mount ARCHIVE /dev/fd/N, the process that opened /dev/fuse and handed it over: the container runtime or CSI driver), or root: umount %s", abs, owner, abs)
 }
