@@ -70,16 +70,20 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		{Key: "vcs.time", Value: "2026-11-24T01:00:00Z"},
 		{Key: "vcs.modified", Value: "true"},
 	}}
-	if got, want := describeBuild(bi), "(devel) (commit 0123456789ab+dirty, 2026-11-24T01:00:00Z, go1.26.8)"; got != want {
+	if got, want := describeBuild(bi, ""), "(devel) (commit 0123456789ab+dirty, 2026-11-24T01:00:00Z, go1.26.8)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// A version set at build time keeps the commit.
+	if got, want := describeBuild(bi, "0.0.0.post12+g0123456789ab"), "0.0.0.post12+g0123456789ab (commit 0123456789ab+dirty, 2026-11-24T01:00:00Z, go1.26.8)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	bi = &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}}
-	if got, want := describeBuild(bi), "v1.2.3 (go1.26.8)"; got != want {
+	if got, want := describeBuild(bi, ""), "v1.2.3 (go1.26.8)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	version = "v9-custom"
 	defer func() { version = "" }()
-	if got := versionString(); got != "v9-custom" {
+	if got := versionString(); !strings.HasPrefix(got, "v9-custom (") {
 		t.Errorf("-ldflags override: got %q", got)
 	}
 }

@@ -6,22 +6,29 @@ import (
 )
 
 // versionString is what "npzfs version" prints after "npzfs ": the
-// -ldflags override if there is one, else the module version Go recorded
-// ("(devel)" for a build from a checkout) with the VCS revision and time
-// it recorded, and "+dirty" for a build from a modified tree.
+// version set at build time with -ldflags "-X main.version=..." (as
+// scripts/package.sh does, from scripts/version.sh), else the module
+// version Go recorded ("(devel)" for a build from a checkout); then the
+// VCS revision and time Go recorded, "+dirty" for a build from a modified
+// tree, and the Go version.
 func versionString() string {
-	if version != "" {
-		return version
-	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
+		if version != "" {
+			return version
+		}
 		return "unknown (no build information in the binary)"
 	}
-	return describeBuild(bi)
+	return describeBuild(bi, version)
 }
 
-func describeBuild(bi *debug.BuildInfo) string {
+// describeBuild describes the build bi; version, when set, overrides the
+// module version.
+func describeBuild(bi *debug.BuildInfo, version string) string {
 	v := bi.Main.Version
+	if version != "" {
+		v = version
+	}
 	if v == "" {
 		v = "(devel)"
 	}
