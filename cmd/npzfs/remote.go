@@ -72,10 +72,10 @@ const headerEnv = "NPZFS_HEADERS"
 // passes such a URL to its daemon so.
 const sourceEnv = "NPZFS_SOURCE_URL"
 
-// fromSourceEnv is the URL sourceEnv holds, if url is how it is shown,
-// else url.
+// fromSourceEnv is the URL sourceEnv holds, if url shows as it does
+// (url is its shown form, or another spelling of it), else url.
 func fromSourceEnv(url string) string {
-	if u := os.Getenv(sourceEnv); u != "" && shown(u) == url {
+	if u := os.Getenv(sourceEnv); u != "" && isRemote(url) && shown(u) == shown(url) {
 		return u
 	}
 	return url
