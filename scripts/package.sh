@@ -40,9 +40,12 @@ rm -rf "$dist"
 stage="$dist/.stage"
 mkdir -p "$stage/common/completions"
 
+# The commit goes in by -ldflags too: Go records none for a build in a
+# git worktree.
+commit=$(git rev-parse HEAD)
 build() { # GOARCH OUT
   CGO_ENABLED=0 GOOS=linux GOARCH="$1" GOFLAGS= go build -buildvcs=auto -trimpath \
-    -ldflags "-s -w -X main.version=$version" -o "$2" ./cmd/npzfs
+    -ldflags "-s -w -X main.version=$version -X main.commit=$commit" -o "$2" ./cmd/npzfs
 }
 
 # What every package carries besides the binary, made by this machine's

@@ -86,4 +86,10 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	if got := versionString(); !strings.HasPrefix(got, "v9-custom (") {
 		t.Errorf("-ldflags override: got %q", got)
 	}
+	// A commit set at build time stands in for the one Go did not record.
+	commit = "fedcba9876543210"
+	defer func() { commit = "" }()
+	if got := versionString(); !strings.Contains(got, "(commit fedcba987654") {
+		t.Errorf("-ldflags commit: got %q", got)
+	}
 }
