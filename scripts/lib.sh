@@ -23,6 +23,7 @@ ensure_deps() {
       pytest) /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest) ;;
       venv) /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv) ;;
       man) command -v man >/dev/null || missing+=(man-db) ;;
+      bash-completion) [ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion) ;;
       *) command -v "$what" >/dev/null || missing+=("$what") ;;
     esac
   done
