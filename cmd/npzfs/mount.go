@@ -358,11 +358,13 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	} else {
 		unlock = lockMountpoint(ma.mountpoint)
 		mnt, err = checkMountpoint(ma.mountpoint)
-		hidden = entriesIn(mnt)
 	}
 	defer unlock()
 	if err != nil {
 		return err
+	}
+	if !handed {
+		hidden = entriesIn(mnt)
 	}
 	var fi os.FileInfo
 	if !remoteSource {
@@ -374,8 +376,10 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 			return fmt.Errorf("cannot read archive: %v", err)
 		}
 	}
-	if err := checkFuse(); err != nil && !handed {
-		return err
+	if !handed {
+		if err := checkFuse(); err != nil {
+			return err
+		}
 	}
 
 	opts := npz.Options{
