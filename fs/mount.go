@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -80,6 +81,10 @@ type Config struct {
 type Server struct {
 	srv *fuse.Server
 	dir string
+	// For a handed FUSE device (FDMountpoint), which npzfs cannot
+	// unmount: closed by Unmount, to stop serving.
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 // Invalidate tells the kernel to forget the entry name in the folder with
@@ -95,7 +100,9 @@ func (s *Server) Invalidate(parent uint64, name string) error {
 }
 
 // Mount mounts root on dir read-only and serves it in the background. It
-// returns once the kernel answers requests on dir.
+// returns once the kernel answers requests on dir. A dir of the form
+// /dev/fd/N (FDMountpoint) is a FUSE device already mounted by whoever
+// handed it over: Mount serves it, and the mount options are theirs.
 func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if root == nil || !root.IsDir() {
 		return nil, errors.New("the archive has no root folder")
@@ -165,15 +172,41 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if err := srv.WaitMount(); err != nil {
 		return nil, err
 	}
-	return &Server{srv: srv, dir: dir}, nil
+	s := &Server{srv: srv, dir: dir}
+	if _, ok := FDMountpoint(dir); ok {
+		s.stopped = make(chan struct{})
+	}
+	return s, nil
 }
 
-// Wait returns when the file system is unmounted.
-func (s *Server) Wait() { s.srv.Wait() }
+// Wait returns when the file system is unmounted, or for a handed FUSE
+// device, when Unmount stops serving it.
+func (s *Server) Wait() {
+	if s.stopped == nil {
+		s.srv.Wait()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		s.srv.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-s.stopped:
+	}
+}
 
 // Unmount unmounts; it fails (EBUSY) while files are open, unless lazy,
-// which detaches the mount now and lets open files finish.
+// which detaches the mount now and lets open files finish. A handed FUSE
+// device cannot be unmounted here: Unmount makes Wait return, and once
+// this process has exited (closing the device) the folder answers ENOTCONN
+// until whoever mounted it unmounts it.
 func (s *Server) Unmount(lazy bool) error {
+	if s.stopped != nil {
+		s.stopOnce.Do(func() { close(s.stopped) })
+		return nil
+	}
 	if !lazy {
 		return s.srv.Unmount()
 	}

@@ -212,7 +212,11 @@ func mountOf(dir string) (mountinfo.Entry, bool) { return mountinfo.Find(dir) }
 func isMounted(dir string) bool { _, ok := mountOf(dir); return ok }
 
 // daemons lists the pids of live npzfs processes whose arguments name dir.
-func daemons(dir string) []int {
+func daemons(dir string) []int { return processesOf(bin, dir) }
+
+// processesOf lists the live processes of program prog with arg among
+// their arguments.
+func processesOf(prog, arg string) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
@@ -225,11 +229,11 @@ func daemons(dir string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if len(args) < 2 || args[0] != bin || !processAlive(pid) {
+		if len(args) < 2 || args[0] != prog || !processAlive(pid) {
 			continue
 		}
 		for _, a := range args[1:] {
-			if a == dir {
+			if a == arg {
 				pids = append(pids, pid)
 				break
 			}

@@ -12,7 +12,9 @@
 # 4. runs the integration tests, which mount the real binary, with
 #    NPZFS_REQUIRE_FUSE=1 so that they fail rather than skip without FUSE;
 # 5. runs each fuzzer for NPZFS_FUZZTIME (default 30s);
-# 6. fails if any npzfs mount is left behind.
+# 6. tests the Python package from its wheel, and the release artifacts
+#    (scripts/test-python.sh, scripts/test-packages.sh);
+# 7. fails if any npzfs mount is left behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
@@ -89,6 +91,12 @@ fuzz ./npy FuzzReadHeader
 fuzz ./npz FuzzOpen
 fuzz ./inflate FuzzInflate
 fuzz ./inflate FuzzDeflateSparse
+
+step "python package (scripts/test-python.sh)"
+bash scripts/test-python.sh
+
+step "release artifacts (scripts/test-packages.sh)"
+bash scripts/test-packages.sh
 
 step "leftover mounts"
 leftover_check || die "a test left an npzfs mount behind"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
@@ -34,24 +33,7 @@ func TestHelpGolden(t *testing.T) {
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, stdout, stderr := runCmd(args...)
-			got := stdout + stderr
-			path := filepath.Join("testdata", "help", name+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("npzfs %s prints:\n%s\nwant (%s):\n%s", strings.Join(args, " "), got, path, want)
-			}
+			golden(t, filepath.Join("testdata", "help", name+".golden"), []byte(stdout+stderr))
 		})
 	}
 }
@@ -88,16 +70,26 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		{Key: "vcs.time", Value: "2026-11-24T01:00:00Z"},
 		{Key: "vcs.modified", Value: "true"},
 	}}
-	if got, want := describeBuild(bi), "(devel) (commit 0123456789ab+dirty, 2026-11-24T01:00:00Z, go1.26.8)"; got != want {
+	if got, want := describeBuild(bi, ""), "(devel) (commit 0123456789ab+dirty, 2026-11-24T01:00:00Z, go1.26.8)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// A version set at build time keeps the commit.
+	if got, want := describeBuild(bi, "0.0.0.post12+g0123456789ab"), "0.0.0.post12+g0123456789ab (commit 0123456789ab+dirty, 2026-11-24T01:00:00Z, go1.26.8)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	bi = &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}}
-	if got, want := describeBuild(bi), "v1.2.3 (go1.26.8)"; got != want {
+	if got, want := describeBuild(bi, ""), "v1.2.3 (go1.26.8)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	version = "v9-custom"
 	defer func() { version = "" }()
-	if got := versionString(); got != "v9-custom" {
+	if got := versionString(); !strings.HasPrefix(got, "v9-custom (") {
 		t.Errorf("-ldflags override: got %q", got)
+	}
+	// A commit set at build time stands in for the one Go did not record.
+	commit = "fedcba9876543210"
+	defer func() { commit = "" }()
+	if got := versionString(); !strings.Contains(got, "(commit fedcba987654") {
+		t.Errorf("-ldflags commit: got %q", got)
 	}
 }

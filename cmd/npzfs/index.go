@@ -16,32 +16,6 @@ import (
 	"github.com/npzfs/npzfs/dataset"
 )
 
-const indexHelp = `Builds the index of every deflated member of ARCHIVE (or of the members
-named by KEY, as "images" or "images.npy"), or of every archive under
-FOLDER (its .npz files, in its sub-folders too, as a mount of the folder
-shows them), so that a later mount reads anywhere in them at once
-instead of inflating each from its start. The members are inflated
-whole, several at once, their length and CRC-32 checked, and their
-indexes saved where mount looks for them (--index-dir), which a mount
-of the folder uses too. A member of 8 MiB or more (compressed) is itself split
-among --workers threads: each finds a block boundary in its part of the
-stream and inflates from there before the part ahead of it is done (the
-technique of rapidgzip), and whatever it cannot split (no block
-boundary found, a member whose history never clears) is inflated from
-its start. A member whose index is already saved has it loaded, not
-rebuilt; with --verify every member is then also read whole, each span of
-a saved index checked against its CRC-32 (one that fails is rebuilt).
-
-On a terminal a progress line shows the bytes inflated, the rate and the
-time left; otherwise one summary line is printed at the end. A member
-(or under a FOLDER, an archive) that cannot be read is named, the others
-are indexed, and the exit code is then 1.
-
-With --sidecar the indexes are also written beside the archive, as
-ARCHIVE.npzidx (data.npz: data.npzidx), for a dataset to ship: a mount
-of the archive finds them there, read-only, when its index folder does
-not hold them. Under a FOLDER, each archive gets its own.`
-
 // indexFlags are the flags of the index cache, taken by mount and index.
 type indexFlags struct {
 	dir     string

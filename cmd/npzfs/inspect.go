@@ -8,6 +8,7 @@ func init() {
 	register("inspect", &command{
 		summary: "print the header.json of a .npy file, or of one member of an archive",
 		usage:   "FILE.npy | ARCHIVE KEY",
+		help:    inspectHelp,
 		run:     runInspect,
 	})
 }

@@ -23,12 +23,10 @@ import (
 
 func init() {
 	register("ls", &command{
-		summary: "list an archive's members: dtype, shape, order, size, method, and why any is not served",
+		summary: "list an archive's members, and why any is not served",
 		usage:   "[--verify] [--json] [-h] ARCHIVE | FOLDER",
-		help: "With --verify every member is read whole and its CRC-32 checked, as unzip -t does: " +
-			"the exit code is 1 when any member cannot be read or fails. " +
-			"With --json the listing is one JSON document (see the README) instead of a table.",
-		run: runLs,
+		help:    lsHelp,
+		run:     runLs,
 	})
 }
 

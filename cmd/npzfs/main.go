@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -81,11 +80,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case len(args) == 2 && (args[1] == "help" || args[1] == "-h" || args[1] == "--help"):
 			fmt.Fprint(stdout, helpHelp)
 			return exitOK
+		case len(args) == 2 && args[1] == "--man":
+			writeMan(stdout, versionString())
+			return exitOK
 		case len(args) == 2:
 			if c, ok := lookup(args[1]); ok {
 				return c.run([]string{"--help"}, stdout, stderr)
 			}
-			return usageError(stderr, "", fmt.Sprintf("unknown command %q", args[1]))
+			return usageError(stderr, "", unknownCommand(args[1]))
 		}
 		printHelp(stdout)
 		return exitOK
@@ -97,16 +99,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := lookup(name)
 	if !ok {
-		return usageError(stderr, "", fmt.Sprintf("unknown command %q", name))
+		return usageError(stderr, "", unknownCommand(name))
 	}
 	return c.run(args[1:], stdout, stderr)
 }
 
 // helpHelp is what "npzfs help help" prints.
-const helpHelp = `Usage: npzfs help [COMMAND]
+const helpHelp = `Usage: npzfs help [COMMAND | --man]
 
-show the list of commands, or the full help of one (the same as
-npzfs COMMAND --help)
+show the list of commands, or the help of one (the same as
+npzfs COMMAND --help); with --man, print the manual page npzfs(1), of
+which --help shows the short form (read it with: npzfs help --man | man -l -)
 
 Exit codes: 0 success, 1 the operation failed, 2 bad command line.
 `
@@ -125,17 +128,13 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "Usage: npzfs COMMAND [flags] [args]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "  help      show help for a command: npzfs help COMMAND")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Exit codes: 0 success, 1 the operation failed, 2 bad command line.")
+	fmt.Fprintln(w, exitCodesLine)
+	fmt.Fprintln(w, moreHelp)
 }
 
 // newFlags returns a flag set for a subcommand: --help prints the
@@ -144,19 +143,7 @@ func newFlags(name string, stdout, stderr io.Writer) *pflag.FlagSet {
 	fl := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.SortFlags = false
-	fl.Usage = func() {
-		c, _ := lookup(name)
-		fmt.Fprintf(stdout, "Usage: npzfs %s %s\n\n%s\n", name, c.usage, c.summary)
-		if c.help != "" {
-			fmt.Fprintf(stdout, "\n%s\n", c.help)
-		}
-		if fl.HasAvailableFlags() {
-			fmt.Fprintf(stdout, "\nFlags:\n%s", fl.FlagUsages())
-		}
-		if !strings.Contains(c.help, "Exit codes") {
-			fmt.Fprintln(stdout, "\nExit codes: 0 success, 1 the operation failed, 2 bad command line.")
-		}
-	}
+	fl.Usage = func() { printUsage(stdout, name, fl) }
 	return fl
 }
 
@@ -167,7 +154,7 @@ func parseFlags(fl *pflag.FlagSet, args []string) (code int, done bool) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK, true
 		}
-		fmt.Fprintf(fl.Output(), "npzfs %s: %v (see 'npzfs %s --help')\n", fl.Name(), err, fl.Name())
+		fmt.Fprintf(fl.Output(), "npzfs %s: %v%s (see 'npzfs %s --help')\n", fl.Name(), err, suggestFlag(fl, err), fl.Name())
 		return exitUsage, true
 	}
 	return 0, false

@@ -28,74 +28,6 @@ import (
 	"github.com/npzfs/npzfs/remote"
 )
 
-const mountHelp = `Mounts ARCHIVE (a NumPy .npz file) read-only on MOUNTPOINT, an existing
-folder. Each member appears byte for byte (images.npy), and each .npy member
-also as a folder of views: images/header.json and images/raw.bin (the array
-data alone, ready for mmap), and beside it as images.ra (RawArray: a header
-of 64-bit integers, then the data).
-
-ARCHIVE may be a folder: every .npz file under it is then a folder
-NAME.npz/ holding that archive's tree, and every .npy file NAME.npy with
-its views; sub-folders are kept, other files left out. Archives are opened
-on first use, and at most --max-open of them stay open once none of their
-files is in use. An archive that cannot be read is a folder holding only
-npzfs-error.txt, which says why. Files added, removed or replaced in the
-folder appear, vanish or change within a second; reads of a replaced
-archive's old files fail. ARCHIVE may also be a bare .npy file (known by
-its magic): it is served as an archive of that one array.
-
-ARCHIVE may be remote: https://host/path/data.npz (or http://; a presigned
-URL works as it is) or s3://BUCKET/KEY.npz, read by byte range: the mount
-fetches the archive's tail, then only the bytes that are read, in 256 KiB
-blocks kept in memory (--remote-cache-mb), ahead of sequential readers;
-with --disk-cache DIR on disk too, keyed by the object's ETag, version and
-date, so a later mount of the unchanged object fetches only its tail.
-S3 takes every credential the AWS SDK does (environment, AWS_PROFILE and
-the shared files, SSO, web identity, instance and container roles);
---endpoint (or AWS_ENDPOINT_URL_S3) for S3-compatible servers. If the
-object changes while mounted, reads of bytes not yet fetched fail with an
-I/O error. URLs are shown without their query string, headers never.
-
-A deflated member (np.savez_compressed) is inflated from its start the
-first time it is read deep; the index made on the way (a checkpoint every
-512 KiB) is saved in --index-dir once the member has been read to its end,
-so later mounts of the archive, or of a copy of it, read anywhere at once.
-"npzfs index ARCHIVE" builds them ahead of time, on every core; with
---index the mount builds them in the background once it is live, at the
-lowest CPU priority (a read waits for no more than one span of it).
---no-index leaves no trace on disk.
-
-By default npzfs mount returns once the mount is live, leaving a daemon
-(its own session, working directory /) that serves it until
-"npzfs unmount MOUNTPOINT" or SIGINT/SIGTERM. If the mount cannot be made,
-it prints one line saying why and leaves no mount and no daemon behind.
-
-Daemon messages: with --log FILE they are appended to FILE (which also
-receives the daemon's stdout and stderr). Without --log they go to syslog
-(facility daemon, tag "npzfs") when a syslog socket answers, and otherwise
-to $XDG_STATE_HOME/npzfs/npzfs.log (~/.local/state/npzfs/npzfs.log). With
--f they go to stderr, or to FILE with --log. A mount that succeeds says in
-one line when some members cannot be served or read.
-
-Mount options (-o, comma-separated, repeatable): allow_other, allow_root,
-default_permissions, nosuid, nodev, noexec, exec, suid, dev, noatime, atime,
-ro. "rw" is refused: npzfs is read-only. allow_other lets every user
-read the mount; allow_root lets root in besides you (files then show as
-0400 and folders 0500, and the kernel checks them). Both need
-user_allow_other in /etc/fuse.conf for a non-root user. Every flag below
-but -f and -o can be given as an option too, with "_" or "-": -o
-cache_mb=256,log=/var/log/npzfs.log,debug (a flag given as a flag wins).
-
-From mount(8) and /etc/fstab, as type fuse.npzfs (npzfs must be on
-mount's PATH, /usr/local/bin or /usr/bin):
-  mount -t fuse.npzfs /data/run.npz /mnt/run -o ro,allow_other
-  /data/run.npz  /mnt/run  fuse.npzfs  ro,noauto,user,cache_mb=256  0 0
-mount(8)'s own options (rw, its default; dev, suid, user, noauto, nofail,
-_netdev, x-*) are accepted there and mean nothing more to npzfs.
-
-Exit codes: 0 mounted (with -f: unmounted cleanly after a signal or
-"npzfs unmount"), 1 the mount failed, 2 bad command line.`
-
 // allowedOptions are the -o options passed through to the mount.
 var allowedOptions = map[string]bool{
 	"allow_other": true, "allow_root": true, "default_permissions": true,
@@ -273,6 +205,10 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 	cmd := exec.Command(exe, append([]string{"mount", "--ready-fd=3"}, dargs...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.ExtraFiles = []*os.File{w}
+	if err := handOn(cmd, ma.mountpoint); err != nil {
+		w.Close()
+		return fail(stderr, "mount", err)
+	}
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
@@ -379,13 +315,22 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	// Two mounts started together on one mount point must not both pass
 	// the check below and stack: hold a lock on the mount point's folder
 	// from the check until this mount is live (or has failed).
-	unlock := lockMountpoint(ma.mountpoint)
+	fd, handed := npzfs.FDMountpoint(ma.mountpoint) // see fs/fdmount.go
+	unlock, mnt, hidden := func() {}, ma.mountpoint, 0
+	var err error
+	if handed {
+		err = npzfs.CheckFD(fd)
+	} else {
+		unlock = lockMountpoint(ma.mountpoint)
+		mnt, err = checkMountpoint(ma.mountpoint)
+	}
 	defer unlock()
-	mnt, err := checkMountpoint(ma.mountpoint)
 	if err != nil {
 		return err
 	}
-	hidden := entriesIn(mnt)
+	if !handed {
+		hidden = entriesIn(mnt)
+	}
 	opts, err := ma.datasetOptions(logger)
 	if err != nil {
 		return err
@@ -398,8 +343,10 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	if d.Kind() == dataset.Folder && within(mnt, d.Name()) {
 		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mnt)
 	}
-	if err := checkFuse(); err != nil {
-		return err
+	if !handed {
+		if err := checkFuse(); err != nil {
+			return err
+		}
 	}
 	srv, err := mountCapturingStderr(mnt, d.Root(), npzfs.Config{
 		Source:      d.Name(),
@@ -423,7 +370,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	}
 	// Hold no folder busy.
 	os.Chdir("/")
-	if ma.readAheadKB > 0 && os.Geteuid() == 0 {
+	if ma.readAheadKB > 0 && os.Geteuid() == 0 && !handed {
 		if err := setReadAhead(mnt, ma.readAheadKB); err != nil {
 			logger.Printf("cannot set readahead: %v", err)
 		}

@@ -36,8 +36,12 @@ func (rf *remoteFlags) add(fl *pflag.FlagSet) {
 	fl.IntVar(&rf.diskCacheMB, "disk-cache-mb", defaultDiskCacheMB, "bound of --disk-cache, in `MiB` (blocks used least recently go first)")
 }
 
-// check refuses values that cannot work, in one line.
+// check takes the headers given in the environment (headerEnv) and
+// refuses values that cannot work, in one line.
 func (rf *remoteFlags) check() error {
+	if h := os.Getenv(headerEnv); h != "" {
+		rf.headers = append(rf.headers, strings.Split(h, "\n")...)
+	}
 	if rf.diskCacheMB < 1 {
 		return errors.New("--disk-cache-mb must be at least 1")
 	}
@@ -51,14 +55,26 @@ func (rf *remoteFlags) check() error {
 	return nil
 }
 
-// headerEnv carries --header values from npzfs mount to its daemon, so
-// they are not in the daemon's command line, which every user can read.
+// headerEnv holds headers, one a line, taken as if given with --header,
+// so that they need not be in a command line, which every user can read:
+// npzfs mount passes its --header values to its daemon so, and the
+// Python package its header= argument.
 const headerEnv = "NPZFS_HEADERS"
 
-// sourceEnv carries a remote archive's URL to the daemon when it holds a
-// query string or user info (a presigned URL's signature), for the same
-// reason; the daemon's command line has the URL without them.
+// sourceEnv holds a remote archive's whole URL when it has a query string
+// or user info (a presigned URL's signature), for the same reason: the
+// command line then has the URL as shown, without them. npzfs mount
+// passes such a URL to its daemon so.
 const sourceEnv = "NPZFS_SOURCE_URL"
+
+// fromSourceEnv is the URL sourceEnv holds, if url shows as it does
+// (url is its shown form, or another spelling of it), else url.
+func fromSourceEnv(url string) string {
+	if u := os.Getenv(sourceEnv); u != "" && dataset.IsRemote(url) && dataset.Redact(u) == dataset.Redact(url) {
+		return u
+	}
+	return url
+}
 
 // parseHeaders turns NAME: VALUE strings into a header; an error names
 // the header, never its value.
@@ -98,6 +114,7 @@ func (rf *remoteFlags) options(cacheBytes int64) (dataset.Remote, error) {
 // openArchive opens what ls and inspect are given: an archive or a .npy
 // file, local or remote (dataset.Open), not a folder.
 func openArchive(name string, rf *remoteFlags) (*dataset.Dataset, error) {
+	name = fromSourceEnv(name)
 	ro, err := rf.options(0)
 	if err != nil {
 		return nil, err
@@ -138,14 +155,10 @@ func daemonArgs(args []string, archive string, headers []string) (out, env []str
 }
 
 // fromDaemonEnv restores in the daemon what daemonArgs moved to its
-// environment, and clears it there.
+// environment (the headers remoteFlags.check took already), and clears
+// it there.
 func fromDaemonEnv(ma *mountArgs) {
-	if h := os.Getenv(headerEnv); h != "" {
-		ma.remote.headers = append(ma.remote.headers, strings.Split(h, "\n")...)
-	}
-	if u := os.Getenv(sourceEnv); u != "" && dataset.Redact(u) == ma.archive {
-		ma.archive = u
-	}
+	ma.archive = fromSourceEnv(ma.archive)
 	os.Unsetenv(headerEnv)
 	os.Unsetenv(sourceEnv)
 }

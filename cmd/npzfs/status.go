@@ -23,13 +23,8 @@ func init() {
 	register("status", &command{
 		summary: "show what this user's npzfs mounts are doing",
 		usage:   "[--json] [MOUNTPOINT]",
-		help: "For every live npzfs mount of yours (or the one on MOUNTPOINT): its source, " +
-			"mount point, daemon, options and log, and what it has done since it was mounted: " +
-			"bytes served, cache hits and misses, remote requests, saved indexes, background " +
-			"indexing. Each daemon answers on a socket only its user can reach " +
-			"($XDG_RUNTIME_DIR/npzfs, else /tmp/npzfs-UID); nothing appears in the mounted tree. " +
-			"--json prints one document, whose form the README documents.",
-		run: runStatus,
+		help:    statusHelp,
+		run:     runStatus,
 	})
 }
 
@@ -161,10 +156,10 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	live := myMounts()
 	var list []mountStats
 	for _, st := range askDaemons() {
-		if _, ok := live[st.Mountpoint]; ok {
-			list = append(list, st)
-			delete(live, st.Mountpoint)
-		}
+		// A daemon serving a FUSE device it was handed (/dev/fd/N)
+		// does not know where that is mounted: it is listed too.
+		list = append(list, st)
+		delete(live, st.Mountpoint)
 	}
 	for dir, src := range live {
 		list = append(list, mountStats{Mountpoint: dir, Stats: dataset.Stats{Source: src}})

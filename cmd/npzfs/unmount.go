@@ -6,22 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
 )
-
-const unmountHelp = `Unmounts an npzfs mount; its daemon then exits. A mount whose daemon was
-killed ("Transport endpoint is not connected") or stopped is cleared too:
-unmount never waits on the daemon. A mount with files still open, or with
-another mount inside it, is busy: close them (or unmount the inner mount),
-or pass --lazy to detach it now (it goes away when the last file closes).
-npzfs mounts stacked on one mount point are all removed.
-
-Exit codes: 0 unmounted, 1 not mounted, not an npzfs mount, or busy,
-2 bad command line.`
 
 func init() {
 	register("unmount", &command{
@@ -78,6 +69,9 @@ func unmount(dir string, lazy bool) error {
 	if m.FSType != "fuse."+npzfs.FSType {
 		return fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.FSType)
 	}
+	if err := mayUnmount(abs, m); err != nil {
+		return err
+	}
 	for range maxStack {
 		if lazy {
 			err = npzfs.LazyUnmount(abs)
@@ -119,4 +113,18 @@ func mountsInside(dir string) []string {
 		}
 	}
 	return out
+}
+
+// mayUnmount refuses, saying who may, to unmount a mount that this user
+// neither made nor may remove: one made for another user, as by a
+// privileged process that handed npzfs the FUSE device (npzfs mount
+// ARCHIVE /dev/fd/N), whose owner is named by user_id. Root may unmount
+// any; fusermount3 lets a user unmount only mounts made for them.
+func mayUnmount(abs string, m mountinfo.Entry) error {
+	uid := os.Geteuid()
+	owner, ok := mountinfo.Option(m.Super, "user_id")
+	if uid == 0 || !ok || owner == strconv.Itoa(uid) {
+		return nil
+	}
+	return fmt.Errorf("%s was mounted for user %s, not you: whoever mounted it must unmount it (for npzfs mount ARCHIVE /dev/fd/N, the process that opened /dev/fuse and handed it over: the container runtime or CSI driver), or root: umount %s", abs, owner, abs)
 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// golden compares got with the file at path, or rewrites it under -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the code makes (go test ./cmd/npzfs -update after a change on purpose):\n%s", path, got)
+	}
+}
+
+// TestHelpFitsAScreen: every command's --help is at most helpLines lines
+// of helpWidth columns, gives each visible flag one line, and says where
+// the long text is.
+func TestHelpFitsAScreen(t *testing.T) {
+	for _, name := range commandNames() {
+		_, out, _ := runCmd(name, "--help")
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) > helpLines {
+			t.Errorf("%s --help: %d lines, more than %d", name, len(lines), helpLines)
+		}
+		for _, l := range lines {
+			if len(l) > helpWidth {
+				t.Errorf("%s --help: line of %d columns: %q", name, len(l), l)
+			}
+		}
+		if !strings.Contains(out, "man npzfs") {
+			t.Errorf("%s --help does not say where the rest is:\n%s", name, out)
+		}
+		if len(examples[name]) == 0 {
+			t.Errorf("%s has no example", name)
+		}
+		flagsOf(name).VisitAll(func(f *pflag.Flag) {
+			n := 0
+			for _, l := range lines {
+				l = strings.TrimSpace(l)
+				if f.Shorthand != "" {
+					l = strings.TrimPrefix(l, "-"+f.Shorthand+", ")
+				}
+				if l == "--"+f.Name || strings.HasPrefix(l, "--"+f.Name+" ") {
+					n++
+				}
+			}
+			if f.Hidden != (n == 0) || n > 1 {
+				t.Errorf("%s --help: --%s (hidden %v) is on %d lines", name, f.Name, f.Hidden, n)
+			}
+		})
+	}
+}
+
+// TestManGolden keeps the man page in testdata/npzfs.1.golden, so that a
+// change to any help text shows in review as a change of the man page too.
+func TestManGolden(t *testing.T) {
+	var b bytes.Buffer
+	writeMan(&b, "VERSION")
+	golden(t, filepath.Join("testdata", "npzfs.1.golden"), b.Bytes())
+	code, out, errs := runCmd("help", "--man")
+	if code != exitOK || errs != "" || !strings.HasPrefix(out, ".\\\" Made by npzfs help --man") {
+		t.Errorf("npzfs help --man: exit %d, stderr %q, output starting %.60q", code, errs, out)
+	}
+}
+
+// TestManCarriesTheLongText: the man page holds each command's
+// description and each flag's whole usage, which --help leaves out.
+func TestManCarriesTheLongText(t *testing.T) {
+	var b bytes.Buffer
+	writeMan(&b, "VERSION")
+	man := b.String()
+	for _, name := range commandNames() {
+		c := commands[name]
+		for _, p := range strings.Split(c.help, "\n\n") {
+			first := strings.TrimSpace(strings.SplitN(p, "\n", 2)[0])
+			if !strings.Contains(man, roffText(first)) {
+				t.Errorf("%s: the man page lacks %q", name, first)
+			}
+		}
+		for _, r := range flagRows(name, flagsOf(name), false) {
+			if !strings.Contains(man, roffText(capitalize(r.usage))) {
+				t.Errorf("%s --%s: the man page lacks its usage %q", name, r.name, r.usage)
+			}
+		}
+	}
+}
+
+// TestManRenders: groff formats the page without a warning.
+func TestManRenders(t *testing.T) {
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("groff not found (Debian: groff-base, which man-db needs)")
+	}
+	var b bytes.Buffer
+	writeMan(&b, "VERSION")
+	cmd := exec.Command(groff, "-man", "-ww", "-z", "-Tutf8")
+	cmd.Stdin = &b
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("groff: %v\n%s", err, out)
+	}
+}
+
+// TestDidYouMean: a mistyped command or flag gets the nearest one
+// suggested, in the same one line; a word near nothing gets none.
+func TestDidYouMean(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mout", "a", "b"}, `npzfs: unknown command "mout"; did you mean "mount"? (see 'npzfs help')` + "\n"},
+		{[]string{"unmuont"}, `npzfs: unknown command "unmuont"; did you mean "unmount"? (see 'npzfs help')` + "\n"},
+		{[]string{"help", "inpsect"}, `npzfs: unknown command "inpsect"; did you mean "inspect"? (see 'npzfs help')` + "\n"},
+		{[]string{"xyzzy"}, `npzfs: unknown command "xyzzy" (see 'npzfs help')` + "\n"},
+		{[]string{"mount", "--cache-mib", "5", "a", "b"}, "npzfs mount: unknown flag: --cache-mib; did you mean --cache-mb? (see 'npzfs mount --help')\n"},
+		{[]string{"ls", "--jsno", "a"}, "npzfs ls: unknown flag: --jsno; did you mean --json? (see 'npzfs ls --help')\n"},
+		{[]string{"index", "--side", "a"}, "npzfs index: unknown flag: --side; did you mean --sidecar? (see 'npzfs index --help')\n"},
+		{[]string{"ls", "--frobnicate", "a"}, "npzfs ls: unknown flag: --frobnicate (see 'npzfs ls --help')\n"},
+	} {
+		code, stdout, stderr := runCmd(tc.args...)
+		if code != exitUsage || stdout != "" || stderr != tc.want {
+			t.Errorf("npzfs %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"mount", "mount", 0}, {"mout", "mount", 1}, {"muont", "mount", 1},
+		{"cache-mib", "cache-mb", 1}, {"", "ls", 2}, {"abc", "xyz", 3}, {"ca", "abc", 3},
+	} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if got := editDistance(tc.b, tc.a); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.b, tc.a, got, tc.want)
+		}
+	}
+}
+
+// TestPythonFlags keeps python/npzfs/_flags.py, the table of flags the
+// Python package checks keyword arguments against, in step with the
+// flags the commands define.
+func TestPythonFlags(t *testing.T) {
+	var b bytes.Buffer
+	writePythonFlags(&b)
+	golden(t, filepath.Join("..", "..", "python", "npzfs", "_flags.py"), b.Bytes())
+}

@@ -1,0 +1,413 @@
+"""Mount NumPy .npz archives as read-only folders, and load their arrays as
+memory maps.
+
+The package runs the npzfs program it carries (a static binary for this
+platform), so it needs no Go, compiler or network; mounting needs Linux
+with FUSE (/dev/fuse, and fusermount3 for a user other than root).
+
+- :func:`mount` mounts a source and returns a :class:`Mount`, also a
+  context manager that binds the mount's :class:`pathlib.Path`.
+- :func:`load` is ``np.load`` for an .npz whose arrays are read-only
+  ``np.memmap`` objects: nothing is read until it is used.
+- :func:`ls` lists an archive's members; :func:`index` builds the saved
+  indexes of its deflated members.
+
+A source is anything the command takes: a local ``.npz``, ``.npy`` or
+folder, or an ``https://``, ``http://`` or ``s3://`` URL (``str`` or
+``os.PathLike``). Options are keyword arguments named after the command's
+flags (``cache_mb=256``, ``no_index=True``, ``header=["Authorization:
+Bearer ..."]``): ``True`` gives a bare flag, a list repeats it, ``None`` or
+``False`` leaves it out, and an unknown one raises :class:`TypeError`
+before anything runs. Headers, and the query string and user info of a
+URL, never appear in a command line (``ps``, ``/proc/PID/cmdline``): they
+reach npzfs through its environment. Every failure raises :class:`Error`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import weakref
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from ._flags import FLAGS
+
+__all__ = ["Archive", "Error", "Mount", "binary", "index", "load", "ls", "mount"]
+
+try:
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    try:
+        __version__ = _version("npzfs")
+    except PackageNotFoundError:
+        __version__ = "unknown"
+except ImportError:  # pragma: no cover
+    __version__ = "unknown"
+
+Source = Union[str, "os.PathLike[str]"]
+
+# Flags the API does not take: -f would keep mount from returning, and the
+# API asks ls for JSON itself.
+_NOT_TAKEN = {"mount": {"foreground"}, "ls": {"json"}}
+
+# The environment through which npzfs takes secrets (see man npzfs).
+_HEADERS_ENV = "NPZFS_HEADERS"
+_SOURCE_ENV = "NPZFS_SOURCE_URL"
+
+
+class Error(OSError):
+    """An npzfs command failed.
+
+    ``message`` is npzfs's one line saying why (str(error) is the same),
+    ``exit_code`` its exit code: 1 the operation failed, 2 the command line
+    was wrong.
+    """
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):  # picklable, as OSError subclasses with other arguments are not
+        return (type(self), (self.message, self.exit_code))
+
+
+def binary() -> str:
+    """The path of the npzfs program this package runs: the one it carries,
+    or ``$NPZFS_BINARY`` where that is set (for development)."""
+    prog = os.environ.get("NPZFS_BINARY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "npzfs")
+    if not os.access(prog, os.X_OK):
+        raise Error(f"npzfs: the npzfs program {prog} is missing or not executable: reinstall the npzfs package")
+    return prog
+
+
+def _run(args: Sequence[str], env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    return subprocess.run(
+        [binary(), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=full_env,
+        text=True,
+    )
+
+
+def _failure(r: subprocess.CompletedProcess) -> Error:
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    msg = lines[-1] if lines else f"npzfs exited with code {r.returncode}"
+    return Error(msg, r.returncode)
+
+
+def _flags(command: str, function: str, options: dict) -> tuple[list, dict]:
+    """The command line flags and environment that options give, checked
+    against the command's flags before anything runs."""
+    table = FLAGS[command]
+    argv: list = []
+    env: dict = {}
+    for key, value in options.items():
+        if key not in table or key in _NOT_TAKEN.get(command, ()):
+            known = [k for k in table if k not in _NOT_TAKEN.get(command, ())]
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"npzfs.{function}() got an unexpected keyword argument {key!r}{hint}")
+        kind = table[key][0]
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if kind == "bool":
+            if value is not True:
+                raise TypeError(f"npzfs.{function}(): {key} takes True or False, not {value!r}")
+            argv.append(flag)
+            continue
+        if kind == "list":
+            items = [value] if isinstance(value, (str, os.PathLike)) else list(value)
+        elif isinstance(value, (bool, list, tuple, dict, set)):
+            raise TypeError(f"npzfs.{function}(): {key} takes one value, not {value!r}")
+        else:
+            items = [value]
+        items = [os.fspath(v) if isinstance(v, os.PathLike) else str(v) for v in items]
+        if key == "header":
+            for h in items:
+                if "\n" in h or "\r" in h:
+                    raise ValueError(f"npzfs.{function}(): a header holds a line break: {h.split(':')[0]!r}")
+            env[_HEADERS_ENV] = "\n".join(items)
+            continue
+        argv.extend(f"{flag}={v}" for v in items)
+    return argv, env
+
+
+def _source(source: Source) -> tuple[str, dict]:
+    """The source as the command line shows it, and the environment that
+    carries what it must not show (a URL's query string and user info)."""
+    s = os.fspath(source)
+    if not isinstance(s, str):
+        raise TypeError(f"a source is a str or os.PathLike of str, not {type(source).__name__}")
+    u = urllib.parse.urlsplit(s)
+    if u.scheme.lower() in ("http", "https") and (u.query or u.fragment or u.username is not None or u.password is not None):
+        host = u.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        if u.port is not None:
+            host += f":{u.port}"
+        return urllib.parse.urlunsplit((u.scheme, host, u.path, "", "")), {_SOURCE_ENV: s}
+    return s, {}
+
+
+def _mounted(path: str) -> bool:
+    """Whether an npzfs mount is on path, from the mount table."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            table = f.read()
+    except OSError:
+        return False
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 7 or "-" not in fields[6:]:
+            continue
+        fstype = fields[fields.index("-", 6) + 1]
+        point = fields[4].encode("utf-8", "surrogateescape").decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape")
+        if fstype == "fuse.npzfs" and point == path:
+            return True
+    return False
+
+
+def _unmount(path: str, made: Optional[str], lazy: Optional[bool]) -> None:
+    """Unmounts path (when lazy is None: plainly, else detached if busy),
+    then removes the folder made for it, if any."""
+    if _mounted(path):
+        r = _run(["unmount", "--lazy", path] if lazy else ["unmount", path])
+        if r.returncode != 0 and lazy is None and "busy" in r.stderr:
+            r = _run(["unmount", "--lazy", path])
+        if r.returncode != 0:
+            raise _failure(r)
+    if made is not None:
+        try:
+            os.rmdir(made)
+        except FileNotFoundError:
+            pass
+
+
+def _finalize(path: str, made: Optional[str]) -> None:
+    """A Mount's cleanup when it is collected or the interpreter exits:
+    detached even if files are open in it, and never raising."""
+    try:
+        _unmount(path, made, True)
+    except Exception as e:  # noqa: BLE001 - nowhere to raise to
+        print(f"npzfs: cannot unmount {path}: {e}", file=sys.stderr)
+
+
+class Mount:
+    """A live mount, made by :func:`mount`.
+
+    ``path`` is the mount point. :meth:`unmount` unmounts (and removes the
+    folder mount made for it); it does nothing the second time. Used with
+    ``with``, a Mount binds its path and unmounts on leaving the block,
+    also when an exception leaves it. A Mount still mounted when it is
+    garbage-collected, or when the interpreter exits, is unmounted then
+    (detached, if files are still open in it).
+    """
+
+    def __init__(self, path: Path, made: Optional[str] = None) -> None:
+        self.path = path
+        self._finalizer = weakref.finalize(self, _finalize, str(path), made)
+
+    @property
+    def mounted(self) -> bool:
+        """True until :meth:`unmount` (or cleanup) has run."""
+        return self._finalizer.alive
+
+    def unmount(self, lazy: Optional[bool] = None) -> None:
+        """Unmounts. With lazy None (the default) a mount whose files are
+        still open (memory maps of its arrays) is detached: it leaves the
+        mount table now and goes when they are closed. lazy=False raises
+        :class:`Error` instead; lazy=True always detaches."""
+        if not self._finalizer.alive:
+            return
+        path, made = self._finalizer.peek()[2]
+        _unmount(path, made, lazy)
+        self._finalizer.detach()
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __enter__(self) -> Path:
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        self.unmount()
+
+    def __repr__(self) -> str:
+        state = "mounted" if self.mounted else "unmounted"
+        return f"<npzfs.Mount {str(self.path)!r} {state}>"
+
+
+def mount(source: Source, mountpoint: Optional[Union[str, "os.PathLike[str]"]] = None, **options: Any) -> Mount:
+    """Mounts source read-only and returns once the mount is live.
+
+    With no mountpoint, a private temporary folder is made (under
+    ``tempfile.gettempdir()``) and removed when the mount is. options are
+    ``npzfs mount``'s flags as keyword arguments (``cache_mb=256``,
+    ``index=True``, ``options=["allow_other"]``, ``header=[...]``; see
+    ``npzfs mount --help``). A mount that fails raises :class:`Error` and
+    leaves nothing mounted and no temporary folder behind.
+    """
+    argv, env = _flags("mount", "mount", options)
+    src, src_env = _source(source)
+    env.update(src_env)
+    made = None
+    if mountpoint is None:
+        made = tempfile.mkdtemp(prefix="npzfs-")
+        mountpoint = made
+    path = Path(os.path.abspath(os.fspath(mountpoint)))
+    try:
+        r = _run(["mount", *argv, "--", src, str(path)], env)
+        if r.returncode != 0:
+            raise _failure(r)
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+    for line in r.stderr.splitlines():  # what a mount that succeeds says
+        if line.strip():
+            print(line, file=sys.stderr)
+    return Mount(path, made)
+
+
+def ls(source: Source, verify: bool = False, **options: Any) -> list:
+    """The members of an archive, as ``npzfs ls --json`` gives them: a list
+    of dicts (name, path, state, method, size, dtype, shape, ...; see
+    ``man npzfs``). With verify=True every member is read whole and its
+    CRC-32 checked, and each dict says how (``verify``): a member that
+    fails is reported there, not raised."""
+    argv, env = _flags("ls", "ls", options)
+    if verify:
+        argv.append("--verify")
+    src, src_env = _source(source)
+    env.update(src_env)
+    r = _run(["ls", "--json", *argv, "--", src], env)
+    if r.returncode == 0 or (verify and r.returncode == 1 and r.stdout.strip()):
+        return json.loads(r.stdout)["members"]
+    raise _failure(r)
+
+
+def index(source: Source, keys: Optional[Sequence[str]] = None, **options: Any) -> str:
+    """Builds and saves the indexes of an archive's deflated members (those
+    named by keys, or all; or of every archive under a folder), so that
+    mounts read anywhere in them at once. Returns npzfs index's summary
+    line."""
+    argv, env = _flags("index", "index", options)
+    src, src_env = _source(source)
+    env.update(src_env)
+    r = _run(["index", *argv, "--", src, *(keys or [])], env)
+    if r.returncode != 0:
+        raise _failure(r)
+    return r.stdout.strip()
+
+
+class Archive(Mapping):
+    """An archive as :func:`load` gives it: a read-only Mapping of its keys
+    (``files``, as ``np.load`` names them: member names without ``.npy``)
+    to its arrays, each a read-only ``np.memmap`` of the mounted
+    ``KEY.npy``, and to the bytes of members that are not arrays.
+
+    The archive is listed and mounted on first use, and unmounted by
+    :meth:`close`, on leaving a ``with`` block, or when collected; arrays
+    already taken stay readable until they are dropped.
+    """
+
+    def __init__(self, source: Source, options: dict) -> None:
+        _flags("mount", "load", options)  # unknown options raise now
+        self._source = source
+        self._options = options
+        self._mount: Optional[Mount] = None
+        self._paths: dict = {}
+        self._closed = False
+
+    def _open(self) -> Mount:
+        if self._closed:
+            raise ValueError("the archive is closed")
+        if self._mount is None:
+            taken = {k: v for k, v in self._options.items() if k in FLAGS["ls"]}
+            members = ls(self._source, **taken)
+            paths = {}
+            for m in members:
+                if m.get("path") is None or m["state"] == "folder":
+                    continue
+                name = m["name"]
+                paths[name[:-4] if name.endswith(".npy") else name] = m["path"]
+            self._mount = mount(self._source, **self._options)
+            self._paths = paths
+        return self._mount
+
+    @property
+    def files(self) -> list:
+        """The keys, in the archive's order."""
+        self._open()
+        return list(self._paths)
+
+    def __getitem__(self, key: str) -> Any:
+        m = self._open()
+        if key not in self._paths:
+            raise KeyError(f"{key} is not a file in the archive")
+        path = m.path / self._paths[key]
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY":
+            return path.read_bytes()
+        import numpy as np
+
+        try:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as e:
+            if "Python objects" in str(e):  # as np.load of the .npz says it
+                raise ValueError("Object arrays cannot be loaded when allow_pickle=False") from None
+            raise
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __contains__(self, key: object) -> bool:
+        self._open()
+        return key in self._paths
+
+    def close(self) -> None:
+        """Unmounts the archive (detached while its arrays are mapped)."""
+        self._closed = True
+        if self._mount is not None:
+            self._mount.unmount()
+
+    def __enter__(self) -> "Archive":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<npzfs.Archive {os.fspath(self._source)!r}{' closed' if self._closed else ''}>"
+
+
+def load(source: Source, **options: Any) -> Archive:
+    """Like ``np.load`` of an .npz, but every array is a read-only
+    ``np.memmap``: returns an :class:`Archive`, mounted on first use and
+    unmounted by its ``close()``. options are ``npzfs mount``'s flags as
+    keyword arguments, checked now. A key that is not in the archive raises
+    KeyError, and an object array ValueError, as ``np.load`` would."""
+    return Archive(source, options)

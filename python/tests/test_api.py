@@ -1,0 +1,250 @@
+"""The npzfs package against the real npzfs program: every function on
+stored and deflated archives, a bare .npy, a folder and an HTTP server,
+values exact against np.load; clean-up in every way a mount can end;
+errors."""
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npzfs
+from conftest import ARRAYS, daemon_cmdlines, npzfs_mounts
+
+
+def same(a, b):
+    """a and b hold the same values, dtype, shape and order."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.flags.f_contiguous == b.flags.f_contiguous
+    assert a.tobytes(order="A") == b.tobytes(order="A")
+
+
+@pytest.mark.parametrize("name", ["stored.npz", "deflated.npz"])
+def test_mount_archive(data, name):
+    with npzfs.mount(data / name) as path:
+        assert isinstance(path, Path)
+        assert str(path) in npzfs_mounts()
+        ref = np.load(data / name)
+        for key in ref.files:
+            same(np.load(path / (key + ".npy"), mmap_mode="r" if ref[key].size else None), ref[key])
+            same(np.fromfile(path / key / "raw.bin", dtype=ref[key].dtype), ref[key].ravel(order="A"))
+    assert str(path) not in npzfs_mounts()
+    assert not path.exists()  # the temporary folder is gone
+
+
+def test_mount_on_a_folder_of_mine(data, tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    m = npzfs.mount(str(data / "stored.npz"), mnt, cache_mb=32, no_index=True)
+    assert m.path == mnt and m.mounted
+    same(np.load(mnt / "labels.npy"), ARRAYS["labels"])
+    m.unmount()
+    m.unmount()  # idempotent
+    assert not m.mounted and str(mnt) not in npzfs_mounts()
+    assert mnt.is_dir()  # a folder the caller gave stays
+
+
+def test_mount_bare_npy_and_folder(data):
+    with npzfs.mount(data / "grid.npy") as path:
+        same(np.load(path / "grid.npy"), ARRAYS["images"])
+    with npzfs.mount(data / "folder") as path:
+        same(np.load(path / "a.npz" / "x.npy"), ARRAYS["labels"])
+        same(np.load(path / "sub" / "b.npz" / "y.npy", mmap_mode="r"), ARRAYS["big"])
+        same(np.load(path / "c.npy"), ARRAYS["fortran"])
+
+
+def test_mount_http(data, nginx):
+    with npzfs.mount(f"{nginx}/deflated.npz") as path:
+        same(np.load(path / "big.npy", mmap_mode="r"), ARRAYS["big"])
+        same(np.load(path / "nested" / "deep.npy"), ARRAYS["nested/deep"])
+
+
+def test_secrets_stay_out_of_command_lines(data, nginx):
+    """A header, and a URL's query string, reach npzfs through its
+    environment: no npzfs process shows them in its command line."""
+    url = f"{nginx}/private/deflated.npz?X-Signature=hush"
+    with pytest.raises(npzfs.Error) as e:
+        npzfs.mount(url)
+    assert e.value.exit_code == 1 and "403" in str(e.value) and "hush" not in str(e.value)
+    with npzfs.mount(url, header=["Authorization: Bearer sesame"]) as path:
+        same(np.load(path / "labels.npy"), ARRAYS["labels"])
+        lines = daemon_cmdlines()
+        assert any(str(path).encode() in args for args in lines)
+        for args in lines:
+            assert not any(b"sesame" in a or b"hush" in a for a in args), args
+    assert npzfs.ls(url, header="Authorization: Bearer sesame")[0]["name"] == "images.npy"
+
+
+@pytest.mark.parametrize("name", ["stored.npz", "deflated.npz"])
+def test_load(data, name):
+    ref = np.load(data / name)
+    before = npzfs_mounts()
+    z = npzfs.load(data / name)
+    assert npzfs_mounts() == before  # mounted on first use
+    assert z.files == ref.files
+    path = z._mount.path
+    assert str(path) in npzfs_mounts()
+    assert len(z) == len(ref.files) and list(z) == ref.files
+    assert "images" in z and "nope" not in z
+    for key in ref.files:
+        a = z[key]
+        if ref[key].size:
+            assert isinstance(a, np.memmap), key
+        assert not a.flags.writeable
+        same(a, ref[key])
+    with pytest.raises(KeyError, match="nope is not a file in the archive"):
+        z["nope"]
+    z.close()
+    assert str(path) not in npzfs_mounts() and not path.exists()
+    with pytest.raises(ValueError):
+        z["images"]
+
+
+def test_load_keeps_arrays_after_close(data):
+    with npzfs.load(data / "deflated.npz") as z:
+        big = z["big"]
+    same(big, ARRAYS["big"])  # the mount was detached, the map lives on
+    del big
+    gc.collect()
+
+
+def test_load_http_and_others(data, nginx):
+    with npzfs.load(f"{nginx}/stored.npz") as z:
+        same(z["records"], ARRAYS["records"])
+    with npzfs.load(data / "grid.npy") as z:
+        assert z.files == ["grid"]
+        same(z["grid"], ARRAYS["images"])
+    with npzfs.load(data / "objects.npz") as z:
+        assert z.files == np.load(data / "objects.npz", allow_pickle=True).files
+        same(z["ok"], np.arange(3))
+        assert z["notes.txt"] == b"not an array\n"  # as np.load gives a member that is not an array
+        with pytest.raises(ValueError, match="Object arrays cannot be loaded when allow_pickle=False"):
+            z["objs"]
+
+
+def test_ls(data):
+    members = npzfs.ls(data / "deflated.npz")
+    assert [m["name"] for m in members] == [k + ".npy" for k in ARRAYS]
+    big = members[list(ARRAYS).index("big")]
+    assert big["method"] == "deflate" and big["shape"] == [1 << 20] and big["state"] == "served"
+    checked = npzfs.ls(data / "stored.npz", verify=True)
+    assert all(m["verify"] == "ok" for m in checked)
+
+
+def test_index(data, tmp_path):
+    d = tmp_path / "indexes"
+    line = npzfs.index(data / "deflated.npz", index_dir=d, workers=1)
+    assert line.startswith("indexed ") and str(d) in line
+    assert list(d.rglob("*.idx")), "no index saved"
+    assert npzfs.index(data / "deflated.npz", keys=["big"], index_dir=d).startswith("indexed 1 of 1")
+
+
+def test_exception_in_with_block(data):
+    with pytest.raises(RuntimeError):
+        with npzfs.mount(data / "stored.npz") as path:
+            assert str(path) in npzfs_mounts()
+            raise RuntimeError("boom")
+    assert str(path) not in npzfs_mounts() and not path.exists()
+
+
+def test_busy_mount_is_detached(data):
+    m = npzfs.mount(data / "stored.npz")
+    a = np.load(m.path / "big.npy", mmap_mode="r")
+    m.unmount()
+    assert str(m.path) not in npzfs_mounts() and not m.path.exists()
+    same(a, ARRAYS["big"])
+    del a
+
+
+def test_garbage_collection(data):
+    m = npzfs.mount(data / "stored.npz")
+    path = m.path
+    assert str(path) in npzfs_mounts()
+    del m
+    gc.collect()
+    assert str(path) not in npzfs_mounts() and not path.exists()
+    z = npzfs.load(data / "stored.npz")
+    z.files
+    path = z._mount.path
+    del z
+    gc.collect()
+    assert str(path) not in npzfs_mounts() and not path.exists()
+
+
+def test_interpreter_exit(data, nothing_left):
+    """A script that never unmounts leaves nothing mounted when it exits."""
+    code = f"""
+import sys, tempfile, npzfs
+tempfile.tempdir = {str(nothing_left)!r}
+m = npzfs.mount({str(data / "stored.npz")!r})
+z = npzfs.load({str(data / "deflated.npz")!r})
+a = z["big"]
+print(m.path, z._mount.path)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    paths = r.stdout.split()
+    assert len(paths) == 2 and r.stderr == ""
+    for p in paths:
+        assert p not in npzfs_mounts() and not os.path.exists(p)
+
+
+def test_errors(data, tmp_path):
+    with pytest.raises(npzfs.Error) as e:
+        npzfs.mount(data / "missing.npz")
+    assert e.value.exit_code == 1 and "does not exist" in e.value.message
+    assert isinstance(e.value, OSError) and str(e.value) == e.value.message and "\n" not in str(e.value)
+    with pytest.raises(npzfs.Error) as e:
+        npzfs.mount(data / "notzip.npz")
+    assert e.value.exit_code == 1 and "is not a readable .npz archive" in str(e.value)
+    with pytest.raises(npzfs.Error) as e:
+        npzfs.ls(data / "missing.npz")
+    assert e.value.exit_code == 1
+    mnt = tmp_path / "busy"
+    mnt.mkdir()
+    with npzfs.mount(data / "stored.npz", mnt):
+        with pytest.raises(npzfs.Error) as e:
+            npzfs.mount(data / "deflated.npz", mnt)
+        assert e.value.exit_code == 1 and "already mounted" in str(e.value)
+    with pytest.raises(npzfs.Error) as e:
+        npzfs.mount(data / "stored.npz", options=["rw"])
+    assert e.value.exit_code == 2 and "read-only" in str(e.value)
+
+
+def test_unknown_options_run_nothing(data):
+    before = daemon_cmdlines()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cache_mib'; did you mean 'cache_mb'"):
+        npzfs.mount(data / "stored.npz", cache_mib=5)
+    with pytest.raises(TypeError, match="'foreground'"):
+        npzfs.mount(data / "stored.npz", foreground=True)
+    with pytest.raises(TypeError, match="takes True or False"):
+        npzfs.mount(data / "stored.npz", no_index="yes")
+    with pytest.raises(TypeError, match="takes one value"):
+        npzfs.mount(data / "stored.npz", cache_mb=[1, 2])
+    with pytest.raises(TypeError):
+        npzfs.load(data / "stored.npz", bogus=1)
+    with pytest.raises(TypeError):
+        npzfs.ls(data / "stored.npz", cache_mb=1)
+    with pytest.raises(TypeError):
+        npzfs.index(data / "stored.npz", json=True)
+    assert daemon_cmdlines() == before
+
+
+def test_command(data):
+    """The npzfs script and python -m npzfs run the bundled program: same
+    output, same exit codes."""
+    prog = npzfs.binary()
+    script = Path(sys.executable).parent / "npzfs"
+    assert script.exists() and str(script) != prog
+    for args, code in [(["version"], 0), (["ls", str(data / "stored.npz")], 0), (["mout"], 2), (["ls", str(data / "missing.npz")], 1)]:
+        want = subprocess.run([prog, *args], capture_output=True, text=True)
+        assert want.returncode == code
+        for cmd in ([str(script)], [sys.executable, "-m", "npzfs"]):
+            got = subprocess.run([*cmd, *args], capture_output=True, text=True)
+            assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr), cmd
+    version = subprocess.run([prog, "version"], capture_output=True, text=True, check=True).stdout
+    assert version.startswith(f"npzfs {npzfs.__version__} (commit ")

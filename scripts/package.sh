@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds npzfs's release artifacts into dist/ (git-ignored):
+#
+#   npzfs-VERSION-py3-none-manylinux_2_17_x86_64....whl, ..._aarch64....whl
+#                                       wheels, each carrying its binary
+#   npzfs_VERSION_amd64.deb, npzfs_VERSION_arm64.deb
+#   npzfs-VERSION-1.x86_64.rpm, npzfs-VERSION-1.aarch64.rpm
+#   npzfs_VERSION_linux_amd64.tar.gz, npzfs_VERSION_linux_arm64.tar.gz
+#                                       binary, README, LICENSE, notices,
+#                                       completions, man page
+#   SHA256SUMS
+#
+# VERSION comes from git (scripts/version.sh). The binaries are static
+# (CGO_ENABLED=0, -trimpath); the .deb and .rpm are made by nfpm, at a
+# pinned version from the Go module proxy, the wheels by Debian's
+# python3-build over setuptools and wheel, offline. As root on Debian it
+# installs what is missing.
+#
+# Environment: NPZFS_DIST (output folder, default dist), NPZFS_ARCHES
+# (default "amd64 arm64"), NPZFS_ONLY (default "wheel deb rpm tar"; the
+# Python tests build only the wheel of this machine's architecture).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+
+NFPM_VERSION=v2.45.2
+dist=$(realpath -m "${NPZFS_DIST:-dist}")
+arches=${NPZFS_ARCHES:-amd64 arm64}
+only=" ${NPZFS_ONLY:-wheel deb rpm tar} "
+wants() { [[ $only == *" $1 "* ]]; }
+
+ensure_deps pybuild
+version=$(bash scripts/version.sh)
+export SOURCE_DATE_EPOCH
+SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
+echo "npzfs $version into $dist"
+
+rm -rf "$dist"
+stage="$dist/.stage"
+mkdir -p "$stage/common/completions"
+
+# The commit goes in by -ldflags too: Go records none for a build in a
+# git worktree.
+commit=$(git rev-parse HEAD)
+build() { # GOARCH OUT
+  CGO_ENABLED=0 GOOS=linux GOARCH="$1" GOFLAGS= go build -buildvcs=auto -trimpath \
+    -ldflags "-s -w -X main.version=$version -X main.commit=$commit" -o "$2" ./cmd/npzfs
+}
+
+# What every package carries besides the binary, made by this machine's
+# own build of it.
+build "$(go env GOARCH)" "$stage/host-npzfs"
+common="$stage/common"
+"$stage/host-npzfs" help --man >"$common/npzfs.1"
+gzip -9n <"$common/npzfs.1" >"$common/npzfs.1.gz"
+"$stage/host-npzfs" completion bash >"$common/completions/npzfs.bash"
+"$stage/host-npzfs" completion zsh >"$common/completions/_npzfs"
+"$stage/host-npzfs" completion fish >"$common/completions/npzfs.fish"
+bash scripts/notices.sh >"$common/THIRD_PARTY_NOTICES"
+cp LICENSE README.md "$common/"
+
+if wants deb || wants rpm; then
+  nfpm="${XDG_CACHE_HOME:-$HOME/.cache}/npzfs/tools/nfpm-$NFPM_VERSION/nfpm"
+  if [ ! -x "$nfpm" ]; then
+    echo "building nfpm $NFPM_VERSION into $(dirname "$nfpm") (once)"
+    GOBIN=$(dirname "$nfpm") GOFLAGS= go install "github.com/goreleaser/nfpm/v2/cmd/nfpm@$NFPM_VERSION" \
+      || die "cannot build nfpm $NFPM_VERSION"
+  fi
+fi
+
+for arch in $arches; do
+  case $arch in
+    amd64) machine=x86_64 ;;
+    arm64) machine=aarch64 ;;
+    *) die "unknown architecture $arch (amd64 or arm64)" ;;
+  esac
+  s="$stage/$arch"
+  mkdir -p "$s"
+  cp -r "$common/." "$s/"
+  build "$arch" "$s/npzfs"
+
+  for kind in deb rpm; do
+    wants $kind || continue
+    NPZFS_VERSION=$version NPZFS_ARCH=$arch NPZFS_STAGE=$s \
+      "$nfpm" package --config packaging/nfpm.yaml --packager $kind --target "$dist/" >/dev/null
+  done
+
+  if wants tar; then
+    name="npzfs_${version}_linux_$arch"
+    mkdir -p "$stage/tar/$name"
+    cp -r "$s/npzfs" "$s/README.md" "$s/LICENSE" "$s/THIRD_PARTY_NOTICES" "$s/npzfs.1" "$s/completions" "$stage/tar/$name/"
+    tar -C "$stage/tar" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+      -cf - "$name" | gzip -9n >"$dist/$name.tar.gz"
+  fi
+
+  if wants wheel; then
+    py="$stage/python-$arch"
+    cp -r python "$py"
+    rm -rf "$py/tests" "$py/build" "$py"/*.egg-info
+    mkdir -p "$py/npzfs/_bin"
+    cp "$s/npzfs" "$py/npzfs/_bin/npzfs"
+    cp "$s/LICENSE" "$s/THIRD_PARTY_NOTICES" "$py/"
+    (cd "$py" && NPZFS_VERSION=$version \
+      NPZFS_WHEEL_PLAT="manylinux_2_17_$machine.manylinux2014_$machine.musllinux_1_1_$machine" \
+      /usr/bin/python3 -m build --wheel --no-isolation --outdir "$dist" >"$stage/wheel-$arch.log" 2>&1) \
+      || { cat "$stage/wheel-$arch.log" >&2; die "building the $arch wheel failed"; }
+  fi
+done
+
+rm -rf "$stage"
+(cd "$dist" && sha256sum -- * >SHA256SUMS)
+ls -l "$dist"

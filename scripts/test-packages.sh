@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The release artifacts, built and tried:
+#
+#   bash scripts/test-packages.sh
+#
+# runs the completion tests with bash, zsh and fish present, then
+# scripts/package.sh into a folder of its own, and checks that every
+# artifact is there and listed in SHA256SUMS; that the .deb and .rpm depend
+# on fuse3 and hold the binary, completions, man page and license; that
+# each wheel carries its own architecture's binary. As root on Debian it
+# then installs the amd64 (or arm64) .deb with dpkg: npzfs version names
+# the commit, man -w npzfs finds the page, bash loads the completion,
+# mount -t fuse.npzfs mounts the demo archive; and removes it again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+ensure_deps fuse man bash-completion rpm unzip zsh fish
+
+work=$(mktemp -d /tmp/npzfs-packages.XXXXXX)
+mnt="$work/mnt"
+installed=
+cleanup() {
+  if grep -qs " $mnt " /proc/mounts; then umount -l "$mnt" || true; fi
+  if [ -n "$installed" ]; then dpkg -r npzfs >/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+step() { printf -- '-- %s\n' "$*"; }
+
+step "completion scripts in bash, zsh and fish"
+go test -count=1 -run 'TestCompletion' ./cmd/npzfs
+
+NPZFS_DIST="$work/dist" bash scripts/package.sh >/dev/null
+version=$(bash scripts/version.sh)
+commit=$(git rev-parse --short=12 HEAD)
+d="$work/dist"
+
+step "every artifact, in SHA256SUMS"
+for f in "npzfs_${version}_amd64.deb" "npzfs_${version}_arm64.deb" \
+  "npzfs-${version}-1.x86_64.rpm" "npzfs-${version}-1.aarch64.rpm" \
+  "npzfs_${version}_linux_amd64.tar.gz" "npzfs_${version}_linux_arm64.tar.gz" \
+  "npzfs-${version}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64.whl" \
+  "npzfs-${version}-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64.whl"; do
+  [ -s "$d/$f" ] || die "missing $f"
+  grep -q "  $f\$" "$d/SHA256SUMS" || die "$f is not in SHA256SUMS"
+done
+(cd "$d" && sha256sum --quiet -c SHA256SUMS) || die "SHA256SUMS does not match"
+
+want_files="/usr/bin/npzfs
+/usr/share/bash-completion/completions/npzfs
+/usr/share/fish/vendor_completions.d/npzfs.fish
+/usr/share/man/man1/npzfs.1.gz"
+for arch in amd64 arm64; do
+  step "$arch .deb"
+  deb="$d/npzfs_${version}_$arch.deb"
+  info=$(dpkg-deb --info "$deb")
+  grep -q "^ Depends: fuse3$" <<<"$info" || die "$deb does not depend on fuse3: $info"
+  grep -q "^ Architecture: $arch$" <<<"$info" || die "$deb: wrong architecture"
+  files=$(dpkg-deb -c "$deb" | awk '{print substr($6, 2)}')
+  for f in $want_files /usr/share/zsh/vendor-completions/_npzfs /usr/share/doc/npzfs/copyright /usr/share/doc/npzfs/THIRD_PARTY_NOTICES; do
+    grep -qx "$f" <<<"$files" || die "$deb lacks $f"
+  done
+  step "$arch .rpm"
+  case $arch in amd64) m=x86_64 ;; arm64) m=aarch64 ;; esac
+  rpmf="$d/npzfs-${version}-1.$m.rpm"
+  rpm -qpR "$rpmf" 2>/dev/null | grep -qx fuse3 || die "$rpmf does not require fuse3"
+  files=$(rpm -qpl "$rpmf" 2>/dev/null)
+  for f in $want_files /usr/share/zsh/site-functions/_npzfs /usr/share/licenses/npzfs/LICENSE; do
+    grep -qx "$f" <<<"$files" || die "$rpmf lacks $f"
+  done
+  step "$arch tarball and wheel"
+  tar -tzf "$d/npzfs_${version}_linux_$arch.tar.gz" | grep -q "/npzfs.1$" || die "the $arch tarball lacks the man page"
+  whl=$(ls "$d"/npzfs-"$version"-py3-none-*_$m.*.whl)
+  unzip -o -q "$whl" npzfs/_bin/npzfs 'npzfs-*.dist-info/LICENSE' -d "$work/whl-$arch"
+  file=$(od -A n -t x1 -j 18 -N 2 "$work/whl-$arch/npzfs/_bin/npzfs" | tr -d ' ')
+  case $arch in # ELF e_machine: 0x3e x86-64, 0xb7 AArch64
+    amd64) [ "$file" = 3e00 ] ;;
+    arm64) [ "$file" = b700 ] ;;
+  esac || die "the $arch wheel carries a binary for machine $file"
+done
+
+if [ "$(id -u)" != 0 ] || ! command -v dpkg >/dev/null; then
+  echo "test-packages.sh: not root on Debian: the .deb was not installed"
+  exit 0
+fi
+if dpkg -s npzfs >/dev/null 2>&1; then
+  die "an npzfs package is installed already: remove it first (dpkg -r npzfs)"
+fi
+
+step "dpkg -i"
+arch=$(dpkg --print-architecture)
+dpkg -i "$d/npzfs_${version}_$arch.deb" >/dev/null
+installed=1
+out=$(/usr/bin/npzfs version)
+[[ $out == "npzfs $version (commit $commit"* ]] || die "npzfs version says: $out"
+echo "$out"
+man -w npzfs | grep -qx /usr/share/man/man1/npzfs.1.gz || die "man -w npzfs: $(man -w npzfs 2>&1)"
+MANWIDTH=80 man npzfs 2>/dev/null | grep -q "npzfs mount \[flags\] ARCHIVE MOUNTPOINT" || die "man npzfs does not show the page"
+got=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader npzfs; complete -p npzfs')
+[ "$got" = "complete -F _npzfs npzfs" ] || die "bash does not load the completion: $got"
+step "mount -t fuse.npzfs"
+mkdir "$mnt"
+mount -t fuse.npzfs "$PWD/examples/demo.npz" "$mnt" -o ro
+pgrep -af -- "$mnt" | grep -q "^[0-9]* /usr/bin/npzfs mount" || die "the mount is not served by /usr/bin/npzfs: $(pgrep -af -- "$mnt")"
+cmp <(unzip -p examples/demo.npz labels.npy) "$mnt/labels.npy" || die "the mount reads wrong"
+umount "$mnt"
+step "dpkg -r"
+dpkg -r npzfs >/dev/null
+installed=
+[ ! -e /usr/bin/npzfs ] || die "/usr/bin/npzfs is still there after dpkg -r"
+echo "test-packages.sh: all passed"
