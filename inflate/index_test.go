@@ -86,9 +86,8 @@ func TestIndexRoundTrip(t *testing.T) {
 			comp := deflate(t, tc.data, tc.level)
 			_, idx := indexed(t, tc.data, comp, &Options{SpanSize: 256 << 10})
 			src := &countingSrc{r: bytes.NewReader(comp)}
-			var bad atomic.Int64
 			r := NewReaderAt(src, int64(len(comp)), int64(len(tc.data)), crc32.ChecksumIEEE(tc.data),
-				&Options{SpanSize: 256 << 10, BadIndex: func(error) { bad.Add(1) }})
+				&Options{SpanSize: 256 << 10})
 			if err := r.LoadIndex(bytes.NewReader(idx), int64(len(idx))); err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +100,7 @@ func TestIndexRoundTrip(t *testing.T) {
 				t.Fatal("last byte wrong")
 			}
 			checkReads(t, r, tc.data, 1)
-			if bad.Load() != 0 || !r.loaded {
+			if drops(r) != 0 || !r.ix.isLoaded() {
 				t.Fatal("a good index was discarded")
 			}
 			again, ok := r.MarshalIndex()
@@ -196,9 +195,8 @@ func TestLyingIndexIsDiscarded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b
-			var bad atomic.Int64
 			r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-				&Options{SpanSize: 256 << 10, BadIndex: func(error) { bad.Add(1) }})
+				&Options{SpanSize: 256 << 10})
 			if err := r.LoadIndex(bytes.NewReader(b), int64(len(b))); err != nil {
 				t.Fatalf("LoadIndex: %v", err)
 			}
@@ -217,8 +215,8 @@ func TestLyingIndexIsDiscarded(t *testing.T) {
 			}
 			wg.Wait()
 			checkReads(t, r, data, 3)
-			if bad.Load() != 1 {
-				t.Errorf("BadIndex told %d times, want once", bad.Load())
+			if n := drops(r); n != 1 {
+				t.Errorf("the index was discarded %d times, want once", n)
 			}
 		})
 	}
@@ -232,17 +230,15 @@ func TestThinnedIndexRoundTrip(t *testing.T) {
 	comp := deflate(t, data, 6)
 	w := NewWindowBudget(1) // over at the first window kept
 	r, idx := indexed(t, data, comp, &Options{SpanSize: 128 << 10, Windows: w})
-	if r.stride < 2 {
-		t.Fatalf("the index was not thinned (stride %d)", r.stride)
+	if r.ix.stride < 2 {
+		t.Fatalf("the index was not thinned (stride %d)", r.ix.stride)
 	}
-	var bad atomic.Int64
-	r2 := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{BadIndex: func(error) { bad.Add(1) }})
+	r2 := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), nil)
 	if err := r2.LoadIndex(bytes.NewReader(idx), int64(len(idx))); err != nil {
 		t.Fatal(err)
 	}
 	checkReads(t, r2, data, 4)
-	if bad.Load() != 0 || !r2.loaded {
+	if drops(r2) != 0 || !r2.ix.isLoaded() {
 		t.Fatal("a thinned index was discarded")
 	}
 }
@@ -272,16 +268,14 @@ func TestPartialIndex(t *testing.T) {
 		t.Fatal("a partial index marshalled as complete")
 	}
 
-	load := func(b []byte) (*ReaderAt, *atomic.Int64) {
-		var bad atomic.Int64
-		r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc,
-			&Options{SpanSize: span, BadIndex: func(error) { bad.Add(1) }})
+	load := func(b []byte) *ReaderAt {
+		r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc, &Options{SpanSize: span})
 		if err := r.LoadIndex(bytes.NewReader(b), int64(len(b))); err != nil {
 			t.Fatal(err)
 		}
-		return r, &bad
+		return r
 	}
-	r, bad := load(part)
+	r := load(part)
 	checkReads(t, r, data, 5)
 	got := make([]byte, len(data))
 	if _, err := r.ReadAt(got, 0); (err != nil && err != io.EOF) || !bytes.Equal(got, data) {
@@ -299,8 +293,8 @@ func TestPartialIndex(t *testing.T) {
 		}
 		t.Logf("lengths %d and %d, first difference at byte %d (table ends at %d)", len(again), len(full), i, indexHeader+indexRecord*int(binary.LittleEndian.Uint32(full[36:])))
 	}
-	if !ok || !bytes.Equal(again, full) || bad.Load() != 0 {
-		t.Fatalf("grown from a partial index: complete %v, same as a full pass's %v, discarded %d", ok, bytes.Equal(again, full), bad.Load())
+	if !ok || !bytes.Equal(again, full) || drops(r) != 0 {
+		t.Fatalf("grown from a partial index: complete %v, same as a full pass's %v, discarded %d", ok, bytes.Equal(again, full), drops(r))
 	}
 
 	n := int(binary.LittleEndian.Uint32(part[36:]))
@@ -316,7 +310,7 @@ func TestPartialIndex(t *testing.T) {
 	} {
 		b := bytes.Clone(part)
 		tc.f(b)
-		r, bad := load(resum(b))
+		r := load(resum(b))
 		// Deep first: past the frontier, then everything.
 		p := make([]byte, 4096)
 		off := int64(len(data)) - 5000
@@ -326,8 +320,8 @@ func TestPartialIndex(t *testing.T) {
 		if _, err := r.ReadAt(got, 0); (err != nil && err != io.EOF) || !bytes.Equal(got, data) {
 			t.Fatalf("%s: whole read: %v", tc.name, err)
 		}
-		if bad.Load() != 1 {
-			t.Errorf("%s: BadIndex told %d times, want once", tc.name, bad.Load())
+		if n := drops(r); n != 1 {
+			t.Errorf("%s: the index was discarded %d times, want once", tc.name, n)
 		}
 	}
 }
@@ -339,17 +333,14 @@ func TestLoadWhenReadAheadExtendsFirst(t *testing.T) {
 	data := mixed(4<<20, 13)
 	comp := deflate(t, data, 6)
 	_, idx := indexed(t, data, comp, &Options{SpanSize: 128 << 10})
-	var asked atomic.Int64
+	saved := &savedBytes{b: idx}
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 128 << 10, Load: func() (io.ReaderAt, int64) {
-			asked.Add(1)
-			return bytes.NewReader(idx), int64(len(idx))
-		}})
+		&Options{SpanSize: 128 << 10, Index: saved})
 	got := make([]byte, len(data))
 	if _, err := r.ReadAt(got, 0); (err != nil && err != io.EOF) || !bytes.Equal(got, data) {
 		t.Fatalf("whole read: %v", err)
 	}
-	if asked.Load() != 1 || !r.isLoaded() {
-		t.Fatalf("Load asked %d times, index loaded %v", asked.Load(), r.isLoaded())
+	if saved.asked.Load() != 1 || !r.ix.isLoaded() {
+		t.Fatalf("the saved index asked for %d times, loaded %v", saved.asked.Load(), r.ix.isLoaded())
 	}
 }

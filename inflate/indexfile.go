@@ -1,14 +1,11 @@
 package inflate
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"slices"
 )
 
 // The index file format, version 1: what MarshalIndex writes and
@@ -75,37 +72,36 @@ var ErrBadIndex = errors.New("inflate: index does not match the stream")
 // MarshalIndex returns the reader's index in the format above, or false
 // when it is not complete (the stream has not been indexed to its end,
 // or was found bad).
-func (r *ReaderAt) MarshalIndex() ([]byte, bool) { return r.marshal(false) }
+func (r *ReaderAt) MarshalIndex() ([]byte, bool) {
+	cps, ok := r.ix.snapshot(false, 0)
+	if !ok {
+		return nil, false
+	}
+	return r.marshal(cps, false)
+}
 
 // MarshalPartialIndex returns the reader's index so far as a partial
 // index, or false when there is none to save: the index is complete (see
 // MarshalIndex), the stream bad, fewer than minSpans spans indexed, a
 // last span shorter than a window, or nothing indexed past what was
 // loaded.
-func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) { return r.marshal(true, minSpans) }
-
-func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
-	r.mu.RLock()
-	cps := slices.Clone(r.cps)
-	ok := r.done && r.err == nil
-	if partial {
-		k := len(cps) - 1
-		ok = !r.done && r.err == nil && k >= max(1, minSpans[0]) && len(cps) > r.loadedCPs &&
-			!r.frontierLoaded && cps[k].out-cps[k-1].out >= windowSize
-	}
-	r.mu.RUnlock()
+func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) {
+	cps, ok := r.ix.snapshot(true, minSpans)
 	if !ok {
 		return nil, false
 	}
-	if partial {
-		last := &cps[len(cps)-1]
-		last.win, last.sum, last.loaded, last.winSize = nil, 0, false, 0
-	}
+	last := &cps[len(cps)-1]
+	last.win, last.pend, last.sum, last.loaded, last.winSize = nil, nil, 0, false, 0
+	return r.marshal(cps, true)
+}
+
+// marshal writes cps, a snapshot of the index, in the format above.
+func (r *ReaderAt) marshal(cps []checkpoint, partial bool) ([]byte, bool) {
 	wins := make([][]byte, len(cps))
 	winOff := int64(indexHeader + indexRecord*len(cps))
 	n := winOff
 	for i := range cps {
-		w, err := r.windowOf(&cps[i])
+		w, err := r.ix.windowOf(&cps[i])
 		if err != nil {
 			return nil, false
 		}
@@ -147,9 +143,9 @@ func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
 	return b, true
 }
 
-// windowOf is a checkpoint's stored window: in memory, or read from the
-// index it was loaded from.
-func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
+// windowOf is a checkpoint's packed window: in memory (once packed), or
+// read from the index it was loaded from.
+func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 	if p := cp.pend; p != nil {
 		if testPendHook != nil {
 			testPendHook()
@@ -160,9 +156,12 @@ func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
 	if !cp.loaded || cp.winSize == 0 {
 		return cp.win, nil
 	}
-	r.mu.RLock()
-	src := r.indexSrc
-	r.mu.RUnlock()
+	ix.mu.RLock()
+	var src io.ReaderAt
+	if ix.loaded != nil {
+		src = ix.loaded.src
+	}
+	ix.mu.RUnlock()
 	if src == nil {
 		return nil, fmt.Errorf("%w: its file is gone", ErrBadIndex)
 	}
@@ -183,87 +182,11 @@ func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
 // Each span of a loaded index is checked against its CRC-32 when it is
 // inflated (and so inflated whole); on a mismatch, or a span that does
 // not inflate, the loaded index is discarded and the stream indexed
-// afresh, and Options.BadIndex is told.
+// afresh (Progress says why).
 func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
-	r.extMu.Lock()
-	defer r.unlockExt()
-	return r.loadIndexLocked(src, size)
-}
-
-// loadIndexLocked is LoadIndex with r.extMu held. What the reader has
-// indexed so far (a prefix of the same stream) is replaced; reads going
-// on keep the checkpoints they copied, which are as good.
-func (r *ReaderAt) loadIndexLocked(src io.ReaderAt, size int64) error {
-	cps, partial, err := parseIndex(src, size, r.csize, r.size, r.crc)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done || r.err != nil {
-		return errors.New("inflate: LoadIndex on a reader whose index is complete")
-	}
-	if partial && cps[len(cps)-1].out <= r.cps[len(r.cps)-1].out {
-		return nil // no further than this reader's own: keep that
-	}
-	if r.windows != nil && !r.released {
-		r.windows.used.Add(-r.winBytes)
-	}
-	r.cps, r.done, r.loaded, r.indexSrc = cps, !partial, true, src
-	r.winBytes, r.pendingWin, r.stride = 0, nil, 0
-	r.frontierLoaded, r.loadedCPs = partial, len(cps)
-	if partial {
-		// The running CRC, from the loaded spans' CRCs: checked at the
-		// end of the stream (a mismatch discards the loaded index).
-		r.crcAcc = 0
-		for i := 0; i+1 < len(cps); i++ {
-			r.crcAcc = crc32Combine(r.crcAcc, cps[i].sum, cps[i+1].out-cps[i].out)
-		}
-	}
-	return nil
-}
-
-// prepareFrontier, with r.extMu held, gives a frontier loaded from a
-// partial index its window, before the index grows from it: the span
-// before it is inflated from its own loaded checkpoint (so checked
-// against its CRC-32), the decoder must end in the frontier's recorded
-// state, and the span's last 32 KiB are the window. The span goes into
-// the cache. Anything amiss discards the loaded index, and the stream is
-// indexed afresh.
-func (r *ReaderAt) prepareFrontier(ctx context.Context) error {
-	r.mu.RLock()
-	if !r.frontierLoaded {
-		r.mu.RUnlock()
-		return nil
-	}
-	k := len(r.cps) - 1
-	prev, front := r.cps[k-1], r.cps[k]
-	r.mu.RUnlock()
-	s, err := r.inflateSpan(ctx, &prev, front.out, front.out, &front)
-	if err != nil {
-		if isCancel(err) || ctx.Err() != nil {
-			return err
-		}
-		if !errors.Is(err, ErrBadIndex) {
-			err = fmt.Errorf("%w: the span before its frontier: %w", ErrBadIndex, err)
-		}
-		r.dropLoadedLocked(err)
-		return nil
-	}
-	win := bytes.Clone(s.data[len(s.data)-windowSize:])
-	r.cache.put(cacheKey{r.id, prev.out}, s)
-	r.cache.release(s)
-	r.mu.Lock()
-	r.pendingWin, r.frontierLoaded = win, false
-	r.mu.Unlock()
-	return nil
-}
-
-// isLoaded reports an index from LoadIndex not discarded since.
-func (r *ReaderAt) isLoaded() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.loaded
+	r.front.take()
+	defer r.front.release()
+	return r.front.load(src, size)
 }
 
 func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) (cps []checkpoint, partial bool, err error) {
@@ -348,35 +271,6 @@ func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) (cps []ch
 	return cps, partial, nil
 }
 
-// dropLoaded discards a loaded index that proved wrong, giving back its
-// windows, so that the stream is indexed afresh from its start.
-func (r *ReaderAt) dropLoaded(why error) {
-	r.extMu.Lock()
-	defer r.unlockExt()
-	r.dropLoadedLocked(why)
-}
-
-// dropLoadedLocked is dropLoaded with r.extMu held.
-func (r *ReaderAt) dropLoadedLocked(why error) {
-	r.mu.Lock()
-	if !r.loaded {
-		r.mu.Unlock()
-		return
-	}
-	r.loaded, r.indexSrc, r.frontierLoaded, r.loadedCPs = false, nil, false, 0
-	if r.windows != nil && !r.released {
-		r.windows.used.Add(-r.winBytes)
-	}
-	r.winBytes = 0
-	r.cps = []checkpoint{{state: stHeader}}
-	r.done, r.err, r.errAt, r.stride = false, nil, 0, 0
-	r.pendingWin, r.crcAcc = nil, 0
-	r.mu.Unlock()
-	if r.badIndex != nil {
-		r.badIndex(why)
-	}
-}
-
 // crc32Combine returns the CRC-32 (IEEE) of a‖b from the CRC-32s of a
 // and b and the length of b: the effect of len2 zero bytes on crc1 is a
 // linear map over GF(2), applied by repeated squaring of the one-zero-bit
@@ -429,25 +323,4 @@ func gf2Square(square, mat *[32]uint32) {
 	for n := range 32 {
 		square[n] = gf2Times(mat, mat[n])
 	}
-}
-
-// IndexAll extends the index to the end of the stream, checking its
-// length and CRC-32, in the calling goroutine (no read-ahead, no span
-// kept in the cache), unless ctx ends first: what npzfs index and a
-// mount's background indexing run. Reads of the stream go on meanwhile,
-// each waiting for no more than the span being indexed.
-func (r *ReaderAt) IndexAll(ctx context.Context) error {
-	off := max(r.size-1, 0)
-	return r.extendFor(ctx, &outRange{start: off, end: off, background: true})
-}
-
-// Indexed is how many bytes of output the index covers.
-func (r *ReaderAt) Indexed() int64 {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.done {
-		return r.size
-	}
-	// A run from a start later found false counts bytes twice.
-	return max(r.cps[len(r.cps)-1].out, min(r.parallelDone.Load(), r.size))
 }

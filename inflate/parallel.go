@@ -102,9 +102,9 @@ type chunkRun struct {
 	err  error
 }
 
-// parallelPass is one parallel first pass of r.
+// parallelPass is one parallel first pass of a stream.
 type parallelPass struct {
-	r     *ReaderAt
+	s     *stream
 	ctx   context.Context
 	chunk int64
 	// starts[i] is found by whoever claims it first, and is ready once
@@ -114,7 +114,9 @@ type parallelPass struct {
 	found   []chan struct{}
 	runs    []chunkRun
 	ran     []chan struct{} // ran[i] is closed once runs[i] is ready (helping only)
-	counts  bool            // the runs count their output in r.parallelDone (for Indexed)
+	// counts, when set, counts the output the runs indexed (for
+	// Indexed).
+	counts *atomic.Int64
 }
 
 // passWorker is what one worker reuses from task to task.
@@ -145,62 +147,49 @@ func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int6
 	// A stream no smaller than its output is stored blocks, which
 	// inflate at the speed of copying: there is nothing to split.
 	if workers > 1 && r.csize >= 2*chunk && r.csize < r.size {
-		r.extMu.Lock()
-		err := r.indexParallelLocked(ctx, workers, chunk)
-		r.unlockExt()
-		if err != nil {
+		if err := r.front.indexParallel(ctx, workers, chunk); err != nil {
 			return false, err
 		}
 	}
 	err := r.IndexAll(ctx)
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.parallel, err
+	r.ix.mu.RLock()
+	defer r.ix.mu.RUnlock()
+	return r.ix.parallel, err
 }
 
-func (r *ReaderAt) indexParallelLocked(ctx context.Context, workers int, chunk int64) error {
-	r.loadSaved()
-	r.mu.RLock()
-	fresh := len(r.cps) == 1 && !r.done && r.err == nil && !r.loaded
-	first := r.cps[0]
-	r.mu.RUnlock()
+// indexParallel makes a fresh index by the parallel pass, holding the
+// turn throughout. A saved index is loaded first, as a read would; an
+// index made by the pass needs no more growing, and on any error but
+// ctx's the sequential pass takes over.
+func (f *frontier) indexParallel(ctx context.Context, workers int, chunk int64) error {
+	f.loadSaved()
+	f.take()
+	defer f.release()
+	first, fresh := f.ix.fresh()
 	if !fresh {
 		return nil
 	}
-	cps, split, err := r.firstPassParallel(ctx, first, workers, chunk)
+	cps, split, err := firstPassParallel(f.s, ctx, first, workers, chunk, &f.ix.parallelDone)
 	if err != nil {
-		r.parallelDone.Store(0)
+		f.ix.parallelDone.Store(0)
 		return ctx.Err() // nil: the sequential pass takes over
 	}
-	var wb int64
-	for _, cp := range cps {
-		wb += int64(len(cp.win))
-	}
-	r.mu.Lock()
-	r.cps, r.done, r.winBytes, r.pendingWin, r.crcAcc = cps, true, wb, nil, r.crc
-	if r.windows != nil && !r.released {
-		r.windows.used.Add(wb)
-		r.fitBudget()
-	}
-	r.parallel = split
-	r.mu.Unlock()
-	if r.complete != nil {
-		r.complete()
-	}
+	f.ix.install(cps, split)
+	f.crcAcc = f.s.crc
 	return nil
 }
 
-// firstPassParallel indexes the stream from its first checkpoint with
-// up to workers goroutines, in chunks of at least chunk bytes, returning
-// the complete index and whether it was split, or an error when it
-// could not.
-func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, workers int, chunk int64) ([]checkpoint, bool, error) {
-	n := int(min(r.csize/chunk, int64(workers*chunksPerWorker)))
+// firstPassParallel indexes s from its first checkpoint with up to
+// workers goroutines, in chunks of at least chunk bytes, counting the
+// output indexed in counts, and returns the complete index and whether
+// it was split, or an error when it could not.
+func firstPassParallel(s *stream, ctx context.Context, first checkpoint, workers int, chunk int64, counts *atomic.Int64) ([]checkpoint, bool, error) {
+	n := int(min(s.csize/chunk, int64(workers*chunksPerWorker)))
 	if n < 2 {
 		return nil, false, errors.New("inflate: stream too short to split")
 	}
-	p := newPass(r, ctx, n, first)
-	p.counts = true
+	p := newPass(s, ctx, n, first)
+	p.counts = counts
 	ws := make([]*passWorker, min(workers, n))
 	for i := range ws {
 		ws[i] = &passWorker{}
@@ -220,13 +209,13 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 	return p.stitch()
 }
 
-// newPass prepares a pass of r's stream in n chunks, the first of
-// which starts at first.
-func newPass(r *ReaderAt, ctx context.Context, n int, first checkpoint) *parallelPass {
+// newPass prepares a pass of s in n chunks, the first of which starts
+// at first.
+func newPass(s *stream, ctx context.Context, n int, first checkpoint) *parallelPass {
 	p := &parallelPass{
-		r:       r,
+		s:       s,
 		ctx:     ctx,
-		chunk:   (r.csize + int64(n) - 1) / int64(n),
+		chunk:   (s.csize + int64(n) - 1) / int64(n),
 		starts:  make([]chunkStart, n),
 		claimed: make([]atomic.Bool, n),
 		found:   make([]chan struct{}, n),
@@ -285,15 +274,15 @@ var testStartHook func(i int, s *chunkStart)
 // findStart searches chunk i for its start, reading it a piece at a
 // time: a start is usually found in its first block.
 func (p *parallelPass) findStart(w *passWorker, i int) chunkStart {
-	from, to := int64(i)*p.chunk, min(int64(i+1)*p.chunk, p.r.csize)
+	from, to := int64(i)*p.chunk, min(int64(i+1)*p.chunk, p.s.csize)
 	if w.region == nil {
 		w.region = make([]byte, searchPiece+16)
 		w.markers = make([]uint16, markerBuf)
 	}
-	src := source.WithContext(p.ctx, p.r.src)
+	src := source.WithContext(p.ctx, p.s.src)
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
-	d.r, d.ra, d.raSize = nil, src, p.r.csize
+	d.r, d.ra, d.raSize = nil, src, p.s.csize
 	d.touched, d.trackEnd, d.stopBit, d.out = nil, 0, 0, nil
 	for off := from; off < min(to, from+maxSearch); off += searchPiece {
 		// The piece and the 16 bytes after it, which a header at its
@@ -587,14 +576,14 @@ func (p *parallelPass) nextStart(w *passWorker, k int, bit int64) int {
 // buffer. It looks for that start at the first block header past chunk
 // i's end.
 func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
-	r := p.r
+	s := p.s
 	res.next = -1
 	st := &p.starts[i]
 	cp := st.cp
 	cp.out = 0
 	j := -2               // the next chunk's start, once looked for (-1: none)
 	finalOut := int64(-1) // where the run ends, once j's header is reached
-	if n := windowSize + int(r.span) + outSlack; len(w.buf) < n {
+	if n := int(s.spanCost()); len(w.buf) < n {
 		w.buf = make([]byte, n)
 		w.touched = make([]bool, windowSize)
 		w.masked = make([]byte, windowSize)
@@ -606,12 +595,12 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 		decoders.Put(d)
 	}()
 	copy(buf, st.win)
-	if err := r.resume(p.ctx, d, &cp, buf); err != nil {
+	if err := s.resume(p.ctx, d, &cp, buf); err != nil {
 		res.err = err
 		return res
 	}
 	for {
-		target := cp.out + r.span
+		target := cp.out + s.span
 		if finalOut >= 0 {
 			target = min(target, finalOut)
 		}
@@ -647,7 +636,7 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 			}
 		}
 		end := cp.out + int64(d.pos-wl)
-		if end > r.size {
+		if end > s.size {
 			res.err = ErrTooLong
 			return res
 		}
@@ -658,17 +647,15 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 			cp.win = w.packer.pack(w.masked[:wl])
 		}
 		res.cps = append(res.cps, cp)
-		if p.counts {
-			r.parallelDone.Add(end - cp.out)
+		if p.counts != nil {
+			p.counts.Add(end - cp.out)
 		}
 		if d.state == stDone {
 			res.size = end
 			return res
 		}
 		if finalOut >= 0 && end >= finalOut {
-			s := &p.starts[j].cp
-			if end == finalOut && d.bitPos() == s.bit && uint8(d.state) == s.state && d.blockBit == s.block &&
-				int32(storedLeft(d)) == s.stored && d.final == s.final {
+			if end == finalOut && d.at(&p.starts[j].cp) {
 				res.size, res.next = end, j
 				return res
 			}
@@ -720,7 +707,7 @@ func (p *parallelPass) stitch() ([]checkpoint, bool, error) {
 		}
 		i = run.next
 	}
-	if size != p.r.size || crc != p.r.crc {
+	if size != p.s.size || crc != p.s.crc {
 		return nil, false, fmt.Errorf("inflate: the parallel pass made %d bytes with CRC-32 %08x", size, crc)
 	}
 	return cps, runs > 1, nil

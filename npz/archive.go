@@ -374,7 +374,7 @@ func (a *Archive) Close() error {
 		if l := a.members[i].loc.Load(); l != nil && l.inf != nil {
 			l.inf.Release()
 			if l.idx != nil {
-				l.idx.savePartial() // a member read only in part
+				l.idx.closing()
 				l.idx.close()
 			}
 		}

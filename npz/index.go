@@ -11,6 +11,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npzfs/npzfs/cachedir"
 	"github.com/npzfs/npzfs/inflate"
@@ -30,6 +31,8 @@ import (
 // that its in-memory index does not cover, and saved once the member has
 // been indexed to its end (a full read, npzfs index); an index is never
 // trusted beyond what each span's CRC-32 confirms (see inflate.LoadIndex).
+// What the inflater did with its index is looked at after each read
+// (memberIndex.note): the inflater never calls up into npz.
 //
 // Layout: DIR/v1/KK/KEY.idx, KEY the hex SHA-256 and KK its first two
 // characters; each file is in the format package inflate documents.
@@ -80,7 +83,8 @@ func (s *IndexStore) Close() error {
 func (s *IndexStore) Path() string { return s.dir.Path() }
 
 // memberIndex links one deflated member's inflater to the store and the
-// sidecar (either may be nil).
+// sidecar (either may be nil): it is the inflater's inflate.IndexSource,
+// and acts on the inflater's inflate.Progress (see note).
 type memberIndex struct {
 	s   *IndexStore
 	sc  *IndexSidecar
@@ -91,30 +95,49 @@ type memberIndex struct {
 	once sync.Once
 	name string // in the store; "" when the key could not be made
 
+	// What note has acted on: a complete index saved, a discarded one
+	// removed, and how far the last partial index saved reached.
+	completeSaved atomic.Bool
+	dropSeen      atomic.Bool
+	savedAt       atomic.Int64
+	noteMu        sync.Mutex // one note acts at a time
+
 	mu          sync.Mutex
 	file        *os.File // the saved index loaded, read for its windows
 	fromSidecar bool     // the index loaded came from the sidecar
 	fromStore   bool     // an index was loaded from the store, or saved to it
-	savedAt     int64    // how far the last partial index saved reached
 }
 
-// grew is the inflater's Options.Grew: past partialEvery since the last
-// save, the index so far is saved, in the background.
-func (x *memberIndex) grew(indexed int64) {
-	if x.s == nil {
+// note acts on what became of the member's index, after each read of it
+// and after BuildIndex: a saved index the inflater discarded is removed
+// (before anything is saved in its place), a complete index it made is
+// saved, and a growing one is saved every partialEvery bytes, in the
+// background (so that a daemon killed keeps most of what it indexed).
+func (x *memberIndex) note() {
+	p := x.inf.Progress()
+	drop := p.Dropped != nil && !x.dropSeen.Load()
+	complete := p.Complete && !p.Loaded && !x.completeSaved.Load()
+	partial := !p.Complete && p.Indexed-x.savedAt.Load() >= partialEvery
+	if !drop && (x.s == nil || (!complete && !partial)) {
 		return
 	}
-	x.mu.Lock()
-	due := indexed-x.savedAt >= partialEvery
-	if due {
-		x.savedAt = indexed
+	x.noteMu.Lock()
+	defer x.noteMu.Unlock()
+	if drop && !x.dropSeen.Swap(true) {
+		x.bad(p.Dropped)
 	}
-	x.mu.Unlock()
-	if due && x.s.startSave() {
-		go func() {
-			defer x.s.saves.Done()
-			x.savePartial()
-		}()
+	switch {
+	case x.s == nil:
+	case complete && !x.completeSaved.Swap(true):
+		x.save()
+	case partial && p.Indexed-x.savedAt.Load() >= partialEvery:
+		x.savedAt.Store(p.Indexed)
+		if x.s.startSave() {
+			go func() {
+				defer x.s.saves.Done()
+				x.savePartial()
+			}()
+		}
 	}
 }
 
@@ -165,9 +188,10 @@ func (x *memberIndex) key() string {
 	return x.name
 }
 
-// load is the inflater's Options.Load: the saved index's file is opened
-// and kept open (its windows are read as spans need them) until close.
-func (x *memberIndex) load() (io.ReaderAt, int64) {
+// OpenIndex gives the inflater the member's saved index (see
+// inflate.IndexSource): the saved index's file is opened and kept open
+// (its windows are read as spans need them) until close.
+func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 	name := x.key()
 	if name == "" {
 		return nil, 0
@@ -219,8 +243,8 @@ func (x *memberIndex) close() {
 	}
 }
 
-// save is the inflater's Options.Complete: the index is written in the
-// background (the store's Close waits for it).
+// save writes the complete index in the background (the store's Close
+// waits for it).
 func (x *memberIndex) save() {
 	if x.s == nil {
 		return
@@ -252,10 +276,17 @@ func (x *memberIndex) put(name string, b []byte) {
 	}()
 }
 
-// savePartial saves the member's index so far, when the archive closes
-// before the member was indexed to its end, unless the store holds an
-// index of it that this archive did not load (another process's, which
-// may be complete).
+// closing saves what the member's index became (note), and, if it is
+// not complete, the index so far as a partial index: the archive
+// closes.
+func (x *memberIndex) closing() {
+	x.note()
+	x.savePartial()
+}
+
+// savePartial saves the member's index so far, when the member was not
+// indexed to its end, unless the store holds an index of it that this
+// archive did not load (another process's, which may be complete).
 func (x *memberIndex) savePartial() {
 	if x.s == nil {
 		return
@@ -277,18 +308,15 @@ func (x *memberIndex) savePartial() {
 	x.put(name, b)
 }
 
-// bad is the inflater's Options.BadIndex: the saved index is removed
-// (the member is indexed afresh, and saved again once it is whole).
+// bad removes a saved index the inflater refused or discarded (the
+// member is indexed afresh, and saved again once it is whole).
 func (x *memberIndex) bad(err error) {
 	if x.m.a.closed.Load() {
 		return // its file was closed under a late read: not the index's fault
 	}
 	x.mu.Lock()
 	sidecar := x.fromSidecar
-	x.fromSidecar = false
-	x.mu.Unlock()
-	x.mu.Lock()
-	x.fromStore = false
+	x.fromSidecar, x.fromStore = false, false
 	x.mu.Unlock()
 	if sidecar {
 		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)
@@ -310,7 +338,21 @@ func (x *memberIndex) bad(err error) {
 // stops when ctx is done; reads of the member go on meanwhile. A stored
 // member needs no index: BuildIndex returns nil.
 func (m *Member) BuildIndex(ctx context.Context) error {
-	return m.buildIndex(ctx, (*inflate.ReaderAt).IndexAll)
+	return m.buildIndex(ctx, func(r *inflate.ReaderAt, ctx context.Context, x *memberIndex) error {
+		if x == nil {
+			return r.IndexAll(ctx)
+		}
+		// partialEvery at a time, so that the index is saved as it
+		// grows, as reads have it saved.
+		for {
+			off := r.Indexed() + partialEvery
+			err := r.IndexTo(ctx, off)
+			x.note()
+			if err != nil || off >= r.Size() {
+				return err
+			}
+		}
+	})
 }
 
 // BuildIndexParallel is BuildIndex with the first pass through a large
@@ -321,7 +363,7 @@ func (m *Member) BuildIndex(ctx context.Context) error {
 // archive.
 func (m *Member) BuildIndexParallel(ctx context.Context, workers int) (bool, error) {
 	var split bool
-	err := m.buildIndex(ctx, func(r *inflate.ReaderAt, ctx context.Context) error {
+	err := m.buildIndex(ctx, func(r *inflate.ReaderAt, ctx context.Context, _ *memberIndex) error {
 		var err error
 		split, err = r.IndexAllParallel(ctx, workers)
 		return err
@@ -329,7 +371,7 @@ func (m *Member) BuildIndexParallel(ctx context.Context, workers int) (bool, err
 	return split, err
 }
 
-func (m *Member) buildIndex(ctx context.Context, indexAll func(*inflate.ReaderAt, context.Context) error) error {
+func (m *Member) buildIndex(ctx context.Context, indexAll func(*inflate.ReaderAt, context.Context, *memberIndex) error) error {
 	if m.e.Method != zip.Deflated {
 		return nil
 	}
@@ -337,7 +379,11 @@ func (m *Member) buildIndex(ctx context.Context, indexAll func(*inflate.ReaderAt
 	if l.err != nil {
 		return l.err
 	}
-	if err := indexAll(l.inf, ctx); err != nil {
+	err := indexAll(l.inf, ctx, l.idx)
+	if l.idx != nil {
+		l.idx.note()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -222,7 +222,7 @@ func (m *Member) locate() *location {
 		var x *memberIndex
 		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil {
 			x = &memberIndex{s: m.a.opts.Indexes, sc: m.a.opts.Sidecar, m: m, off: l.dataOff}
-			opts.Load, opts.Complete, opts.BadIndex, opts.Grew = x.load, x.save, x.bad, x.grew
+			opts.Index = x
 		}
 		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32, opts)
 		if x != nil {
@@ -266,6 +266,9 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 		return n, err
 	}
 	n, err := l.inf.ReadAtContext(ctx, p, off)
+	if l.idx != nil {
+		l.idx.note()
+	}
 	if n == len(p) {
 		return n, nil
 	}

@@ -1,0 +1,236 @@
+package inflate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+)
+
+const defaultSpan = 1 << 20
+
+// Options tune a ReaderAt. The zero value is the default.
+type Options struct {
+	// SpanSize is the output distance between checkpoints; 0 means 1 MiB.
+	SpanSize int64
+	// Cache holds inflated spans, shared by every ReaderAt given it; nil
+	// means a small private cache.
+	Cache *Cache
+	// Windows bounds the memory the checkpoints' windows take, shared by
+	// every ReaderAt given it; nil means no bound (see WindowBudget).
+	Windows *WindowBudget
+	// Index, when set, is where the reader finds the index saved for its
+	// stream, at the first read its own index does not cover (see
+	// IndexSource, and Progress for what became of it).
+	Index IndexSource
+	// Helpers, when above 0, is how many goroutines may help a fresh
+	// index grow when a read waits far past it (see help.go).
+	Helpers int
+}
+
+// ReaderAt is random access into one raw DEFLATE stream of compressedSize
+// bytes at the start of src, which must inflate to exactly size bytes with
+// the given CRC-32. It is safe for concurrent use.
+//
+// The index of checkpoints grows lazily: a read at offset X first inflates
+// sequentially from the last checkpoint to X (one goroutine at a time),
+// recording a checkpoint every SpanSize bytes. A read inside the indexed
+// part inflates at most one span per SpanSize of data it returns, from the
+// checkpoint before it, unless the span is in the cache. A sequential
+// reader at the frontier has the index extended a few spans ahead of it by
+// a background goroutine, which caches those spans, so that inflating
+// them overlaps with serving the reads; inside the index, the spans ahead
+// of a sequential reader are inflated into the cache several at once, one
+// a core, since they do not depend on each other. The first pass writes
+// each checkpoint's window in packed form while the next span inflates.
+//
+// It is made of parts with one job and one lock each (see the package
+// documentation): the index of checkpoints, the frontier that grows it,
+// the spans cached, and the scheduler of read-ahead.
+type ReaderAt struct {
+	stream
+	ix    index
+	front frontier
+	spans spanCache
+	ahead scheduler
+}
+
+// Progress is what became of a reader's index, for a caller that keeps
+// indexes: it looks after reads (the reader never calls it).
+type Progress struct {
+	// Indexed is how many bytes of output the index covers.
+	Indexed int64
+	// Complete: the index covers the whole stream, whose length and
+	// CRC-32 were checked (MarshalIndex then succeeds).
+	Complete bool
+	// Loaded: the index was loaded whole from a saved one, and has
+	// nothing the saved one does not.
+	Loaded bool
+	// Dropped is why a saved index was refused or discarded (see
+	// ErrBadIndex); nil if none was.
+	Dropped error
+}
+
+var readerIDs atomic.Uint64
+
+// NewReaderAt builds the reader; nothing is read until the first ReadAt.
+func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *Options) *ReaderAt {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	r := &ReaderAt{stream: stream{
+		src:   src,
+		csize: max(compressedSize, 0),
+		size:  max(size, 0),
+		crc:   crc,
+		span:  cmp.Or(max(o.SpanSize, 0), defaultSpan),
+		cache: o.Cache,
+		id:    readerIDs.Add(1),
+	}}
+	if r.cache == nil {
+		r.cache = NewCache(2 * r.spanCost())
+	}
+	// The background goroutines' context: Release ends it.
+	bg, stop := context.WithCancel(context.Background())
+	r.ix.init(o.Windows)
+	r.spans.init(&r.stream)
+	r.front.init(&r.stream, &r.ix, &r.spans, bg, stop, o.Index, o.Helpers)
+	r.ahead.init(&r.stream, &r.ix, &r.front, bg, stop, r.prefetch)
+	return r
+}
+
+// Release gives back what the reader's index takes of its WindowBudget,
+// for a reader that will not be read again (its archive closed), once its
+// background goroutines have stopped (they are told to); it may still be
+// read, but its index then counts toward no budget and grows no further
+// ahead.
+func (r *ReaderAt) Release() {
+	r.ahead.halt()
+	r.front.halt()
+	r.ix.release()
+}
+
+// Size is the declared inflated size.
+func (r *ReaderAt) Size() int64 { return r.size }
+
+// IndexStats reports the checkpoints recorded so far and the bytes their
+// stored windows take (including the unpacked window of the last one).
+func (r *ReaderAt) IndexStats() (checkpoints int, windowBytes int64) { return r.ix.stats() }
+
+// Indexed is how many bytes of output the index covers.
+func (r *ReaderAt) Indexed() int64 { return r.ix.indexed(r.size) }
+
+// Progress reports what became of the index: how far it reaches,
+// whether it is complete, and what became of a saved one.
+func (r *ReaderAt) Progress() Progress { return r.ix.progress(r.size) }
+
+// IndexAll extends the index to the end of the stream, checking its
+// length and CRC-32, in the calling goroutine (no read-ahead, no span
+// kept in the cache), unless ctx ends first: what npzfs index and a
+// mount's background indexing run. Reads of the stream go on meanwhile,
+// each waiting for no more than the span being indexed.
+func (r *ReaderAt) IndexAll(ctx context.Context) error { return r.IndexTo(ctx, r.size) }
+
+// IndexTo is IndexAll as far as output offset off: it returns once the
+// index covers off (the whole stream, for off at or past Size).
+func (r *ReaderAt) IndexTo(ctx context.Context, off int64) error {
+	off = max(min(off, r.size-1), 0)
+	return r.front.extendFor(ctx, &outRange{start: off, end: off, background: true})
+}
+
+// ReadAt implements io.ReaderAt over the inflated bytes.
+func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	return r.ReadAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext is ReadAt for a read that ctx may cancel: it stops
+// inflating (between spans, and in its reads of the compressed source when
+// the source takes a context, see source.ContextReaderAt) once ctx is
+// done, and returns ctx's error. The index stays consistent: what was
+// indexed before the cancellation stays, and the next read goes on from
+// there.
+func (r *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("inflate: negative offset")
+	}
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	n := 0
+	need := min(r.size, off+int64(len(p)))
+	r.ahead.noteRead(off, need)
+	for n < len(p) && off+int64(n) < r.size {
+		pos := off + int64(n)
+		s, start, err := r.spanAt(ctx, pos, need)
+		if err != nil {
+			return n, err
+		}
+		n += copy(p[n:], s.data[pos-start:])
+		r.cache.release(s)
+	}
+	if off+int64(n) >= r.size {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// spanAt returns the span holding output offset off, or a prefix of it
+// reaching need or the span's end, and where it starts. The caller holds
+// the span and must release it.
+//
+// A span inflated for a read of part of it is inflated only as far as the
+// read needs (halving the average cost of small random reads) and cached
+// as such; a later read past that prefix inflates and caches the whole
+// span, so reading a span in order costs little more than inflating it
+// once.
+func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, error) {
+	for {
+		if err := r.front.extendFor(ctx, &outRange{start: off, end: need}); err != nil {
+			return nil, 0, err
+		}
+		cp, end := r.ix.spanOf(off, r.size)
+		s, f, err := r.spans.get(ctx, cp.out, min(need, end), cp.loaded)
+		if f != nil {
+			target := min(need, end)
+			if f.whole {
+				target = end // checked against its CRC-32, or read again: whole
+			}
+			s, err = r.fill(ctx, &cp, end, target)
+			r.spans.land(f, s, err)
+		}
+		if errors.Is(err, ErrBadIndex) {
+			continue // the loaded index is gone: look again
+		}
+		return s, cp.out, err
+	}
+}
+
+// fill inflates the span [cp.out, end) up to target for a read. A loaded
+// span that does not inflate as its index says discards the loaded
+// index.
+func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target int64) (*span, error) {
+	win, err := r.ix.windowOf(cp)
+	var s *span
+	if err == nil {
+		s, err = r.inflateSpan(ctx, cp, win, end, target, nil)
+	}
+	if err != nil && cp.loaded && !isCancel(err) && ctx.Err() == nil {
+		// Whatever went wrong, the loaded index said otherwise.
+		if !errors.Is(err, ErrBadIndex) {
+			err = fmt.Errorf("%w: span at %d: %w", ErrBadIndex, cp.out, err)
+		}
+		r.front.dropLoadedTurn(err)
+	}
+	return s, err
+}
+
+// prefetch inflates the indexed span starting at off into the cache,
+// for the scheduler.
+func (r *ReaderAt) prefetch(ctx context.Context, off int64) {
+	if s, _, err := r.spanAt(ctx, off, r.size); err == nil {
+		r.cache.release(s)
+	}
+}

@@ -1,0 +1,118 @@
+package inflate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A saved index in use: loaded whole or in part by the frontier (which
+// has the turn), trusted span by span, and discarded when it proves
+// wrong.
+
+// An IndexSource gives a reader the index saved for its stream, if
+// there is one.
+type IndexSource interface {
+	// OpenIndex returns the saved index as MarshalIndex wrote it, and
+	// its size, or nil when there is none. Its bytes must stay readable
+	// while the reader is used (see LoadIndex). A reader calls it at
+	// most once, when its index first has to grow, from the goroutine
+	// growing it, holding none of its locks; it must not read the
+	// reader.
+	OpenIndex() (io.ReaderAt, int64)
+}
+
+// loadSaved asks Options.Index for a saved index, the first time the
+// index has to grow, and loads it; an index LoadIndex refuses is
+// reported by Progress.
+func (f *frontier) loadSaved() {
+	if f.saved == nil {
+		return
+	}
+	f.once.Do(func() {
+		src, size := f.saved.OpenIndex()
+		if src == nil {
+			return
+		}
+		f.take()
+		defer f.release()
+		if err := f.load(src, size); errors.Is(err, ErrBadIndex) {
+			f.ix.noteRefused(err)
+		}
+	})
+}
+
+// load is LoadIndex with the turn held.
+func (f *frontier) load(src io.ReaderAt, size int64) error {
+	cps, partial, err := parseIndex(src, size, f.s.csize, f.s.size, f.s.crc)
+	if err != nil {
+		return err
+	}
+	loaded, err := f.ix.load(cps, partial, src)
+	if err != nil {
+		return err
+	}
+	if loaded && partial {
+		// The running CRC, from the loaded spans' CRCs: checked at the
+		// end of the stream (a mismatch discards the loaded index).
+		f.crcAcc = f.ix.loadedSums()
+	}
+	return nil
+}
+
+// errDropped: the loaded index was discarded while the frontier grew
+// from it; errLoadedSums, why.
+var (
+	errDropped    = errors.New("inflate: the loaded index was discarded")
+	errLoadedSums = fmt.Errorf("%w: the stream's CRC-32 does not match the loaded spans'", ErrBadIndex)
+)
+
+// dropLoaded discards a loaded index that proved wrong, so that the
+// stream is indexed afresh from its start. The turn is held.
+func (f *frontier) dropLoaded(why error) {
+	if f.ix.drop(why) {
+		f.crcAcc = 0
+	}
+}
+
+// dropLoadedTurn is dropLoaded for a read, which takes the turn.
+func (f *frontier) dropLoadedTurn(why error) {
+	f.take()
+	defer f.release()
+	f.dropLoaded(why)
+}
+
+// prepareFrontier, with the turn held, gives a frontier loaded from a
+// partial index its window, before the index grows from it: the span
+// before it is inflated from its own loaded checkpoint (so checked
+// against its CRC-32), the decoder must end in the frontier's recorded
+// state, and the span's last 32 KiB are the window. The span goes into
+// the cache. Anything amiss discards the loaded index, and the stream is
+// indexed afresh.
+func (f *frontier) prepareFrontier(ctx context.Context) error {
+	prev, front, ok := f.ix.loadedFrontier()
+	if !ok {
+		return nil
+	}
+	win, err := f.ix.windowOf(&prev)
+	var s *span
+	if err == nil {
+		s, err = f.s.inflateSpan(ctx, &prev, win, front.out, front.out, &front)
+	}
+	if err != nil {
+		if isCancel(err) || ctx.Err() != nil {
+			return err
+		}
+		if !errors.Is(err, ErrBadIndex) {
+			err = fmt.Errorf("%w: the span before its frontier: %w", ErrBadIndex, err)
+		}
+		f.dropLoaded(err)
+		return nil
+	}
+	f.ix.setFrontWin(bytes.Clone(s.data[len(s.data)-windowSize:]))
+	f.spans.put(prev.out, s)
+	f.s.cache.release(s)
+	return nil
+}
