@@ -250,9 +250,6 @@ func (f *frontier) extendOne(ctx context.Context, keep bool) error {
 	}
 	if err != nil {
 		f.buf = g.buf // no span holds it
-		if err == errDropped {
-			return nil // the index is grown afresh
-		}
 		return err
 	}
 	f.record(k, &cp, win, d, &g, keep)
@@ -329,13 +326,8 @@ func (f *frontier) endSpan(ctx context.Context, d *decoder, g *grownSpan) error 
 			return &OffsetError{Offset: g.end, Err: ErrTooShort}
 		}
 		if g.acc != f.s.crc {
-			if f.ix.isLoaded() {
-				// The CRCs of the loaded spans, which the running CRC
-				// began from, were not all checked: the loaded index
-				// is at fault, not the stream, until shown otherwise.
-				f.dropLoaded(errLoadedSums)
-				return errDropped
-			}
+			// From a loaded partial index, the running CRC began from
+			// its spans' CRC-32s: evidence, as the spans checked are.
 			return &OffsetError{Offset: f.s.size, Err: ErrChecksum}
 		}
 		return nil

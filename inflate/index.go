@@ -27,9 +27,13 @@ type checkpoint struct {
 	sum    uint32 // CRC-32 of the span's output, once it is indexed
 	loaded bool   // from LoadIndex: its span is checked against sum
 	// A loaded checkpoint's window stays in the index file until its
-	// span is inflated: winSize bytes at winOff.
-	winSize int32
-	winOff  int64
+	// span is inflated: winSize bytes at winOff, whose CRC-32C is winSum
+	// if winSummed (an index written before windows had checksums has
+	// none).
+	winSize   int32
+	winOff    int64
+	winSum    uint32
+	winSummed bool
 }
 
 // index is a reader's checkpoints, one a span of output apart from the
@@ -205,8 +209,22 @@ func (ix *index) setWindow(seq int64, p *pendingWindow) {
 func (ix *index) fail(err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.err = err
-	ix.errAt = ix.cps[len(ix.cps)-1].out
+	ix.failAt(err, ix.cps[len(ix.cps)-1].out)
+}
+
+// failAt keeps err, an error in the stream found inflating the span at
+// off, unless one was found before it. ix.mu is held.
+func (ix *index) failAt(err error, off int64) {
+	if ix.err == nil || off < ix.errAt {
+		ix.err, ix.errAt = err, off
+	}
+}
+
+// damaged keeps a DamageError found in the span at off.
+func (ix *index) damaged(err error, off int64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.failAt(err, off)
 }
 
 // addWinBytes counts n bytes more (or less) of windows. ix.mu is held.

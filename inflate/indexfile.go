@@ -37,10 +37,16 @@ import (
 //	48   1  state: 0 block header next, 1 in a stored block, 2 in a
 //	        Huffman block
 //	49   1  1 if the current block is the final one
-//	50   6  zero
+//	50   1  1 if bytes 52-55 hold the window's checksum, else 0
+//	51   1  zero
+//	52   4  CRC-32C of the W bytes of the stored window
 //	windows: each W bytes at its file offset, after the table: the 32
 //	KiB of output before the checkpoint with the bytes the span after it
 //	does not read zeroed, as a raw DEFLATE stream.
+//
+// Indexes written before the windows' checksums have zeros in bytes
+// 50-55: their windows are covered by no checksum. Readers of either
+// kind read both (bytes 50-55 were zero and ignored).
 //
 // A complete index's last checkpoint's span ends the stream. A partial
 // index (flag 1) covers the stream up to its last checkpoint, the
@@ -49,8 +55,17 @@ import (
 // CRC-32), requires the decoder to end in the frontier's state, and takes
 // the window from that span's output, which must be at least 32 KiB.
 //
-// A loaded index is trusted only as far as each span it yields inflates
-// to exactly the bytes its CRC-32 says; anything else discards it.
+// An index is evidence about the stream it was made for: once its own
+// checksums hold (of its header and table, and of each window as it is
+// read) and its sizes and CRC-32 are the stream's, a span that does not
+// inflate to the CRC-32 it records means the stream changed, and the
+// reader reports the stream damaged there (see ErrDamaged) and keeps the
+// index. An index whose checksums fail, that was made for another
+// stream, or whose checkpoints cannot be what they say (a window that
+// does not inflate, a frontier the span before it does not end at) is
+// discarded (ErrBadIndex). An index without windows' checksums cannot
+// tell a damaged window from a damaged stream where a window is not
+// empty: such a span's failure discards it, as a bad window would.
 const (
 	indexMagic   = "NPZFSIDX"
 	indexVersion = 1
@@ -64,9 +79,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrBadIndex reports an index that does not fit the stream it was loaded
-// for (LoadIndex), or a loaded checkpoint whose span did not inflate to
-// what the index said (then the reader discards the whole loaded index
-// and indexes the stream afresh).
+// for (LoadIndex), or one found wrong in use (see above): the reader
+// then discards the whole loaded index and indexes the stream afresh.
 var ErrBadIndex = errors.New("inflate: index does not match the stream")
 
 // MarshalIndex returns the reader's index in the format above, or false
@@ -132,7 +146,8 @@ func (r *ReaderAt) marshal(cps []checkpoint, partial bool) ([]byte, bool) {
 		if cp.final {
 			final = 1
 		}
-		b = append(b, cp.state, final, 0, 0, 0, 0, 0, 0)
+		b = append(b, cp.state, final, 1, 0)
+		b = le.AppendUint32(b, crc32.Checksum(wins[i], castagnoli))
 		winOff += int64(len(wins[i]))
 	}
 	sum := crc32.Update(crc32.Checksum(b[:40], castagnoli), castagnoli, b[indexHeader:])
@@ -153,8 +168,14 @@ func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 		<-p.done
 		return p.win, nil
 	}
-	if !cp.loaded || cp.winSize == 0 {
+	if !cp.loaded {
 		return cp.win, nil
+	}
+	if cp.winSize == 0 {
+		if cp.winSummed && cp.winSum != 0 {
+			return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
+		}
+		return cp.win, nil // a loaded frontier's, once it grew
 	}
 	ix.mu.RLock()
 	var src io.ReaderAt
@@ -168,6 +189,9 @@ func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 	w := make([]byte, cp.winSize)
 	if _, err := src.ReadAt(w, cp.winOff); err != nil {
 		return nil, fmt.Errorf("%w: reading the window of the span at %d: %v", ErrBadIndex, cp.out, err)
+	}
+	if cp.winSummed && crc32.Checksum(w, castagnoli) != cp.winSum {
+		return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
 	}
 	return w, nil
 }
@@ -189,73 +213,25 @@ func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
 	return r.front.load(src, size)
 }
 
+// parseIndex reads the index that src holds (size bytes) for a stream
+// of csize compressed bytes inflating to osize bytes with CRC-32 crc:
+// its checkpoints, and whether it is partial.
 func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) (cps []checkpoint, partial bool, err error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadIndex, fmt.Sprintf(format, args...))
+	table, partial, err := readIndexTable(src, size, csize, osize, crc)
+	if err != nil {
+		return nil, false, err
 	}
-	le := binary.LittleEndian
-	var h [indexHeader]byte
-	if size < indexHeader+indexRecord {
-		return nil, false, bad("not an index file (%d bytes)", size)
-	}
-	if _, err := src.ReadAt(h[:], 0); err != nil {
-		return nil, false, bad("reading it: %v", err)
-	}
-	if string(h[:8]) != indexMagic {
-		return nil, false, bad("not an index file")
-	}
-	if v := le.Uint32(h[8:]); v != indexVersion {
-		return nil, false, bad("format version %d, want %d", v, indexVersion)
-	}
-	n := int64(le.Uint32(h[36:]))
-	if n < 1 || n > (size-indexHeader)/indexRecord {
-		return nil, false, bad("%d checkpoints in %d bytes", n, size)
-	}
-	table := make([]byte, n*indexRecord)
-	if _, err := src.ReadAt(table, indexHeader); err != nil {
-		return nil, false, bad("reading its table: %v", err)
-	}
-	if crc32.Update(crc32.Checksum(h[:40], castagnoli), castagnoli, table) != le.Uint32(h[40:]) {
-		return nil, false, bad("checksum mismatch (truncated or damaged)")
-	}
-	flags := le.Uint32(h[12:])
-	partial = flags == 1
-	if flags > 1 || int64(le.Uint64(h[16:])) != csize || int64(le.Uint64(h[24:])) != osize || le.Uint32(h[32:]) != crc {
-		return nil, false, bad("made for another stream")
-	}
+	n := int64(len(table) / indexRecord)
 	tableEnd := indexHeader + n*indexRecord
 	cps = make([]checkpoint, 0, n)
 	for i := int64(0); i < n; i++ {
-		p := table[i*indexRecord:]
-		cp := checkpoint{
-			seq:     i,
-			out:     int64(le.Uint64(p)),
-			bit:     int64(le.Uint64(p[8:])),
-			block:   int64(le.Uint64(p[16:])),
-			winOff:  int64(le.Uint64(p[24:])),
-			stored:  int32(le.Uint32(p[32:])),
-			winLen:  int32(le.Uint32(p[36:])),
-			sum:     le.Uint32(p[40:]),
-			winSize: int32(le.Uint32(p[44:])),
-			state:   p[48],
-			final:   p[49] == 1,
-			loaded:  true,
+		cp := parseRecord(table[i*indexRecord:], i)
+		var prev *checkpoint
+		if i > 0 {
+			prev = &cps[i-1]
 		}
-		switch {
-		case i == 0 && (cp.out != 0 || cp.bit != 0 || cp.state != stHeader):
-			return nil, false, bad("first checkpoint is not the stream's start")
-		case i > 0 && (cp.out <= cps[i-1].out || cp.bit < cps[i-1].bit):
-			return nil, false, bad("checkpoint %d: offsets not increasing", i)
-		case cp.out < 0 || (cp.out >= osize && osize > 0):
-			return nil, false, bad("checkpoint %d: output offset %d past the size %d", i, cp.out, osize)
-		case cp.bit < 0 || cp.bit > csize*8 || cp.block < 0 || cp.block > cp.bit:
-			return nil, false, bad("checkpoint %d: bit position outside the stream", i)
-		case cp.state > stHuff || cp.stored < 0 || p[49] > 1:
-			return nil, false, bad("checkpoint %d: state %d", i, cp.state)
-		case int64(cp.winLen) != min(windowSize, cp.out):
-			return nil, false, bad("checkpoint %d: window of %d bytes", i, cp.winLen)
-		case cp.winSize < 0 || cp.winSize > maxIndexWindow || (cp.winSize > 0 && (cp.winOff < tableEnd || cp.winOff > size-int64(cp.winSize))):
-			return nil, false, bad("checkpoint %d: window outside the file", i)
+		if err := checkRecord(&cp, prev, table[i*indexRecord+49], tableEnd, size, csize, osize); err != nil {
+			return nil, false, err
 		}
 		cps = append(cps, cp)
 	}
@@ -264,11 +240,95 @@ func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) (cps []ch
 		// one, so it must be at least a window long.
 		last := &cps[n-1]
 		if n < 2 || last.winSize != 0 || last.winLen != windowSize || last.out-cps[n-2].out < windowSize {
-			return nil, false, bad("partial index: its frontier cannot be resumed from")
+			return nil, false, badIndexf("partial index: its frontier cannot be resumed from")
 		}
 		last.sum = 0
 	}
 	return cps, partial, nil
+}
+
+func badIndexf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadIndex, fmt.Sprintf(format, args...))
+}
+
+// readIndexTable reads and checks an index's header and returns its
+// table of checkpoints, and whether the index is partial.
+func readIndexTable(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]byte, bool, error) {
+	le := binary.LittleEndian
+	var h [indexHeader]byte
+	if size < indexHeader+indexRecord {
+		return nil, false, badIndexf("not an index file (%d bytes)", size)
+	}
+	if _, err := src.ReadAt(h[:], 0); err != nil {
+		return nil, false, badIndexf("reading it: %v", err)
+	}
+	if string(h[:8]) != indexMagic {
+		return nil, false, badIndexf("not an index file")
+	}
+	if v := le.Uint32(h[8:]); v != indexVersion {
+		return nil, false, badIndexf("format version %d, want %d", v, indexVersion)
+	}
+	n := int64(le.Uint32(h[36:]))
+	if n < 1 || n > (size-indexHeader)/indexRecord {
+		return nil, false, badIndexf("%d checkpoints in %d bytes", n, size)
+	}
+	table := make([]byte, n*indexRecord)
+	if _, err := src.ReadAt(table, indexHeader); err != nil {
+		return nil, false, badIndexf("reading its table: %v", err)
+	}
+	if crc32.Update(crc32.Checksum(h[:40], castagnoli), castagnoli, table) != le.Uint32(h[40:]) {
+		return nil, false, badIndexf("checksum mismatch (truncated or damaged)")
+	}
+	flags := le.Uint32(h[12:])
+	if flags > 1 || int64(le.Uint64(h[16:])) != csize || int64(le.Uint64(h[24:])) != osize || le.Uint32(h[32:]) != crc {
+		return nil, false, badIndexf("made for another stream")
+	}
+	return table, flags == 1, nil
+}
+
+// parseRecord reads checkpoint i's record p.
+func parseRecord(p []byte, i int64) checkpoint {
+	le := binary.LittleEndian
+	return checkpoint{
+		seq:       i,
+		out:       int64(le.Uint64(p)),
+		bit:       int64(le.Uint64(p[8:])),
+		block:     int64(le.Uint64(p[16:])),
+		winOff:    int64(le.Uint64(p[24:])),
+		stored:    int32(le.Uint32(p[32:])),
+		winLen:    int32(le.Uint32(p[36:])),
+		sum:       le.Uint32(p[40:]),
+		winSize:   int32(le.Uint32(p[44:])),
+		state:     p[48],
+		final:     p[49] == 1,
+		winSummed: p[50]&1 == 1,
+		winSum:    le.Uint32(p[52:]),
+		loaded:    true,
+	}
+}
+
+// checkRecord checks that checkpoint cp, after prev (nil for the first),
+// can be what it says in an index file of size bytes whose table ends at
+// tableEnd; final is its record's final-block byte.
+func checkRecord(cp, prev *checkpoint, final byte, tableEnd, size, csize, osize int64) error {
+	i := cp.seq
+	switch {
+	case prev == nil && (cp.out != 0 || cp.bit != 0 || cp.state != stHeader):
+		return badIndexf("first checkpoint is not the stream's start")
+	case prev != nil && (cp.out <= prev.out || cp.bit < prev.bit):
+		return badIndexf("checkpoint %d: offsets not increasing", i)
+	case cp.out < 0 || (cp.out >= osize && osize > 0):
+		return badIndexf("checkpoint %d: output offset %d past the size %d", i, cp.out, osize)
+	case cp.bit < 0 || cp.bit > csize*8 || cp.block < 0 || cp.block > cp.bit:
+		return badIndexf("checkpoint %d: bit position outside the stream", i)
+	case cp.state > stHuff || cp.stored < 0 || final > 1:
+		return badIndexf("checkpoint %d: state %d", i, cp.state)
+	case int64(cp.winLen) != min(windowSize, cp.out):
+		return badIndexf("checkpoint %d: window of %d bytes", i, cp.winLen)
+	case cp.winSize < 0 || cp.winSize > maxIndexWindow || (cp.winSize > 0 && (cp.winOff < tableEnd || cp.winOff > size-int64(cp.winSize))):
+		return badIndexf("checkpoint %d: window outside the file", i)
+	}
+	return nil
 }
 
 // crc32Combine returns the CRC-32 (IEEE) of a‖b from the CRC-32s of a

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync/atomic"
 )
@@ -209,22 +208,27 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 }
 
 // fill inflates the span [cp.out, end) up to target for a read. A loaded
-// span that does not inflate as its index says discards the loaded
-// index.
+// span that fails is judged (see judge): the loaded index is discarded,
+// or the stream found damaged from the span on, or the error (reading
+// the source) passes.
 func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target int64) (*span, error) {
 	win, err := r.ix.windowOf(cp)
 	var s *span
 	if err == nil {
 		s, err = r.inflateSpan(ctx, cp, win, end, target, nil)
 	}
-	if err != nil && cp.loaded && !isCancel(err) && ctx.Err() == nil {
-		// Whatever went wrong, the loaded index said otherwise.
-		if !errors.Is(err, ErrBadIndex) {
-			err = fmt.Errorf("%w: span at %d: %w", ErrBadIndex, cp.out, err)
-		}
-		r.front.dropLoadedTurn(err)
+	if err == nil || !cp.loaded || isCancel(err) || ctx.Err() != nil {
+		return s, err
 	}
-	return s, err
+	switch judge(cp, err) {
+	case blameIndex:
+		err = asBadIndex(cp, err)
+		r.front.dropLoadedTurn(err)
+	case blameStream:
+		err = damage(cp, end, err)
+		r.ix.damaged(err, cp.out)
+	}
+	return nil, err
 }
 
 // prefetch inflates the indexed span starting at off into the cache,

@@ -62,13 +62,6 @@ func (f *frontier) load(src io.ReaderAt, size int64) error {
 	return nil
 }
 
-// errDropped: the loaded index was discarded while the frontier grew
-// from it; errLoadedSums, why.
-var (
-	errDropped    = errors.New("inflate: the loaded index was discarded")
-	errLoadedSums = fmt.Errorf("%w: the stream's CRC-32 does not match the loaded spans'", ErrBadIndex)
-)
-
 // dropLoaded discards a loaded index that proved wrong, so that the
 // stream is indexed afresh from its start. The turn is held.
 func (f *frontier) dropLoaded(why error) {
@@ -89,8 +82,8 @@ func (f *frontier) dropLoadedTurn(why error) {
 // before it is inflated from its own loaded checkpoint (so checked
 // against its CRC-32), the decoder must end in the frontier's recorded
 // state, and the span's last 32 KiB are the window. The span goes into
-// the cache. Anything amiss discards the loaded index, and the stream is
-// indexed afresh.
+// the cache. A failure is judged as a read's is (see judge): a bad index
+// is discarded, and the stream indexed afresh.
 func (f *frontier) prepareFrontier(ctx context.Context) error {
 	prev, front, ok := f.ix.loadedFrontier()
 	if !ok {
@@ -105,14 +98,71 @@ func (f *frontier) prepareFrontier(ctx context.Context) error {
 		if isCancel(err) || ctx.Err() != nil {
 			return err
 		}
-		if !errors.Is(err, ErrBadIndex) {
-			err = fmt.Errorf("%w: the span before its frontier: %w", ErrBadIndex, err)
+		switch judge(&prev, err) {
+		case blameIndex:
+			f.dropLoaded(asBadIndex(&prev, err))
+			return nil
+		case blameStream:
+			err = damage(&prev, front.out, err)
+			f.ix.damaged(err, prev.out)
 		}
-		f.dropLoaded(err)
-		return nil
+		return err
 	}
 	f.ix.setFrontWin(bytes.Clone(s.data[len(s.data)-windowSize:]))
 	f.spans.put(prev.out, s)
 	f.s.cache.release(s)
 	return nil
+}
+
+// blame is whose fault a loaded span's failure is (see judge).
+type blame int
+
+const (
+	blameNone   blame = iota // reading the source failed: the error passes, the index stays
+	blameIndex               // the index is wrong: it is discarded
+	blameStream              // the stream is not what the index was made from (ErrDamaged)
+)
+
+// judge says whose fault err is, an error (not a cancellation)
+// inflating the span of loaded checkpoint cp. The index is evidence
+// about the stream: when its own checksums hold, a span that does not
+// inflate to what it records is the stream's fault, not the index's;
+// unless the span's window is covered by no checksum (an index written
+// before windows had them), when either may be at fault and the index is
+// given up. A window that fails its checksum or does not inflate, and
+// a span that does not end at the next checkpoint, are the index's
+// fault. Any other error (reading the source: a network or I/O error,
+// source.ErrChanged) is neither's.
+func judge(cp *checkpoint, err error) blame {
+	switch {
+	case errors.Is(err, ErrBadIndex):
+		return blameIndex
+	case !isStreamError(err) && !errors.Is(err, errSpanLength) && !errors.Is(err, errSpanCRC):
+		return blameNone
+	case cp.winSize > 0 && !cp.winSummed:
+		return blameIndex
+	}
+	return blameStream
+}
+
+// asBadIndex is err, the index's fault, as ErrBadIndex.
+func asBadIndex(cp *checkpoint, err error) error {
+	if errors.Is(err, ErrBadIndex) {
+		return err
+	}
+	return fmt.Errorf("%w: the span at %d: %w", ErrBadIndex, cp.out, err)
+}
+
+// damage is err, found inflating the span [cp.out, end) of a loaded
+// index, as the DamageError it means.
+func damage(cp *checkpoint, end int64, err error) error {
+	var oe *OffsetError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
+	comp := cp.bit
+	if cp.state == stHuff {
+		comp = cp.block // its block's header is read first
+	}
+	return &DamageError{Offset: cp.out, End: end, CompOffset: comp >> 3, Err: err}
 }

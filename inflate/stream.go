@@ -106,10 +106,10 @@ func (s *stream) decodeSpan(ctx context.Context, d *decoder, cp *checkpoint, win
 	}
 	got := d.pos - w
 	if got < n || int64(got) > end-cp.out || (target == end && got != n) {
-		return nil, &OffsetError{Offset: cp.out, Err: errors.New("inflate: span does not reproduce its indexed length (source changed?)")}
+		return nil, &OffsetError{Offset: cp.out, Err: errSpanLength}
 	}
 	if cp.loaded && crc32.ChecksumIEEE(buf[w:w+got]) != cp.sum {
-		return nil, fmt.Errorf("%w: the span at %d does not inflate to its CRC-32", ErrBadIndex, cp.out)
+		return nil, errSpanCRC
 	}
 	if check != nil && !d.at(check) {
 		return nil, fmt.Errorf("%w: the span at %d does not end where the next checkpoint says", ErrBadIndex, cp.out)
@@ -142,6 +142,12 @@ func decodeErr(d *decoder, err error, outOff int64) error {
 	}
 	return &OffsetError{Offset: outOff, Err: err}
 }
+
+// Errors of a span inflated again from its checkpoint.
+var (
+	errSpanLength = errors.New("inflate: span does not reproduce its indexed length (source changed?)")
+	errSpanCRC    = errors.New("inflate: the span does not inflate to its saved CRC-32")
+)
 
 // isCancel reports an error that ended a read because its context was done.
 func isCancel(err error) bool {
