@@ -313,6 +313,7 @@ func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 func (a *Archive) changed(err error, off int64) error {
 	if !a.changedLogged.Swap(true) {
 		a.logf("npz: %v; every read that needs the archive fails from now on", err)
+		a.forgetIndexes()
 	}
 	return &FormatError{Offset: off, Msg: "cannot read the archive", Err: err}
 }

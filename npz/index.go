@@ -92,8 +92,11 @@ type memberIndex struct {
 	off int64 // where the member's data starts
 	inf *inflate.ReaderAt
 
-	once sync.Once
-	name string // in the store; "" when the key could not be made
+	once  sync.Once
+	name  string      // in the store; "" when the key could not be made
+	keyed atomic.Bool // name is made
+
+	damageLogged atomic.Bool
 
 	// What note has acted on: a complete index saved, a discarded one
 	// removed, and how far the last partial index saved reached.
@@ -184,8 +187,51 @@ func (x *memberIndex) key() string {
 		h.Write(buf)
 		sum := hex.EncodeToString(h.Sum(nil))
 		x.name = sum[:2] + "/" + sum + ".idx"
+		x.keyed.Store(true)
 	})
 	return x.name
+}
+
+// changed reports an archive whose source changed (ErrChanged): its
+// indexes are of what it held before, and none is saved.
+func (x *memberIndex) changed() bool { return x.m.a.changedLogged.Load() }
+
+// forgetIndexes removes from the index store the indexes of the
+// archive's members whose keys it made (to look for an index, or to
+// save one): the archive changed (ErrChanged), so they index content
+// that is gone. It is called once, when the change is found; nothing is
+// saved after.
+func (a *Archive) forgetIndexes() {
+	if a.opts.Indexes == nil {
+		return
+	}
+	for i := range a.members {
+		if l := a.members[i].loc.Load(); l != nil && l.idx != nil {
+			l.idx.forget()
+		}
+	}
+}
+
+// forget removes the member's index from the store, if its key was
+// made. (It does not make it: the archive it reads changed.)
+func (x *memberIndex) forget() {
+	if x.keyed.Load() {
+		x.s.dir.Remove(x.name)
+	}
+}
+
+// damaged logs, once, that the archive is damaged where err, a read's
+// error, says (see inflate.DamageError), and reports whether it did.
+func (x *memberIndex) damaged(err error) bool {
+	var de *inflate.DamageError
+	if !errors.As(err, &de) {
+		return false
+	}
+	if !x.damageLogged.Swap(true) {
+		x.m.a.notef("npz: %q: the archive is damaged: bytes %d to %d of the member (from archive byte %d) do not inflate to what its saved index records (%v); reads of them and of every later byte fail (the index is kept)",
+			x.m.e.Name, de.Offset, de.End, x.off+de.CompOffset, de.Err)
+	}
+	return true
 }
 
 // OpenIndex gives the inflater the member's saved index (see
@@ -246,7 +292,7 @@ func (x *memberIndex) close() {
 // save writes the complete index in the background (the store's Close
 // waits for it).
 func (x *memberIndex) save() {
-	if x.s == nil {
+	if x.s == nil || x.changed() {
 		return
 	}
 	b, ok := x.inf.MarshalIndex()
@@ -270,6 +316,10 @@ func (x *memberIndex) put(name string, b []byte) {
 			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
 			return
 		}
+		if x.changed() {
+			x.s.dir.Remove(name) // the archive changed while it was written
+			return
+		}
 		x.mu.Lock()
 		x.fromStore = true
 		x.mu.Unlock()
@@ -288,7 +338,7 @@ func (x *memberIndex) closing() {
 // indexed to its end, unless the store holds an index of it that this
 // archive did not load (another process's, which may be complete).
 func (x *memberIndex) savePartial() {
-	if x.s == nil {
+	if x.s == nil || x.changed() {
 		return
 	}
 	b, ok := x.inf.MarshalPartialIndex(minPartialSpans)

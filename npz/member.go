@@ -242,6 +242,9 @@ func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, l.err
 	}
 	n, err := m.readData(ctx, l, p, off)
+	if err != nil && l.idx != nil && l.idx.damaged(err) {
+		return n, err // logged
+	}
 	if err != nil && !errors.Is(err, ErrChanged) && ctx.Err() == nil && !m.readFailed.Swap(true) {
 		m.a.notef("npz: %q: read failed: %v", m.e.Name, err)
 	}
