@@ -131,7 +131,7 @@ type passWorker struct {
 
 // IndexAllParallel is IndexAll with the first pass shared among up to
 // workers goroutines (see above), for a stream of at least two chunks,
-// smaller than its output, whose index is not begun: the index's lock
+// smaller than its output, whose index is not begun: the frontier's turn
 // is held throughout, so a read past the index waits for the whole pass
 // (npzfs index runs it; a mount indexes with IndexAll). A saved index is
 // loaded first, as a read would; what the parallel pass does not index,
