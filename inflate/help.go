@@ -15,14 +15,13 @@ import "context"
 // the next chunk's start. A run that failed, or a start passed any other
 // way, leaves the index to grow on as before.
 
-// helping is a reader's help (the frontier's, held by the turn).
+// helping is a reader's help (the frontier's, held by the turn): the
+// pass the helpers run, and where the frontier heads in it.
 type helping struct {
-	p     *parallelPass
-	w     *passWorker // for a start the index needs that no helper has begun
-	stop  context.CancelFunc
-	chunk int   // the chunk the frontier is in
-	next  int   // the start the index heads for: -2 not yet looked for, -1 none
-	final int64 // once next's header is reached: the output offset of its start; else -1
+	p    *parallelPass
+	w    *passWorker // for a start the index needs that no helper has begun
+	stop context.CancelFunc
+	heading
 }
 
 // on reports whether h is help under way: a reader without helpers, or
@@ -54,7 +53,7 @@ func (f *frontier) maybeHelp() {
 	}
 	ctx, stop := context.WithCancel(f.bg)
 	p := newPass(f.s, ctx, n, f.ix.first())
-	f.help = &helping{p: p, w: &passWorker{}, stop: stop, next: -2, final: -1}
+	f.help = &helping{p: p, w: &passWorker{}, stop: stop, heading: heading{next: -2, final: -1}}
 	ws := make([]*passWorker, min(f.helpers, n-1))
 	for i := range ws {
 		ws[i] = &passWorker{}
@@ -99,35 +98,7 @@ func (f *frontier) decodeHelped(d *decoder, out0 int64, w int, target int64) (in
 	if !h.on() {
 		return target, d.decode(w + int(target-out0))
 	}
-	p := h.p
-	if h.final >= 0 {
-		target = min(target, h.final)
-	}
-	for {
-		d.stopBit = 0
-		switch {
-		case h.final >= 0:
-		case h.next == -2 && h.chunk+1 < len(p.starts):
-			d.stopBit = int64(h.chunk+1) * p.chunk * 8
-		case h.next >= 0:
-			d.stopBit = p.starts[h.next].bit
-		}
-		err := d.decode(w + int(target-out0))
-		if err != nil || d.stopBit == 0 || d.pos >= w+int(target-out0) || d.state != stHeader {
-			d.stopBit = 0
-			return target, err
-		}
-		// At a block header at or past the chunk's end, or the next
-		// start's.
-		if h.next == -2 {
-			h.next = p.nextStart(h.w, h.chunk+1, d.bitPos())
-		} else if d.bitPos() == d.stopBit {
-			h.final = out0 + int64(d.pos-w) + p.starts[h.next].lead
-			target = min(target, h.final)
-		} else {
-			h.next = p.nextStart(h.w, h.next+1, d.bitPos())
-		}
-	}
+	return h.decode(h.p, h.w, d, out0, w, target)
 }
 
 // helpReached is called when a span ends at or past where the next
@@ -138,12 +109,8 @@ func (f *frontier) decodeHelped(d *decoder, out0 int64, w int, target int64) (in
 // held.
 func (f *frontier) helpReached(ctx context.Context, d *decoder, end int64, acc uint32) (*chunkRun, error) {
 	h := f.help
-	p, j := h.p, h.next
-	s := &p.starts[j].cp
-	final := h.final
-	h.final = -1
-	if end != final || !d.at(s) {
-		h.next = p.nextStart(h.w, j+1, d.bitPos())
+	p, j, final := h.p, h.next, h.final
+	if !h.arrived(p, h.w, d, end) {
 		return nil, nil
 	}
 	if testHelpWaitHook != nil {

@@ -25,8 +25,9 @@ func (d *decoder) huffGo(target int) error {
 	// unchecked.
 	o := outPtr{unsafe.Pointer(unsafe.SliceData(out))}
 	var msg string
-	// At the top of the loop the bits are topped up (56 or more) and e is
-	// the entry of the next symbol. Each path looks up the entry after it
+	// At the top of the loop the bits are topped up (refill: 56 or more,
+	// where a length's code and extra bits and a distance's take at most
+	// 48) and e is the entry of the next symbol. Each path looks up the entry after it
 	// as soon as its bits are known: a match does so before its copy, so
 	// that the lookup is not undone when the copy's branches are
 	// mispredicted.
@@ -221,8 +222,9 @@ func (d *decoder) markersFast(out []uint16, pos, clean int) (int, int, error) {
 		return pos, clean, nil
 	}
 	var msg string
-	// At the top of the loop the bits are topped up (56 or more) and e is
-	// the entry of the next symbol. Each path looks up the entry after it
+	// At the top of the loop the bits are topped up (refill: 56 or more,
+	// where a length's code and extra bits and a distance's take at most
+	// 48) and e is the entry of the next symbol. Each path looks up the entry after it
 	// as soon as its bits are known: a match does so before its copy, so
 	// that the lookup is not undone when the copy's branches are
 	// mispredicted.

@@ -470,6 +470,64 @@ func (p *parallelPass) nextStart(w *passWorker, k int, bit int64) int {
 	return -1
 }
 
+// heading is where decoding from a chunk heads: the next chunk's start,
+// looked for at the first block header past the chunk's end, then met
+// as a block header at that start's very bit, and proven when the span
+// ending there ends in the start's recorded state.
+type heading struct {
+	chunk int   // the chunk decoding is in
+	next  int   // the start it heads for: -2 not yet looked for, -1 none
+	final int64 // once next's header is met: the output offset of its start; else -1
+}
+
+// decode decodes with d, from output offset out0 whose window is the
+// first wl bytes of d.out, up to target or to the start headed for where
+// it comes first, and returns the target it decoded to. w finds the
+// starts that no one has begun.
+func (h *heading) decode(p *parallelPass, w *passWorker, d *decoder, out0 int64, wl int, target int64) (int64, error) {
+	if h.final >= 0 {
+		target = min(target, h.final)
+	}
+	for {
+		d.stopBit = 0
+		switch {
+		case h.final >= 0:
+		case h.next == -2 && h.chunk+1 < len(p.starts):
+			d.stopBit = int64(h.chunk+1) * p.chunk * 8
+		case h.next >= 0:
+			d.stopBit = p.starts[h.next].bit
+		}
+		err := d.decode(wl + int(target-out0))
+		if err != nil || d.stopBit == 0 || d.pos >= wl+int(target-out0) || d.state != stHeader {
+			d.stopBit = 0
+			return target, err
+		}
+		// At a block header at or past the chunk's end, or the next
+		// start's.
+		if h.next == -2 {
+			h.next = p.nextStart(w, h.chunk+1, d.bitPos())
+		} else if d.bitPos() == d.stopBit {
+			h.final = out0 + int64(d.pos-wl) + p.starts[h.next].lead
+			target = min(target, h.final)
+		} else {
+			h.next = p.nextStart(w, h.next+1, d.bitPos())
+		}
+	}
+}
+
+// arrived reports whether the span just decoded, ending at output offset
+// end, ends at the start headed for in its recorded state; if not, the
+// heading goes on to the start after it.
+func (h *heading) arrived(p *parallelPass, w *passWorker, d *decoder, end int64) bool {
+	final := h.final
+	h.final = -1
+	if end == final && d.at(&p.starts[h.next].cp) {
+		return true
+	}
+	h.next = p.nextStart(w, h.next+1, d.bitPos())
+	return false
+}
+
 // run indexes from chunk i's start to the next chunk's start it proves
 // (or the stream's end), as extendOne does span by span; the decoder
 // goes on from span to span, its window moved to the front of the
@@ -478,95 +536,50 @@ func (p *parallelPass) nextStart(w *passWorker, k int, bit int64) int {
 func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 	s := p.s
 	res.next = -1
-	st := &p.starts[i]
-	cp := st.cp
+	cp := p.starts[i].cp
 	cp.out = 0
-	j := -2               // the next chunk's start, once looked for (-1: none)
-	finalOut := int64(-1) // where the run ends, once j's header is reached
+	h := heading{chunk: i, next: -2, final: -1}
 	if n := int(s.spanCost()); len(w.buf) < n {
 		w.buf = make([]byte, n)
 		w.touched = make([]bool, windowSize)
 		w.masked = make([]byte, windowSize)
 	}
-	buf := w.buf
 	d := decoders.Get().(*decoder)
 	defer func() {
 		d.stopBit, d.touched, d.trackEnd, d.out = 0, nil, 0, nil
 		decoders.Put(d)
 	}()
-	copy(buf, st.win)
-	if err := s.resume(p.ctx, d, &cp, buf); err != nil {
-		res.err = err
+	copy(w.buf, p.starts[i].win)
+	if res.err = s.resume(p.ctx, d, &cp, w.buf); res.err != nil {
 		return res
 	}
 	for {
-		target := cp.out + s.span
-		if finalOut >= 0 {
-			target = min(target, finalOut)
-		}
 		wl := int(cp.winLen)
 		d.pos = wl
 		clear(w.touched)
 		d.touched, d.trackEnd = w.touched, wl
-		for {
-			d.stopBit = 0
-			switch {
-			case finalOut >= 0:
-			case j == -2 && i+1 < len(p.starts):
-				d.stopBit = int64(i+1) * p.chunk * 8
-			case j >= 0:
-				d.stopBit = p.starts[j].bit
-			}
-			if err := d.decode(wl + int(target-cp.out)); err != nil {
-				res.err = err
-				return res
-			}
-			if d.stopBit == 0 || d.pos >= wl+int(target-cp.out) || d.state != stHeader {
-				break
-			}
-			// At a block header at or past chunk i's end, or chunk j's
-			// start.
-			if j == -2 {
-				j = p.nextStart(w, i+1, d.bitPos())
-			} else if d.bitPos() == d.stopBit {
-				finalOut = cp.out + int64(d.pos-wl) + p.starts[j].lead
-				target = min(target, finalOut)
-			} else {
-				j = p.nextStart(w, j+1, d.bitPos())
-			}
+		if _, res.err = h.decode(p, w, d, cp.out, wl, cp.out+s.span); res.err != nil {
+			return res
 		}
 		end := cp.out + int64(d.pos-wl)
 		if end > s.size {
 			res.err = ErrTooLong
 			return res
 		}
-		data := buf[wl:d.pos]
-		cp.sum = crc32.ChecksumIEEE(data)
-		res.crc = crc32.Update(res.crc, crc32.IEEETable, data)
-		if maskWindow(w.masked, buf[:wl], w.touched[:wl]) {
-			cp.win = w.packer.pack(w.masked[:wl])
-		}
-		res.cps = append(res.cps, cp)
-		if p.counts != nil {
-			p.counts.Add(end - cp.out)
-		}
+		p.record(w, &res, cp, d.pos, end)
 		if d.state == stDone {
 			res.size = end
 			return res
 		}
-		if finalOut >= 0 && end >= finalOut {
-			if end == finalOut && d.at(&p.starts[j].cp) {
-				res.size, res.next = end, j
-				return res
-			}
-			finalOut = -1
-			j = p.nextStart(w, j+1, d.bitPos())
+		if h.final >= 0 && end >= h.final && h.arrived(p, w, d, end) {
+			res.size, res.next = end, h.next
+			return res
 		}
 		nl := windowSize
 		if i == 0 {
 			nl = int(min(windowSize, end))
 		}
-		copy(buf, buf[d.pos-nl:d.pos])
+		copy(w.buf, w.buf[d.pos-nl:d.pos])
 		cp = checkpoint{
 			out:    end,
 			bit:    d.bitPos(),
@@ -576,6 +589,22 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 			final:  d.final,
 			winLen: int32(nl),
 		}
+	}
+}
+
+// record adds to res the span of a run from cp, inflated into w.buf up
+// to pos, ending at output offset end: its CRC-32, its window packed.
+func (p *parallelPass) record(w *passWorker, res *chunkRun, cp checkpoint, pos int, end int64) {
+	wl := int(cp.winLen)
+	data := w.buf[wl:pos]
+	cp.sum = crc32.ChecksumIEEE(data)
+	res.crc = crc32.Update(res.crc, crc32.IEEETable, data)
+	if maskWindow(w.masked, w.buf[:wl], w.touched[:wl]) {
+		cp.win = w.packer.pack(w.masked[:wl])
+	}
+	res.cps = append(res.cps, cp)
+	if p.counts != nil {
+		p.counts.Add(end - cp.out)
 	}
 }
 
