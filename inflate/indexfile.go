@@ -204,9 +204,9 @@ func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 // It fails, changing nothing, when src does not hold an index of this
 // stream's sizes and CRC, or when the reader's own index is complete.
 // Each span of a loaded index is checked against its CRC-32 when it is
-// inflated (and so inflated whole); on a mismatch, or a span that does
-// not inflate, the loaded index is discarded and the stream indexed
-// afresh (Progress says why).
+// inflated (and so inflated whole): a span that fails is judged (see
+// above), and the loaded index discarded only when it is at fault
+// (Progress says why), the stream then indexed afresh.
 func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
 	r.front.take()
 	defer r.front.release()

@@ -9,8 +9,8 @@ import (
 )
 
 // A saved index in use: loaded whole or in part by the frontier (which
-// has the turn), trusted span by span, and discarded when it proves
-// wrong.
+// has the turn), checked span by span, and, when a span fails, judged:
+// discarded, kept with the stream found damaged, or kept as it is.
 
 // An IndexSource gives a reader the index saved for its stream, if
 // there is one.
@@ -56,7 +56,7 @@ func (f *frontier) load(src io.ReaderAt, size int64) error {
 	}
 	if loaded && partial {
 		// The running CRC, from the loaded spans' CRCs: checked at the
-		// end of the stream (a mismatch discards the loaded index).
+		// end of the stream, as the stream's.
 		f.crcAcc = f.ix.loadedSums()
 	}
 	return nil
