@@ -58,10 +58,9 @@ const (
 	// chunksPerWorker: each chunk but the first costs its lead twice (up
 	// to tens of MiB, where long matches keep copying unknown bytes), so
 	// fewer chunks are faster on a member of one kind of data, as an
-	// array is (on the 1 GiB bench member, 2 threads: 1.74x the
-	// sequential pass with one chunk a worker, 1.68x with two); more
-	// would balance better a member whose parts inflate at different
-	// speeds.
+	// array is (the benchmarks' 1 GiB member split faster with one chunk
+	// a worker than with two); more would balance better a member whose
+	// parts inflate at different speeds.
 	chunksPerWorker = 1
 	// searchPiece is how much of a chunk a start's search reads at once;
 	// maxSearch, how far it looks: deflaters end a Huffman block every
