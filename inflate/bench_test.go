@@ -1,31 +1,15 @@
 package inflate
 
-// Results on the development machine (2 shared vCPUs, Xeon, Go 1.26),
-// best of 2, during a quieter spell (load average ~3 from the other
-// engineers' builds; earlier runs under load 7-15 gave a third to half of
-// these figures with the same ordering). Inputs are 32 MiB, compressed
-// once by compress/flate level 6; -cpu 1.
-//
-//	BenchmarkInflate (MB/s)   npzfs  compress/flate  klauspost
-//	  float32 (normal noise)    225              91         93
-//	  int64 ramp                250             157        211
-//	  zeros                    5412            2356       2394
-//	  mixed                     276             110        156
-//
-//	BenchmarkIndex (1 MiB spans)   index bytes per GiB of output
-//	  float32 12896, ramp 0, zeros 0, mixed 506784 (0.05 %)
-//
-//	256 MiB member (float32, ramps, zeros; klauspost default, ratio 0.55)
-//	  BenchmarkReadAtRandom4K       0.76 ms/op (32 MiB cache, index built;
-//	                                15188 index bytes/GiB, 256 checkpoints)
-//	  BenchmarkReadAtSequential128K 633 MB/s from a fresh reader (includes
-//	                                building the index and the CRC check)
-//
-// Regenerate with
+// The benchmarks of the inflater on whole streams (BenchmarkInflate,
+// beside compress/flate and klauspost's), of the first pass
+// (BenchmarkIndex) and of ReadAt over a 256 MiB member, random and
+// sequential, at several spans. Their results are recorded in
+// BENCHMARKS.md; run them with
 //
 //	go test ./inflate -run '^$' -bench . -benchtime 5x -count 3
 //
-// (BenchmarkReadAtRandom4K wants -benchtime 3000x.)
+// (BenchmarkReadAtRandom4K wants -benchtime 3000x), and -cpu 1 for the
+// inflater on one core.
 
 import (
 	"bytes"

@@ -1,5 +1,7 @@
 package inflate
 
+//go:generate go run genloops.go
+
 import (
 	"encoding/binary"
 	"io"
@@ -479,215 +481,28 @@ func copyMatch(out []byte, pos, dist, length int) {
 	}
 }
 
-// huffSlow decodes one symbol near the end of the input.
-func (d *decoder) huffSlow() error {
-	e, err := d.slowSym(d.lit, litBits)
-	if err != nil {
-		return err
-	}
-	switch e & kindMask {
-	case kindLit:
-		d.out[d.pos] = byte(e >> 16)
-		d.pos++
-		return nil
-	case kindEOB:
-		d.finishBlock()
-		return nil
-	}
-	ex := uint(e >> exShift & 0x7f)
-	if err := d.need(ex); err != nil {
-		return err
-	}
-	length := int(e>>16) + int(d.bits&(1<<ex-1))
-	d.consume(ex)
-	de, err := d.slowSym(d.dist, distBits)
-	if err != nil {
-		return err
-	}
-	ex = uint(de >> exShift & 0x7f)
-	if err := d.need(ex); err != nil {
-		return err
-	}
-	dist := int(de>>16) + int(d.bits&(1<<ex-1))
-	d.consume(ex)
-	src := d.pos - dist
-	if src < d.minPos {
-		return d.corrupt("distance too far back")
-	}
-	if src < d.trackEnd {
-		d.mark(src, min(src+length, d.trackEnd))
-	}
-	copyMatch(d.out, d.pos, dist, length)
-	d.pos += length
-	return nil
-}
-
-// huffFast decodes symbols while at least 8 input bytes are buffered.
+// huffFast decodes symbols while at least 8 input bytes are buffered:
+// with huffLoop where there is one (see fast.go), else with huffGo (both
+// are written once: huffGo in loops.go.tmpl).
 func (d *decoder) huffFast(target int) error {
-	in := (*[inBufSize]byte)(d.in)
-	inPos := d.inPos
-	bb := d.bits
-	nb := d.nb
-	out := d.out
-	pos := d.pos
-	lit := (*[litSize]uint32)(d.lit.prim)
-	dtab := (*[distSize]uint32)(d.dist.prim)
-	inLimit := d.inEnd - 8
-	minPos, trackEnd := d.minPos, d.trackEnd
 	// Every symbol starts below target and writes at most 258 bytes, in
 	// 8-byte stores up to 15 bytes past its end; every match reads from
-	// minPos on. With this checked once, o addresses out unchecked.
-	if target+outSlack > len(out) || minPos < 0 {
+	// minPos on: both loops address out unchecked.
+	if target+outSlack > len(d.out) || d.minPos < 0 {
 		panic("inflate: output buffer shorter than target+outSlack")
 	}
-	o := outPtr{unsafe.Pointer(unsafe.SliceData(out))}
-	if pos >= target || inPos > inLimit {
+	if d.pos >= target || d.inPos > d.inEnd-8 {
 		return nil
 	}
-	if haveFastLoop && !d.goLoop && pos+1 < target {
+	if haveFastLoop && !d.goLoop && d.pos+1 < target {
 		return d.fastLoop(target)
 	}
-	var msg string
-	// At the top of the loop the bits are topped up (56 or more) and e is
-	// the entry of the next symbol. Each path looks up the entry after it
-	// as soon as its bits are known: a match does so before its copy, so
-	// that the lookup is not undone when the copy's branches are
-	// mispredicted.
-	bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
-	inPos += int((63 - nb) >> 3)
-	nb |= 56
-	e := lit[bb&litMask]
-	for {
-		if e&kindMask == kindLit {
-			// Up to three literals fit in the 56 bits just loaded.
-			bb >>= e & nMask
-			nb -= uint(e & nMask)
-			o.set(pos, byte(e>>16))
-			pos++
-			if pos >= target {
-				break
-			}
-			e = lit[bb&litMask]
-			if e&kindMask == kindLit {
-				bb >>= e & nMask
-				nb -= uint(e & nMask)
-				o.set(pos, byte(e>>16))
-				pos++
-				if pos >= target {
-					break
-				}
-				e = lit[bb&litMask]
-				if e&kindMask == kindLit {
-					bb >>= e & nMask
-					nb -= uint(e & nMask)
-					o.set(pos, byte(e>>16))
-					pos++
-					if pos >= target || inPos > inLimit {
-						break
-					}
-					bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
-					inPos += int((63 - nb) >> 3)
-					nb |= 56
-					e = lit[bb&litMask]
-					continue
-				}
-			}
-			// e is not a literal; top up the bits for a length and
-			// distance (the low bits e was found from do not change).
-			if inPos > inLimit {
-				break
-			}
-			bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
-			inPos += int((63 - nb) >> 3)
-			nb |= 56
-		}
-		if e&kindMask == kindSub {
-			e = d.lit.sub[(e>>16)+uint32(bb>>litBits)&(1<<(e&nMask)-1)]
-			if e&kindMask == kindLit {
-				bb >>= e & nMask
-				nb -= uint(e & nMask)
-				o.set(pos, byte(e>>16))
-				pos++
-				if pos >= target || inPos > inLimit {
-					break
-				}
-				bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
-				inPos += int((63 - nb) >> 3)
-				nb |= 56
-				e = lit[bb&litMask]
-				continue
-			}
-		}
-		if e&kindMask == kindLen {
-			bb >>= e & nMask
-			nb -= uint(e & nMask)
-			ex := (e >> exShift) & 0x3f // extra bits: at most 13 (& 0x3f spares the compiler's check for shifts of 64 or more)
-			length := int(e>>16) + int(bb&(1<<ex-1))
-			bb >>= ex
-			nb -= uint(ex)
-			de := dtab[bb&distMask]
-			if de&kindMask == kindSub {
-				de = d.dist.sub[(de>>16)+uint32(bb>>distBits)&(1<<(de&nMask)-1)]
-			}
-			if de&kindMask != kindLen {
-				msg = "invalid distance code"
-				break
-			}
-			bb >>= de & nMask
-			nb -= uint(de & nMask)
-			ex = (de >> exShift) & 0x3f
-			dist := int(de>>16) + int(bb&(1<<ex-1))
-			bb >>= ex
-			nb -= uint(ex)
-			src := pos - dist
-			if src < minPos {
-				msg = "distance too far back"
-				break
-			}
-			more := pos+length < target && inPos <= inLimit
-			if more {
-				bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
-				inPos += int((63 - nb) >> 3)
-				nb |= 56
-				e = lit[bb&litMask]
-			}
-			if src < trackEnd {
-				d.mark(src, min(src+length, trackEnd))
-			}
-			if length <= 16 && (dist >= 8 || length <= dist) {
-				// Two 8-byte copies, one predictable branch: from 8 bytes
-				// back, the second reads what the first wrote; closer, a
-				// match no longer than its distance copies only bytes
-				// before pos, and the bytes past its end are scratch.
-				o.put(pos, o.get(src))
-				o.put(pos+8, o.get(src+8))
-			} else {
-				copyMatch(out, pos, dist, length)
-			}
-			pos += length
-			if !more {
-				break
-			}
-			continue
-		}
-		if e&kindMask == kindEOB {
-			bb >>= e & nMask
-			nb -= uint(e & nMask)
-			d.finishBlock()
-			break
-		}
-		msg = "invalid literal/length code"
-		break
-	}
-	d.inPos, d.bits, d.nb, d.pos = inPos, bb, nb, pos
-	if msg != "" {
-		return d.corrupt(msg)
-	}
-	return nil
+	return d.huffGo(target)
 }
 
-// outPtr addresses an output buffer without bounds checks, for huffFast,
-// which checks once that every address it forms lies in the buffer.
+// outPtr addresses an output buffer without bounds checks, for huffGo,
+// whose caller checks once that every address it forms lies in the
+// buffer.
 type outPtr struct{ p unsafe.Pointer }
 
 // set stores b at i.

@@ -2,7 +2,7 @@
 // access: while it inflates it can record checkpoints (a bit position in the
 // compressed stream plus the 32 KiB window before it) and later resume from
 // one, so a read anywhere in a deflated member inflates at most one span.
-// It uses the standard library only.
+// It uses the standard library, and package source for its reads.
 //
 // # Decoder
 //
@@ -16,7 +16,9 @@
 // literals, or a length after a literal or none, and lengths and
 // distances drop their extra bits with their codewords; elsewhere the same
 // loop runs in Go. Both stop at the same symbol for the same target and
-// mark the same window bytes as read. It accepts exactly what
+// mark the same window bytes as read. The Go loops (the decoder's, and
+// the parallel pass's over markers) are written once, in loops.go.tmpl,
+// from which go generate writes loops.go. It accepts exactly what
 // compress/flate accepts: code sets must be complete, except a single
 // one-bit code or an empty distance code, and symbols 286/287 and
 // distances 30/31 are rejected, as are distances reaching before the start.
@@ -43,7 +45,7 @@
 //
 // # ReaderAt
 //
-// The index grows lazily and sequentially under one mutex while reads in
+// The index grows lazily and sequentially, a span a turn, while reads in
 // the indexed part run in parallel; every span inflated is put in a
 // byte-bounded LRU Cache shared between readers. Spans are reference
 // counted, so a span's buffer goes to the next span inflated once it is
@@ -52,6 +54,50 @@
 // declared size and the end of the stream are checked when the index
 // reaches the end; errors in the stream stick, errors reading the source
 // do not.
+//
+// A ReaderAt is made of four parts, each with one job and one lock, which
+// call one another only downwards in this list:
+//
+//   - scheduler (ahead.go), mu: follows the reads to tell a sequential
+//     reader; owns the read-ahead goroutine (at most one, growing the
+//     index a few spans ahead of the reader) and the prefetch goroutines
+//     (up to one a core, inflating indexed spans into the cache).
+//   - frontier (frontier.go), mu: the turn at growing the index (one
+//     growth at a time; read-ahead holds it in reserve between its spans)
+//     and the reads waiting for it, with a sync.Cond on mu. What a growth
+//     uses (the running CRC-32, buffers, the helpers' work) belongs to the
+//     holder of the turn, which is not a lock: it is taken with none held
+//     and held across the locks below. It owns the helper goroutines
+//     (help.go) and the goroutine packing each window while the next
+//     span inflates (pack.go); the parallel first pass (parallel.go) runs
+//     its workers with the turn, and a saved index is loaded with it
+//     (saved.go).
+//   - index (index.go), mu (a RWMutex): the checkpoints, their windows
+//     and budget, a loaded index's state and the stream's error.
+//   - spanCache (spans.go), mu: the spans being inflated (flights), so
+//     that concurrent reads of a span inflate it once; below it the
+//     shared Cache, with its own lock.
+//
+// The lock order is so: scheduler.mu, frontier.mu, index.mu; spanCache.mu,
+// Cache.mu and the window packer's lock are leaves, taken with nothing
+// else held or after the others. No lock is held while a span inflates,
+// while waiting for the turn, or while calling out of the package: the
+// reader never calls its caller (Options.Index is asked for a saved index
+// holding none of them), and a caller learns what became of the index by
+// asking (Progress). Release ends the background goroutines (their
+// context) and waits for them.
+//
+// # Saved indexes
+//
+// MarshalIndex writes an index in the format indexfile.go documents;
+// LoadIndex, or Options.Index, gives one to a reader. Each span inflated
+// from a loaded checkpoint is checked against the CRC-32 the index
+// records for it. An index whose own checksums hold and that was made
+// for this stream is evidence about it: a span that does not inflate to
+// what it records is damage in the stream (ErrDamaged), from that span
+// on, and the index is kept; an index at fault is discarded
+// (ErrBadIndex); a failed read of the source changes nothing (see
+// judge).
 //
 // # Parallel first pass
 //

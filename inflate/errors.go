@@ -18,7 +18,34 @@ var (
 	ErrTooShort = errors.New("inflate: stream ends before its declared size")
 	// ErrChecksum: the CRC-32 of the whole output does not match.
 	ErrChecksum = errors.New("inflate: CRC-32 mismatch")
+	// ErrDamaged: a span of a loaded index does not inflate to what the
+	// index recorded of it (see DamageError).
+	ErrDamaged = errors.New("inflate: the stream is damaged: it does not inflate to what its index recorded")
 )
+
+// A DamageError reports a stream whose bytes are not those its loaded
+// index was made from: the span of output [Offset, End), whose
+// compressed bytes start at CompOffset, did not inflate to the CRC-32
+// the index records for it (or did not inflate at all, Err says how),
+// though the index's own checksums hold and it was made for a stream of
+// this length and CRC-32. The stream changed after the index was made
+// (bit rot, tampering, a rewrite in place); that span and every later
+// one fail with this error, and the index is kept. It matches
+// ErrDamaged.
+type DamageError struct {
+	Offset, End int64 // the span, in the inflated output
+	CompOffset  int64 // where its compressed bytes start
+	Err         error
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("inflate: the stream is damaged: output bytes %d to %d (compressed from byte %d) do not inflate as its index says: %v",
+		e.Offset, e.End, e.CompOffset, e.Err)
+}
+
+func (e *DamageError) Unwrap() error { return e.Err }
+
+func (e *DamageError) Is(target error) bool { return target == ErrDamaged }
 
 // CorruptError reports invalid DEFLATE data at a byte offset of the
 // compressed stream.

@@ -14,7 +14,7 @@ import (
 func helped(data, comp []byte, helpers int) *ReaderAt {
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: helpers})
-	r.helpChunk = max(int64(len(comp))/10, 1)
+	r.front.helpChunk = max(int64(len(comp))/10, 1)
 	return r
 }
 
@@ -41,10 +41,10 @@ func TestHelpedDeepRead(t *testing.T) {
 			if n, err := r.ReadAt(p, off); (err != nil && err != io.EOF) || n != len(p) || !bytes.Equal(p, tc.data[off:]) {
 				t.Fatalf("deep read: %d, %v, or wrong bytes", n, err)
 			}
-			if r.helpStarts.Load() != 1 {
-				t.Fatalf("helpers started %d times", r.helpStarts.Load())
+			if r.front.helpStarts.Load() != 1 {
+				t.Fatalf("helpers started %d times", r.front.helpStarts.Load())
 			}
-			if spliced := r.helpSplices.Load() > 0; spliced != tc.spliced {
+			if spliced := r.front.helpSplices.Load() > 0; spliced != tc.spliced {
 				t.Errorf("a helper's run spliced in: %v, want %v", spliced, tc.spliced)
 			}
 			checkReads(t, r, tc.data, 4)
@@ -88,16 +88,16 @@ func TestHelpNotForBackgroundOrShallow(t *testing.T) {
 		checkRead(t, r, data, off, 256<<10)
 	}
 	checkRead(t, r, data, int64(len(data))-1000, 1000)
-	if r.helpStarts.Load() != 0 {
-		t.Fatalf("helpers started %d times", r.helpStarts.Load())
+	if r.front.helpStarts.Load() != 0 {
+		t.Fatalf("helpers started %d times", r.front.helpStarts.Load())
 	}
 	r.Release()
 	r = helped(data, comp, 2)
 	if err := r.IndexAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r.helpStarts.Load() != 0 {
-		t.Fatalf("helpers started %d times by IndexAll", r.helpStarts.Load())
+	if r.front.helpStarts.Load() != 0 {
+		t.Fatalf("helpers started %d times by IndexAll", r.front.helpStarts.Load())
 	}
 	r.Release()
 }
@@ -142,7 +142,7 @@ func TestHelpedFalseStarts(t *testing.T) {
 	defer r.Release()
 	checkRead(t, r, data, int64(len(data))-3000, 3000)
 	changed.Wait() // both changed, or the test times out
-	if r.helpSplices.Load() == 0 {
+	if r.front.helpSplices.Load() == 0 {
 		t.Fatal("no helper's run spliced in")
 	}
 	checkReads(t, r, data, 5)
@@ -157,7 +157,7 @@ func TestHelpReleased(t *testing.T) {
 	g.blocked = make(chan int64, 1<<16) // nobody listens
 	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 		&Options{SpanSize: 64 << 10, Helpers: 3})
-	r.helpChunk = int64(len(comp)) / 10
+	r.front.helpChunk = int64(len(comp)) / 10
 	read := make(chan error)
 	go func() {
 		p := make([]byte, 2000)
@@ -179,8 +179,8 @@ func TestHelpReleased(t *testing.T) {
 		t.Fatalf("deep read: %v", err)
 	}
 	<-released
-	if r.helpStarts.Load() != 1 {
-		t.Fatalf("helpers started %d times", r.helpStarts.Load())
+	if r.front.helpStarts.Load() != 1 {
+		t.Fatalf("helpers started %d times", r.front.helpStarts.Load())
 	}
 }
 
@@ -192,10 +192,10 @@ func TestHelpedStartInLastSpan(t *testing.T) {
 	comp := deflate(t, data, 6)
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 		&Options{SpanSize: 1 << 20, Cache: NewCache(16 << 20), Helpers: 9})
-	r.helpChunk = int64(len(comp)) / 10
+	r.front.helpChunk = int64(len(comp)) / 10
 	defer r.Release()
 	checkRead(t, r, data, int64(len(data))-100, 100)
-	if r.helpSplices.Load() == 0 {
+	if r.front.helpSplices.Load() == 0 {
 		t.Fatal("no helper's run spliced in")
 	}
 	checkReads(t, r, data, 6)
@@ -213,7 +213,7 @@ func TestHelpWaitCancelled(t *testing.T) {
 	g.blocked = make(chan int64, 1<<16)
 	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1})
-	r.helpChunk = int64(len(comp)) / 2
+	r.front.helpChunk = int64(len(comp)) / 2
 	defer r.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	testHelpWaitHook = cancel
@@ -225,8 +225,8 @@ func TestHelpWaitCancelled(t *testing.T) {
 	}
 	g.raise(int64(len(comp)))
 	checkRead(t, r, data, int64(len(data))-1000, 1000)
-	if r.helpSplices.Load() != 1 {
-		t.Fatalf("%d runs spliced in", r.helpSplices.Load())
+	if r.front.helpSplices.Load() != 1 {
+		t.Fatalf("%d runs spliced in", r.front.helpSplices.Load())
 	}
 	readWhole(t, r, data)
 }

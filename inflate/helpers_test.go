@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sync/atomic"
 	"testing"
 )
 
@@ -97,4 +99,33 @@ func randBytes(rng *rand.Rand, n int) []byte {
 		b[i] = byte(rng.Uint32())
 	}
 	return b
+}
+
+// checkpoints returns a copy of r's checkpoints.
+func (r *ReaderAt) checkpoints() []checkpoint {
+	r.ix.mu.RLock()
+	defer r.ix.mu.RUnlock()
+	return slices.Clone(r.ix.cps)
+}
+
+// drops is how many times r refused or discarded a saved index.
+func drops(r *ReaderAt) int {
+	r.ix.mu.RLock()
+	defer r.ix.mu.RUnlock()
+	return r.ix.drops
+}
+
+// savedBytes is an IndexSource of an index in memory, which counts the
+// times it is asked for.
+type savedBytes struct {
+	b     []byte
+	asked atomic.Int64
+}
+
+func (s *savedBytes) OpenIndex() (io.ReaderAt, int64) {
+	s.asked.Add(1)
+	if s.b == nil {
+		return nil, 0
+	}
+	return bytes.NewReader(s.b), int64(len(s.b))
 }

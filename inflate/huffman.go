@@ -127,34 +127,7 @@ func (t *huffTable) build(lengths []uint8, symMap *[288]uint32, pbits uint) bool
 	psize := 1 << pbits
 	pmask := psize - 1
 	if maxLen > int(pbits) {
-		// Size each sub-table by the longest codeword sharing its prefix.
-		var subLen [1 << litBits]uint8
-		var prefixes [288]uint16
-		np := 0
-		nc := next
-		for _, n := range lengths {
-			if int(n) <= int(pbits) {
-				continue
-			}
-			c := nc[n]
-			nc[n]++
-			p := int(bits.Reverse16(uint16(c))>>(16-n)) & pmask
-			if subLen[p] == 0 {
-				prefixes[np] = uint16(p)
-				np++
-			}
-			if n > subLen[p] {
-				subLen[p] = n
-			}
-		}
-		for _, p := range prefixes[:np] {
-			sb := uint(subLen[p]) - pbits
-			off := len(t.sub)
-			for j := 0; j < 1<<sb; j++ {
-				t.sub = append(t.sub, badEntry)
-			}
-			t.prim[p] = kindSub | uint32(sb) | uint32(off)<<16
-		}
+		t.linkSubTables(lengths, next, pbits)
 	}
 	for s, n := range lengths {
 		if n == 0 {
@@ -178,6 +151,40 @@ func (t *huffTable) build(lengths []uint8, symMap *[288]uint32, pbits uint) bool
 		}
 	}
 	return true
+}
+
+// linkSubTables makes the sub-tables of the codewords longer than pbits
+// bits, each sized by the longest codeword sharing its prefix, and links
+// them from the primary table; next is the first codeword of each
+// length.
+func (t *huffTable) linkSubTables(lengths []uint8, next [16]int, pbits uint) {
+	pmask := 1<<pbits - 1
+	var subLen [1 << litBits]uint8
+	var prefixes [288]uint16
+	np := 0
+	for _, n := range lengths {
+		if int(n) <= int(pbits) {
+			continue
+		}
+		c := next[n]
+		next[n]++
+		p := int(bits.Reverse16(uint16(c))>>(16-n)) & pmask
+		if subLen[p] == 0 {
+			prefixes[np] = uint16(p)
+			np++
+		}
+		if n > subLen[p] {
+			subLen[p] = n
+		}
+	}
+	for _, p := range prefixes[:np] {
+		sb := uint(subLen[p]) - pbits
+		off := len(t.sub)
+		for j := 0; j < 1<<sb; j++ {
+			t.sub = append(t.sub, badEntry)
+		}
+		t.prim[p] = kindSub | uint32(sb) | uint32(off)<<16
+	}
 }
 
 // Fixed Huffman tables (RFC 1951 3.2.6), built once.

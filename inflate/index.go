@@ -1,453 +1,452 @@
 package inflate
 
 import (
-	"bytes"
-	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"hash/crc32"
 	"io"
 	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
 )
 
-// The index file format, version 1: what MarshalIndex writes and
-// LoadIndex reads. Every integer is little-endian. A header, a table of
-// fixed-size checkpoint records, then the checkpoints' windows, so that a
-// reader loads the table alone and each window when a span needs it.
-//
-//	header, 48 bytes:
-//	0    8  magic "NPZFSIDX"
-//	8    4  version (1)
-//	12   4  flags: 1 for a partial index (see below), else 0
-//	16   8  compressed size of the stream
-//	24   8  inflated size
-//	32   4  CRC-32 (IEEE) of the inflated bytes
-//	36   4  number of checkpoints N (at least 1)
-//	40   4  CRC-32C (Castagnoli) of bytes 0-39 and of the table
-//	44   4  zero
-//	table, N records of 56 bytes, in output order:
-//	0    8  output offset (the first is 0; increasing)
-//	8    8  bit position in the compressed stream of the next symbol,
-//	        block header or stored byte
-//	16   8  bit position of the current Huffman block's header
-//	24   8  file offset of the checkpoint's window
-//	32   4  bytes left in the current stored block
-//	36   4  window length: min(32768, output offset)
-//	40   4  CRC-32 (IEEE) of the output from this checkpoint to the
-//	        next (to the end of the stream, for the last)
-//	44   4  stored window size W (0: the window is all zeros)
-//	48   1  state: 0 block header next, 1 in a stored block, 2 in a
-//	        Huffman block
-//	49   1  1 if the current block is the final one
-//	50   6  zero
-//	windows: each W bytes at its file offset, after the table: the 32
-//	KiB of output before the checkpoint with the bytes the span after it
-//	does not read zeroed, as a raw DEFLATE stream.
-//
-// A complete index's last checkpoint's span ends the stream. A partial
-// index (flag 1) covers the stream up to its last checkpoint, the
-// frontier, which has no span CRC-32 and no window: a reader that goes
-// on from it first inflates the span before it (checked against its
-// CRC-32), requires the decoder to end in the frontier's state, and takes
-// the window from that span's output, which must be at least 32 KiB.
-//
-// A loaded index is trusted only as far as each span it yields inflates
-// to exactly the bytes its CRC-32 says; anything else discards it.
-const (
-	indexMagic   = "NPZFSIDX"
-	indexVersion = 1
-	indexHeader  = 48
-	indexRecord  = 56
-	// maxIndexWindow bounds a stored window: 32 KiB deflated can grow a
-	// little, never this much.
-	maxIndexWindow = 64 << 10
-)
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// ErrBadIndex reports an index that does not fit the stream it was loaded
-// for (LoadIndex), or a loaded checkpoint whose span did not inflate to
-// what the index said (then the reader discards the whole loaded index
-// and indexes the stream afresh).
-var ErrBadIndex = errors.New("inflate: index does not match the stream")
-
-// MarshalIndex returns the reader's index in the format above, or false
-// when it is not complete (the stream has not been indexed to its end,
-// or was found bad).
-func (r *ReaderAt) MarshalIndex() ([]byte, bool) { return r.marshal(false) }
-
-// MarshalPartialIndex returns the reader's index so far as a partial
-// index, or false when there is none to save: the index is complete (see
-// MarshalIndex), the stream bad, fewer than minSpans spans indexed, a
-// last span shorter than a window, or nothing indexed past what was
-// loaded.
-func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) { return r.marshal(true, minSpans) }
-
-func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
-	r.mu.RLock()
-	cps := slices.Clone(r.cps)
-	ok := r.done && r.err == nil
-	if partial {
-		k := len(cps) - 1
-		ok = !r.done && r.err == nil && k >= max(1, minSpans[0]) && len(cps) > r.loadedCPs &&
-			!r.frontierLoaded && cps[k].out-cps[k-1].out >= windowSize
-	}
-	r.mu.RUnlock()
-	if !ok {
-		return nil, false
-	}
-	if partial {
-		last := &cps[len(cps)-1]
-		last.win, last.sum, last.loaded, last.winSize = nil, 0, false, 0
-	}
-	wins := make([][]byte, len(cps))
-	winOff := int64(indexHeader + indexRecord*len(cps))
-	n := winOff
-	for i := range cps {
-		w, err := r.windowOf(&cps[i])
-		if err != nil {
-			return nil, false
-		}
-		wins[i] = w
-		n += int64(len(w))
-	}
-	le := binary.LittleEndian
-	b := make([]byte, indexHeader, n)
-	copy(b, indexMagic)
-	le.PutUint32(b[8:], indexVersion)
-	if partial {
-		le.PutUint32(b[12:], 1)
-	}
-	le.PutUint64(b[16:], uint64(r.csize))
-	le.PutUint64(b[24:], uint64(r.size))
-	le.PutUint32(b[32:], r.crc)
-	le.PutUint32(b[36:], uint32(len(cps)))
-	for i, cp := range cps {
-		b = le.AppendUint64(b, uint64(cp.out))
-		b = le.AppendUint64(b, uint64(cp.bit))
-		b = le.AppendUint64(b, uint64(cp.block))
-		b = le.AppendUint64(b, uint64(winOff))
-		b = le.AppendUint32(b, uint32(cp.stored))
-		b = le.AppendUint32(b, uint32(cp.winLen))
-		b = le.AppendUint32(b, cp.sum)
-		b = le.AppendUint32(b, uint32(len(wins[i])))
-		final := byte(0)
-		if cp.final {
-			final = 1
-		}
-		b = append(b, cp.state, final, 0, 0, 0, 0, 0, 0)
-		winOff += int64(len(wins[i]))
-	}
-	sum := crc32.Update(crc32.Checksum(b[:40], castagnoli), castagnoli, b[indexHeader:])
-	le.PutUint32(b[40:], sum)
-	for _, w := range wins {
-		b = append(b, w...)
-	}
-	return b, true
+// checkpoint is a place decoding can resume from: the output offset, the
+// decoder's state there, and the window before it.
+type checkpoint struct {
+	seq    int64 // the checkpoint's number, counting a span each from 0
+	out    int64 // output offset
+	bit    int64 // bit position of the next symbol, block header or stored byte
+	block  int64 // bit position of the current Huffman block's header
+	stored int32 // bytes left in the current stored block
+	state  uint8
+	final  bool
+	winLen int32  // window bytes before out: min(32 KiB, out)
+	win    []byte // packed window (see packWindow)
+	// pend, while the window is packed in the background, stands for win
+	// (see frontier.packLater).
+	pend   *pendingWindow
+	sum    uint32 // CRC-32 of the span's output, once it is indexed
+	loaded bool   // from LoadIndex: its span is checked against sum
+	// A loaded checkpoint's window stays in the index file until its
+	// span is inflated: winSize bytes at winOff, whose CRC-32C is winSum
+	// if winSummed (an index written before windows had checksums has
+	// none).
+	winSize   int32
+	winOff    int64
+	winSum    uint32
+	winSummed bool
 }
 
-// windowOf is a checkpoint's stored window: in memory, or read from the
-// index it was loaded from.
-func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
-	if p := cp.pend; p != nil {
-		if testPendHook != nil {
-			testPendHook()
-		}
-		<-p.done
-		return p.win, nil
-	}
-	if !cp.loaded || cp.winSize == 0 {
-		return cp.win, nil
-	}
-	r.mu.RLock()
-	src := r.indexSrc
-	r.mu.RUnlock()
-	if src == nil {
-		return nil, fmt.Errorf("%w: its file is gone", ErrBadIndex)
-	}
-	w := make([]byte, cp.winSize)
-	if _, err := src.ReadAt(w, cp.winOff); err != nil {
-		return nil, fmt.Errorf("%w: reading the window of the span at %d: %v", ErrBadIndex, cp.out, err)
-	}
-	return w, nil
+// index is a reader's checkpoints, one a span of output apart from the
+// stream's start to the last, the frontier, where the index grows (see
+// frontier); or a saved index loaded, whose windows stay in its file
+// until a span needs them. Its windows count in a WindowBudget, within
+// which it thins itself. mu guards every field but windows (set once)
+// and parallelDone.
+type index struct {
+	windows *WindowBudget // nil: unbounded
+
+	mu       sync.RWMutex
+	cps      []checkpoint
+	done     bool  // the checkpoints cover the stream to its end, checked
+	err      error // the stream's error, found inflating the span from errAt
+	errAt    int64
+	frontWin []byte // the frontier's window, unpacked
+	winBytes int64  // the packed windows' bytes
+	stride   int64  // once thinned: kept checkpoints are this many spans apart (see fitBudget)
+	released bool   // Release was called: windows no longer counts this index
+	loaded   *loadedIndex
+	grown    bool  // checkpoints were added since the index was loaded (or made)
+	dropped  error // why a loaded index was discarded
+	drops    int   // how many times one was
+	parallel bool  // the parallel first pass made the index
+
+	// The output a parallel first pass has indexed while it runs (for
+	// Indexed).
+	parallelDone atomic.Int64
 }
 
-// LoadIndex makes the index that src holds (size bytes, as MarshalIndex
-// wrote it for this stream) the reader's, so that a read anywhere
-// inflates one span. Only the header and the table of checkpoints are
-// read now: each window is read from src when its span is inflated, so
-// src must stay readable while the reader is used (LoadIndex keeps it).
-// It fails, changing nothing, when src does not hold an index of this
-// stream's sizes and CRC, or when the reader's own index is complete.
-// Each span of a loaded index is checked against its CRC-32 when it is
-// inflated (and so inflated whole); on a mismatch, or a span that does
-// not inflate, the loaded index is discarded and the stream indexed
-// afresh, and Options.BadIndex is told.
-func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
-	r.extMu.Lock()
-	defer r.unlockExt()
-	return r.loadIndexLocked(src, size)
+// loadedIndex is what an index loaded from a file (LoadIndex) still
+// needs of it.
+type loadedIndex struct {
+	src io.ReaderAt // the file, for the windows
+	n   int         // checkpoints loaded
+	// frontier: the last checkpoint is a partial index's frontier,
+	// without a window yet (frontier.prepareFrontier makes it).
+	frontier bool
 }
 
-// loadIndexLocked is LoadIndex with r.extMu held. What the reader has
-// indexed so far (a prefix of the same stream) is replaced; reads going
-// on keep the checkpoints they copied, which are as good.
-func (r *ReaderAt) loadIndexLocked(src io.ReaderAt, size int64) error {
-	cps, partial, err := parseIndex(src, size, r.csize, r.size, r.crc)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done || r.err != nil {
-		return errors.New("inflate: LoadIndex on a reader whose index is complete")
-	}
-	if partial && cps[len(cps)-1].out <= r.cps[len(r.cps)-1].out {
-		return nil // no further than this reader's own: keep that
-	}
-	if r.windows != nil && !r.released {
-		r.windows.used.Add(-r.winBytes)
-	}
-	r.cps, r.done, r.loaded, r.indexSrc = cps, !partial, true, src
-	r.winBytes, r.pendingWin, r.stride = 0, nil, 0
-	r.frontierLoaded, r.loadedCPs = partial, len(cps)
-	if partial {
-		// The running CRC, from the loaded spans' CRCs: checked at the
-		// end of the stream (a mismatch discards the loaded index).
-		r.crcAcc = 0
-		for i := 0; i+1 < len(cps); i++ {
-			r.crcAcc = crc32Combine(r.crcAcc, cps[i].sum, cps[i+1].out-cps[i].out)
-		}
-	}
-	return nil
+func (ix *index) init(windows *WindowBudget) {
+	ix.windows = windows
+	ix.cps = []checkpoint{{state: stHeader}}
 }
 
-// prepareFrontier, with r.extMu held, gives a frontier loaded from a
-// partial index its window, before the index grows from it: the span
-// before it is inflated from its own loaded checkpoint (so checked
-// against its CRC-32), the decoder must end in the frontier's recorded
-// state, and the span's last 32 KiB are the window. The span goes into
-// the cache. Anything amiss discards the loaded index, and the stream is
-// indexed afresh.
-func (r *ReaderAt) prepareFrontier(ctx context.Context) error {
-	r.mu.RLock()
-	if !r.frontierLoaded {
-		r.mu.RUnlock()
-		return nil
+// covers reports whether the index covers output offset off of a stream
+// of size bytes, or the stream's error if off is in or past the span
+// where it was found: bytes before that span inflated without error and
+// are served whether or not the error was found first (by read-ahead, or
+// by another reader), so the answer to a read never depends on timing.
+func (ix *index) covers(off, size int64) (bool, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.err != nil && off >= ix.errAt {
+		return true, ix.err
 	}
-	k := len(r.cps) - 1
-	prev, front := r.cps[k-1], r.cps[k]
-	r.mu.RUnlock()
-	s, err := r.inflateSpan(ctx, &prev, front.out, front.out, &front)
-	if err != nil {
-		if isCancel(err) || ctx.Err() != nil {
-			return err
-		}
-		if !errors.Is(err, ErrBadIndex) {
-			err = fmt.Errorf("%w: the span before its frontier: %w", ErrBadIndex, err)
-		}
-		r.dropLoadedLocked(err)
-		return nil
-	}
-	win := bytes.Clone(s.data[len(s.data)-windowSize:])
-	r.cache.put(cacheKey{r.id, prev.out}, s)
-	r.cache.release(s)
-	r.mu.Lock()
-	r.pendingWin, r.frontierLoaded = win, false
-	r.mu.Unlock()
-	return nil
+	// A checkpoint exactly at the declared size still has the end of
+	// the stream (and the CRC) to check before anything is served.
+	last := ix.cps[len(ix.cps)-1].out
+	return ix.done || (last > off && last < size), nil
 }
 
-// isLoaded reports an index from LoadIndex not discarded since.
-func (r *ReaderAt) isLoaded() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.loaded
+// spanOf returns the checkpoint of the indexed span holding output
+// offset off, and where the span ends.
+func (ix *index) spanOf(off, size int64) (checkpoint, int64) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	k := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out > off }) - 1
+	end := size
+	if k+1 < len(ix.cps) {
+		end = ix.cps[k+1].out
+	}
+	return ix.cps[k], end
 }
 
-func parseIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) (cps []checkpoint, partial bool, err error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadIndex, fmt.Sprintf(format, args...))
-	}
-	le := binary.LittleEndian
-	var h [indexHeader]byte
-	if size < indexHeader+indexRecord {
-		return nil, false, bad("not an index file (%d bytes)", size)
-	}
-	if _, err := src.ReadAt(h[:], 0); err != nil {
-		return nil, false, bad("reading it: %v", err)
-	}
-	if string(h[:8]) != indexMagic {
-		return nil, false, bad("not an index file")
-	}
-	if v := le.Uint32(h[8:]); v != indexVersion {
-		return nil, false, bad("format version %d, want %d", v, indexVersion)
-	}
-	n := int64(le.Uint32(h[36:]))
-	if n < 1 || n > (size-indexHeader)/indexRecord {
-		return nil, false, bad("%d checkpoints in %d bytes", n, size)
-	}
-	table := make([]byte, n*indexRecord)
-	if _, err := src.ReadAt(table, indexHeader); err != nil {
-		return nil, false, bad("reading its table: %v", err)
-	}
-	if crc32.Update(crc32.Checksum(h[:40], castagnoli), castagnoli, table) != le.Uint32(h[40:]) {
-		return nil, false, bad("checksum mismatch (truncated or damaged)")
-	}
-	flags := le.Uint32(h[12:])
-	partial = flags == 1
-	if flags > 1 || int64(le.Uint64(h[16:])) != csize || int64(le.Uint64(h[24:])) != osize || le.Uint32(h[32:]) != crc {
-		return nil, false, bad("made for another stream")
-	}
-	tableEnd := indexHeader + n*indexRecord
-	cps = make([]checkpoint, 0, n)
-	for i := int64(0); i < n; i++ {
-		p := table[i*indexRecord:]
-		cp := checkpoint{
-			seq:     i,
-			out:     int64(le.Uint64(p)),
-			bit:     int64(le.Uint64(p[8:])),
-			block:   int64(le.Uint64(p[16:])),
-			winOff:  int64(le.Uint64(p[24:])),
-			stored:  int32(le.Uint32(p[32:])),
-			winLen:  int32(le.Uint32(p[36:])),
-			sum:     le.Uint32(p[40:]),
-			winSize: int32(le.Uint32(p[44:])),
-			state:   p[48],
-			final:   p[49] == 1,
-			loaded:  true,
-		}
-		switch {
-		case i == 0 && (cp.out != 0 || cp.bit != 0 || cp.state != stHeader):
-			return nil, false, bad("first checkpoint is not the stream's start")
-		case i > 0 && (cp.out <= cps[i-1].out || cp.bit < cps[i-1].bit):
-			return nil, false, bad("checkpoint %d: offsets not increasing", i)
-		case cp.out < 0 || (cp.out >= osize && osize > 0):
-			return nil, false, bad("checkpoint %d: output offset %d past the size %d", i, cp.out, osize)
-		case cp.bit < 0 || cp.bit > csize*8 || cp.block < 0 || cp.block > cp.bit:
-			return nil, false, bad("checkpoint %d: bit position outside the stream", i)
-		case cp.state > stHuff || cp.stored < 0 || p[49] > 1:
-			return nil, false, bad("checkpoint %d: state %d", i, cp.state)
-		case int64(cp.winLen) != min(windowSize, cp.out):
-			return nil, false, bad("checkpoint %d: window of %d bytes", i, cp.winLen)
-		case cp.winSize < 0 || cp.winSize > maxIndexWindow || (cp.winSize > 0 && (cp.winOff < tableEnd || cp.winOff > size-int64(cp.winSize))):
-			return nil, false, bad("checkpoint %d: window outside the file", i)
-		}
-		cps = append(cps, cp)
-	}
-	if partial {
-		// The frontier: no window of its own; the span before it makes
-		// one, so it must be at least a window long.
-		last := &cps[n-1]
-		if n < 2 || last.winSize != 0 || last.winLen != windowSize || last.out-cps[n-2].out < windowSize {
-			return nil, false, bad("partial index: its frontier cannot be resumed from")
-		}
-		last.sum = 0
-	}
-	return cps, partial, nil
+// front returns the frontier, its place in the index and its window.
+func (ix *index) front() (int, checkpoint, []byte) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	k := len(ix.cps) - 1
+	return k, ix.cps[k], ix.frontWin
 }
 
-// dropLoaded discards a loaded index that proved wrong, giving back its
-// windows, so that the stream is indexed afresh from its start.
-func (r *ReaderAt) dropLoaded(why error) {
-	r.extMu.Lock()
-	defer r.unlockExt()
-	r.dropLoadedLocked(why)
+// first returns the checkpoint at the stream's start.
+func (ix *index) first() checkpoint {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.cps[0]
 }
 
-// dropLoadedLocked is dropLoaded with r.extMu held.
-func (r *ReaderAt) dropLoadedLocked(why error) {
-	r.mu.Lock()
-	if !r.loaded {
-		r.mu.Unlock()
-		return
+// frontOut returns where the frontier is, and whether the index may grow
+// from it (the stream is neither done nor bad).
+func (ix *index) frontOut() (int64, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.cps[len(ix.cps)-1].out, !ix.done && ix.err == nil
+}
+
+// fresh returns the first checkpoint, and whether the index has nothing
+// more: not grown, not loaded, and the stream not found bad.
+func (ix *index) fresh() (checkpoint, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.cps[0], len(ix.cps) == 1 && !ix.done && ix.err == nil && ix.loaded == nil
+}
+
+// early returns the frontier, and whether it is still before bit of the
+// compressed stream in an index grown from the start (not loaded), that
+// may grow on.
+func (ix *index) early(bit int64) (checkpoint, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	front := ix.cps[len(ix.cps)-1]
+	return front, !ix.done && ix.err == nil && ix.loaded == nil && front.bit < bit
+}
+
+// indexedStarts returns the starts of up to n indexed spans from output
+// offset from on that start before until (the frontier's span is not
+// indexed until the stream is done).
+func (ix *index) indexedStarts(from, until int64, n int) (starts [maxAheadSpans]int64, k int) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	last := len(ix.cps) - 1
+	if ix.done {
+		last++
 	}
-	r.loaded, r.indexSrc, r.frontierLoaded, r.loadedCPs = false, nil, false, 0
-	if r.windows != nil && !r.released {
-		r.windows.used.Add(-r.winBytes)
+	i := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out >= from })
+	for ; k < min(n, len(starts)) && i < last && ix.cps[i].out < until; i++ {
+		starts[k] = ix.cps[i].out
+		k++
 	}
-	r.winBytes = 0
-	r.cps = []checkpoint{{state: stHeader}}
-	r.done, r.err, r.errAt, r.stride = false, nil, 0, 0
-	r.pendingWin, r.crcAcc = nil, 0
-	r.mu.Unlock()
-	if r.badIndex != nil {
-		r.badIndex(why)
+	return starts, k
+}
+
+// grow records the span from checkpoint k, the frontier: its output's
+// CRC-32 and its window being packed; then the checkpoints after it in
+// add (the next, or a helper's run and the start it ends at), the last
+// of which is the new frontier, with frontWin its window; or, with done,
+// that the stream ends there. It keeps the index within its budget.
+func (ix *index) grow(k int, sum uint32, pend *pendingWindow, add []checkpoint, frontWin []byte, done bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.cps[k].pend = pend
+	ix.cps[k].sum = sum
+	for _, c := range add {
+		ix.cps = append(ix.cps, c)
+		ix.addWinBytes(int64(len(c.win)))
+	}
+	ix.done = done
+	ix.frontWin = frontWin
+	ix.grown = true
+	if ix.windows != nil {
+		ix.fitBudget()
 	}
 }
 
-// crc32Combine returns the CRC-32 (IEEE) of a‖b from the CRC-32s of a
-// and b and the length of b: the effect of len2 zero bytes on crc1 is a
-// linear map over GF(2), applied by repeated squaring of the one-zero-bit
-// operator (as zlib's crc32_combine does).
-func crc32Combine(crc1, crc2 uint32, len2 int64) uint32 {
-	if len2 <= 0 {
-		return crc1
-	}
-	var even, odd [32]uint32
-	odd[0] = 0xedb88320 // the reflected polynomial: one zero bit
-	row := uint32(1)
-	for n := 1; n < 32; n++ {
-		odd[n] = row
-		row <<= 1
-	}
-	gf2Square(&even, &odd) // two zero bits
-	gf2Square(&odd, &even) // four
-	for {
-		gf2Square(&even, &odd) // one zero byte, then 4, 16, ...
-		if len2&1 != 0 {
-			crc1 = gf2Times(&even, crc1)
-		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
-		}
-		gf2Square(&odd, &even)
-		if len2&1 != 0 {
-			crc1 = gf2Times(&odd, crc1)
-		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
-		}
-	}
-	return crc1 ^ crc2
-}
-
-func gf2Times(mat *[32]uint32, vec uint32) uint32 {
-	var sum uint32
-	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
-		if vec&1 != 0 {
-			sum ^= mat[i]
-		}
-	}
-	return sum
-}
-
-func gf2Square(square, mat *[32]uint32) {
-	for n := range 32 {
-		square[n] = gf2Times(mat, mat[n])
+// setWindow gives the checkpoint numbered seq its window p, packed, if
+// the index still has it (thinning may have dropped it).
+func (ix *index) setWindow(seq int64, p *pendingWindow) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	i := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].seq >= seq })
+	if i < len(ix.cps) && ix.cps[i].pend == p {
+		ix.cps[i].win, ix.cps[i].pend = p.win, nil
+		ix.addWinBytes(int64(len(p.win)))
 	}
 }
 
-// IndexAll extends the index to the end of the stream, checking its
-// length and CRC-32, in the calling goroutine (no read-ahead, no span
-// kept in the cache), unless ctx ends first: what npzfs index and a
-// mount's background indexing run. Reads of the stream go on meanwhile,
-// each waiting for no more than the span being indexed.
-func (r *ReaderAt) IndexAll(ctx context.Context) error {
-	off := max(r.size-1, 0)
-	return r.extendFor(ctx, &outRange{start: off, end: off, background: true})
+// fail keeps err, an error in the stream found inflating the span from
+// the frontier: every later read of that span, or past it, fails alike
+// (see covers).
+func (ix *index) fail(err error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.failAt(err, ix.cps[len(ix.cps)-1].out)
 }
 
-// Indexed is how many bytes of output the index covers.
-func (r *ReaderAt) Indexed() int64 {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.done {
-		return r.size
+// failAt keeps err, an error in the stream found inflating the span at
+// off, unless one was found before it. ix.mu is held.
+func (ix *index) failAt(err error, off int64) {
+	if ix.err == nil || off < ix.errAt {
+		ix.err, ix.errAt = err, off
+	}
+}
+
+// damaged keeps a DamageError found in the span at off.
+func (ix *index) damaged(err error, off int64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.failAt(err, off)
+}
+
+// addWinBytes counts n bytes more (or less) of windows. ix.mu is held.
+func (ix *index) addWinBytes(n int64) {
+	ix.winBytes += n
+	if ix.windows != nil && !ix.released {
+		ix.windows.used.Add(n)
+	}
+}
+
+// release takes the index's windows out of its budget for good.
+func (ix *index) release() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.windows != nil && !ix.released {
+		ix.windows.used.Add(-ix.winBytes)
+	}
+	ix.released = true
+}
+
+// fitBudget keeps the index within its window budget. Once an index has
+// been thinned it keeps only the checkpoints whose number is a multiple
+// of its stride (and the last, where indexing goes on), so its
+// checkpoints stay evenly spaced, stride spans apart; while the budget
+// is passed, it doubles its stride. ix.mu is held for writing. Spans are
+// cached and inflated by their start, so reads holding a span or waiting
+// on one are not affected.
+func (ix *index) fitBudget() {
+	if ix.stride > 1 {
+		// The checkpoint before the last was just given its window.
+		if k := len(ix.cps) - 2; k > 0 && ix.cps[k].seq%ix.stride != 0 {
+			ix.dropCheckpoints()
+		}
+	}
+	for ix.windows.over() && len(ix.cps) > 2 {
+		ix.stride = max(ix.stride, 1) * 2
+		ix.windows.thinned.Add(1)
+		if !ix.dropCheckpoints() && ix.stride > int64(len(ix.cps))*4 {
+			return // nothing left to drop
+		}
+	}
+}
+
+// dropCheckpoints removes the checkpoints between the first and the last
+// whose number is not a multiple of ix.stride, with their windows, and
+// reports whether it removed any.
+func (ix *index) dropCheckpoints() bool {
+	last := len(ix.cps) - 1
+	kept := ix.cps[:1]
+	var freed int64
+	for i := 1; i < last; i++ {
+		if ix.cps[i].seq%ix.stride != 0 {
+			freed += int64(len(ix.cps[i].win))
+			// The kept span before it now runs on through it.
+			k := &kept[len(kept)-1]
+			k.sum = crc32Combine(k.sum, ix.cps[i].sum, ix.cps[i+1].out-ix.cps[i].out)
+			continue
+		}
+		kept = append(kept, ix.cps[i])
+	}
+	kept = append(kept, ix.cps[last])
+	dropped := len(kept) < len(ix.cps)
+	clear(ix.cps[len(kept):])
+	ix.cps = kept
+	ix.addWinBytes(-freed)
+	return dropped
+}
+
+// install makes cps, a complete index of the stream made by the
+// parallel first pass, the index; split says whether the pass was.
+func (ix *index) install(cps []checkpoint, split bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var wb int64
+	for _, cp := range cps {
+		wb += int64(len(cp.win))
+	}
+	ix.cps, ix.done, ix.frontWin, ix.grown = cps, true, nil, true
+	ix.addWinBytes(wb)
+	if ix.windows != nil && !ix.released {
+		ix.fitBudget()
+	}
+	ix.parallel = split
+}
+
+// load makes cps, loaded from src (see parseIndex), the index: all of
+// it, or up to a frontier to grow from when partial; it reports whether
+// it did. The caller grows the index (it has the frontier's turn). What
+// the index held before (a prefix of the same stream) is replaced; reads
+// going on keep the checkpoints they copied, which are as good.
+func (ix *index) load(cps []checkpoint, partial bool, src io.ReaderAt) (bool, error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.done || ix.err != nil {
+		return false, errors.New("inflate: LoadIndex on a reader whose index is complete")
+	}
+	if partial && cps[len(cps)-1].out <= ix.cps[len(ix.cps)-1].out {
+		return false, nil // no further than this reader's own: keep that
+	}
+	ix.addWinBytes(-ix.winBytes)
+	ix.cps, ix.done, ix.grown = cps, !partial, false
+	ix.loaded = &loadedIndex{src: src, n: len(cps), frontier: partial}
+	ix.frontWin, ix.stride = nil, 0
+	return true, nil
+}
+
+// drop discards a loaded index that proved wrong, giving back its
+// windows, so that the stream is indexed afresh from its start, and
+// reports whether there was one (not yet discarded).
+func (ix *index) drop(why error) bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.loaded == nil {
+		return false
+	}
+	ix.loaded = nil
+	ix.addWinBytes(-ix.winBytes)
+	ix.cps = []checkpoint{{state: stHeader}}
+	ix.done, ix.err, ix.errAt, ix.stride = false, nil, 0, 0
+	ix.frontWin, ix.grown = nil, false
+	ix.refused(why)
+	return true
+}
+
+// refused records that a saved index was not used, and why.
+func (ix *index) refused(why error) {
+	ix.dropped = why
+	ix.drops++
+}
+
+// noteRefused is refused, for an index LoadIndex would not take.
+func (ix *index) noteRefused(why error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.refused(why)
+}
+
+// isLoaded reports an index loaded and not discarded since.
+func (ix *index) isLoaded() bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.loaded != nil
+}
+
+// loadedFrontier returns, for a loaded partial index whose frontier has
+// no window yet, the frontier and the checkpoint before it.
+func (ix *index) loadedFrontier() (prev, front checkpoint, ok bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.loaded == nil || !ix.loaded.frontier {
+		return prev, front, false
+	}
+	k := len(ix.cps) - 1
+	return ix.cps[k-1], ix.cps[k], true
+}
+
+// setFrontWin gives a loaded frontier its window.
+func (ix *index) setFrontWin(win []byte) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.frontWin, ix.loaded.frontier = win, false
+}
+
+// loadedSums returns the CRC-32 of the output up to the frontier of a
+// loaded index, from its spans' CRC-32s.
+func (ix *index) loadedSums() uint32 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var acc uint32
+	for i := 0; i+1 < len(ix.cps); i++ {
+		acc = crc32Combine(acc, ix.cps[i].sum, ix.cps[i+1].out-ix.cps[i].out)
+	}
+	return acc
+}
+
+// stats returns the checkpoints and the bytes their windows take
+// (with the frontier's, unpacked).
+func (ix *index) stats() (int, int64) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.cps), ix.winBytes + int64(len(ix.frontWin))
+}
+
+// indexed returns how many bytes of a stream of size bytes the index
+// covers.
+func (ix *index) indexed(size int64) int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.done {
+		return size
 	}
 	// A run from a start later found false counts bytes twice.
-	return max(r.cps[len(r.cps)-1].out, min(r.parallelDone.Load(), r.size))
+	return max(ix.cps[len(ix.cps)-1].out, min(ix.parallelDone.Load(), size))
+}
+
+// progress is the index as Progress reports it.
+func (ix *index) progress(size int64) Progress {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p := Progress{Indexed: ix.cps[len(ix.cps)-1].out, Dropped: ix.dropped}
+	if ix.done {
+		p.Indexed = size
+		p.Complete = ix.err == nil
+		p.Loaded = ix.loaded != nil && !ix.grown
+	}
+	return p
+}
+
+// snapshot returns a copy of the checkpoints to marshal, if the index
+// may be saved: complete, or, with partial, a partial index of at least
+// minSpans spans that grew past what was loaded and whose last span is a
+// window long or more.
+func (ix *index) snapshot(partial bool, minSpans int) ([]checkpoint, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.err != nil || ix.done == partial {
+		return nil, false
+	}
+	k := len(ix.cps) - 1
+	if partial && (k < max(1, minSpans) || (ix.loaded != nil && (k < ix.loaded.n || ix.loaded.frontier)) ||
+		ix.cps[k].out-ix.cps[k-1].out < windowSize) {
+		return nil, false
+	}
+	return slices.Clone(ix.cps), true
 }

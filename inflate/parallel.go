@@ -58,10 +58,9 @@ const (
 	// chunksPerWorker: each chunk but the first costs its lead twice (up
 	// to tens of MiB, where long matches keep copying unknown bytes), so
 	// fewer chunks are faster on a member of one kind of data, as an
-	// array is (on the 1 GiB bench member, 2 threads: 1.74x the
-	// sequential pass with one chunk a worker, 1.68x with two); more
-	// would balance better a member whose parts inflate at different
-	// speeds.
+	// array is (the benchmarks' 1 GiB member split faster with one chunk
+	// a worker than with two); more would balance better a member whose
+	// parts inflate at different speeds.
 	chunksPerWorker = 1
 	// searchPiece is how much of a chunk a start's search reads at once;
 	// maxSearch, how far it looks: deflaters end a Huffman block every
@@ -102,9 +101,9 @@ type chunkRun struct {
 	err  error
 }
 
-// parallelPass is one parallel first pass of r.
+// parallelPass is one parallel first pass of a stream.
 type parallelPass struct {
-	r     *ReaderAt
+	s     *stream
 	ctx   context.Context
 	chunk int64
 	// starts[i] is found by whoever claims it first, and is ready once
@@ -114,7 +113,9 @@ type parallelPass struct {
 	found   []chan struct{}
 	runs    []chunkRun
 	ran     []chan struct{} // ran[i] is closed once runs[i] is ready (helping only)
-	counts  bool            // the runs count their output in r.parallelDone (for Indexed)
+	// counts, when set, counts the output the runs indexed (for
+	// Indexed).
+	counts *atomic.Int64
 }
 
 // passWorker is what one worker reuses from task to task.
@@ -129,7 +130,7 @@ type passWorker struct {
 
 // IndexAllParallel is IndexAll with the first pass shared among up to
 // workers goroutines (see above), for a stream of at least two chunks,
-// smaller than its output, whose index is not begun: the index's lock
+// smaller than its output, whose index is not begun: the frontier's turn
 // is held throughout, so a read past the index waits for the whole pass
 // (npzfs index runs it; a mount indexes with IndexAll). A saved index is
 // loaded first, as a read would; what the parallel pass does not index,
@@ -145,62 +146,49 @@ func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int6
 	// A stream no smaller than its output is stored blocks, which
 	// inflate at the speed of copying: there is nothing to split.
 	if workers > 1 && r.csize >= 2*chunk && r.csize < r.size {
-		r.extMu.Lock()
-		err := r.indexParallelLocked(ctx, workers, chunk)
-		r.unlockExt()
-		if err != nil {
+		if err := r.front.indexParallel(ctx, workers, chunk); err != nil {
 			return false, err
 		}
 	}
 	err := r.IndexAll(ctx)
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.parallel, err
+	r.ix.mu.RLock()
+	defer r.ix.mu.RUnlock()
+	return r.ix.parallel, err
 }
 
-func (r *ReaderAt) indexParallelLocked(ctx context.Context, workers int, chunk int64) error {
-	r.loadSaved()
-	r.mu.RLock()
-	fresh := len(r.cps) == 1 && !r.done && r.err == nil && !r.loaded
-	first := r.cps[0]
-	r.mu.RUnlock()
+// indexParallel makes a fresh index by the parallel pass, holding the
+// turn throughout. A saved index is loaded first, as a read would; an
+// index made by the pass needs no more growing, and on any error but
+// ctx's the sequential pass takes over.
+func (f *frontier) indexParallel(ctx context.Context, workers int, chunk int64) error {
+	f.loadSaved()
+	f.take()
+	defer f.release()
+	first, fresh := f.ix.fresh()
 	if !fresh {
 		return nil
 	}
-	cps, split, err := r.firstPassParallel(ctx, first, workers, chunk)
+	cps, split, err := firstPassParallel(f.s, ctx, first, workers, chunk, &f.ix.parallelDone)
 	if err != nil {
-		r.parallelDone.Store(0)
+		f.ix.parallelDone.Store(0)
 		return ctx.Err() // nil: the sequential pass takes over
 	}
-	var wb int64
-	for _, cp := range cps {
-		wb += int64(len(cp.win))
-	}
-	r.mu.Lock()
-	r.cps, r.done, r.winBytes, r.pendingWin, r.crcAcc = cps, true, wb, nil, r.crc
-	if r.windows != nil && !r.released {
-		r.windows.used.Add(wb)
-		r.fitBudget()
-	}
-	r.parallel = split
-	r.mu.Unlock()
-	if r.complete != nil {
-		r.complete()
-	}
+	f.ix.install(cps, split)
+	f.crcAcc = f.s.crc
 	return nil
 }
 
-// firstPassParallel indexes the stream from its first checkpoint with
-// up to workers goroutines, in chunks of at least chunk bytes, returning
-// the complete index and whether it was split, or an error when it
-// could not.
-func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, workers int, chunk int64) ([]checkpoint, bool, error) {
-	n := int(min(r.csize/chunk, int64(workers*chunksPerWorker)))
+// firstPassParallel indexes s from its first checkpoint with up to
+// workers goroutines, in chunks of at least chunk bytes, counting the
+// output indexed in counts, and returns the complete index and whether
+// it was split, or an error when it could not.
+func firstPassParallel(s *stream, ctx context.Context, first checkpoint, workers int, chunk int64, counts *atomic.Int64) ([]checkpoint, bool, error) {
+	n := int(min(s.csize/chunk, int64(workers*chunksPerWorker)))
 	if n < 2 {
 		return nil, false, errors.New("inflate: stream too short to split")
 	}
-	p := newPass(r, ctx, n, first)
-	p.counts = true
+	p := newPass(s, ctx, n, first)
+	p.counts = counts
 	ws := make([]*passWorker, min(workers, n))
 	for i := range ws {
 		ws[i] = &passWorker{}
@@ -220,13 +208,13 @@ func (r *ReaderAt) firstPassParallel(ctx context.Context, first checkpoint, work
 	return p.stitch()
 }
 
-// newPass prepares a pass of r's stream in n chunks, the first of
-// which starts at first.
-func newPass(r *ReaderAt, ctx context.Context, n int, first checkpoint) *parallelPass {
+// newPass prepares a pass of s in n chunks, the first of which starts
+// at first.
+func newPass(s *stream, ctx context.Context, n int, first checkpoint) *parallelPass {
 	p := &parallelPass{
-		r:       r,
+		s:       s,
 		ctx:     ctx,
-		chunk:   (r.csize + int64(n) - 1) / int64(n),
+		chunk:   (s.csize + int64(n) - 1) / int64(n),
 		starts:  make([]chunkStart, n),
 		claimed: make([]atomic.Bool, n),
 		found:   make([]chan struct{}, n),
@@ -285,15 +273,15 @@ var testStartHook func(i int, s *chunkStart)
 // findStart searches chunk i for its start, reading it a piece at a
 // time: a start is usually found in its first block.
 func (p *parallelPass) findStart(w *passWorker, i int) chunkStart {
-	from, to := int64(i)*p.chunk, min(int64(i+1)*p.chunk, p.r.csize)
+	from, to := int64(i)*p.chunk, min(int64(i+1)*p.chunk, p.s.csize)
 	if w.region == nil {
 		w.region = make([]byte, searchPiece+16)
 		w.markers = make([]uint16, markerBuf)
 	}
-	src := source.WithContext(p.ctx, p.r.src)
+	src := source.WithContext(p.ctx, p.s.src)
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
-	d.r, d.ra, d.raSize = nil, src, p.r.csize
+	d.r, d.ra, d.raSize = nil, src, p.s.csize
 	d.touched, d.trackEnd, d.stopBit, d.out = nil, 0, 0, nil
 	for off := from; off < min(to, from+maxSearch); off += searchPiece {
 		// The piece and the 16 bytes after it, which a header at its
@@ -470,106 +458,6 @@ func copyMarkers(out []uint16, pos, dist, length, clean int) int {
 	return clean
 }
 
-// markerSym decodes one symbol near the end of the input (see
-// decodeMarkers).
-func (d *decoder) markerSym(out []uint16, pos, clean int) (int, int, error) {
-	e, err := d.slowSym(d.lit, litBits)
-	if err != nil {
-		return pos, clean, err
-	}
-	switch e & kindMask {
-	case kindLit:
-		out[pos] = uint16(e >> 16 & 0xff)
-		return pos + 1, clean, nil
-	case kindEOB:
-		d.finishBlock()
-		return pos, clean, nil
-	}
-	ex := uint(e >> exShift & 0x7f)
-	if err := d.need(ex); err != nil {
-		return pos, clean, err
-	}
-	length := int(e>>16) + int(d.bits&(1<<ex-1))
-	d.consume(ex)
-	de, err := d.slowSym(d.dist, distBits)
-	if err != nil {
-		return pos, clean, err
-	}
-	ex = uint(de >> exShift & 0x7f)
-	if err := d.need(ex); err != nil {
-		return pos, clean, err
-	}
-	dist := int(de>>16) + int(d.bits&(1<<ex-1))
-	d.consume(ex)
-	return pos + length, copyMarkers(out, pos, dist, length, clean), nil
-}
-
-// markersFast decodes symbols (see decodeMarkers) while at least 8
-// input bytes are buffered and out has room for one more, until the last
-// 32 KiB hold no marker or the block ends. Every distance is at most 32
-// KiB, and pos is past out's first 32 KiB: no match reads before out.
-func (d *decoder) markersFast(out []uint16, pos, clean int) (int, int, error) {
-	in := (*[inBufSize]byte)(d.in)
-	inPos, bb, nb := d.inPos, d.bits, d.nb
-	lit := (*[litSize]uint32)(d.lit.prim)
-	dtab := (*[distSize]uint32)(d.dist.prim)
-	inLimit := d.inEnd - 8
-	limit := len(out) - 258
-	var msg string
-loop:
-	for pos-clean < windowSize && pos <= limit && inPos <= inLimit {
-		// 56 bits or more: a length's code and extra bits and a
-		// distance's take at most 48.
-		bb |= binary.LittleEndian.Uint64(in[inPos&(inBufSize-1):]) << (nb & 63)
-		inPos += int((63 - nb) >> 3)
-		nb |= 56
-		e := lit[bb&litMask]
-		if e&kindMask == kindSub {
-			e = d.lit.sub[(e>>16)+uint32(bb>>litBits)&(1<<(e&nMask)-1)]
-		}
-		bb >>= e & nMask
-		nb -= uint(e & nMask)
-		switch e & kindMask {
-		case kindLit:
-			out[pos] = uint16(e >> 16 & 0xff)
-			pos++
-			continue
-		case kindEOB:
-			d.finishBlock()
-			break loop
-		case kindLen:
-		default:
-			msg = "invalid literal/length code"
-			break loop
-		}
-		ex := (e >> exShift) & 0x3f
-		length := int(e>>16) + int(bb&(1<<ex-1))
-		bb >>= ex
-		nb -= uint(ex)
-		de := dtab[bb&distMask]
-		if de&kindMask == kindSub {
-			de = d.dist.sub[(de>>16)+uint32(bb>>distBits)&(1<<(de&nMask)-1)]
-		}
-		if de&kindMask != kindLen {
-			msg = "invalid distance code"
-			break
-		}
-		bb >>= de & nMask
-		nb -= uint(de & nMask)
-		ex = (de >> exShift) & 0x3f
-		dist := int(de>>16) + int(bb&(1<<ex-1))
-		bb >>= ex
-		nb -= uint(ex)
-		clean = copyMarkers(out, pos, dist, length, clean)
-		pos += length
-	}
-	d.inPos, d.bits, d.nb = inPos, bb, nb
-	if msg != "" {
-		return pos, clean, d.corrupt(msg)
-	}
-	return pos, clean, nil
-}
-
 // nextStart is the first chunk from k on with a start at or past bit,
 // or -1; w finds the starts it needs that no one has begun.
 func (p *parallelPass) nextStart(w *passWorker, k int, bit int64) int {
@@ -581,105 +469,116 @@ func (p *parallelPass) nextStart(w *passWorker, k int, bit int64) int {
 	return -1
 }
 
+// heading is where decoding from a chunk heads: the next chunk's start,
+// looked for at the first block header past the chunk's end, then met
+// as a block header at that start's very bit, and proven when the span
+// ending there ends in the start's recorded state.
+type heading struct {
+	chunk int   // the chunk decoding is in
+	next  int   // the start it heads for: -2 not yet looked for, -1 none
+	final int64 // once next's header is met: the output offset of its start; else -1
+}
+
+// decode decodes with d, from output offset out0 whose window is the
+// first wl bytes of d.out, up to target or to the start headed for where
+// it comes first, and returns the target it decoded to. w finds the
+// starts that no one has begun.
+func (h *heading) decode(p *parallelPass, w *passWorker, d *decoder, out0 int64, wl int, target int64) (int64, error) {
+	if h.final >= 0 {
+		target = min(target, h.final)
+	}
+	for {
+		d.stopBit = 0
+		switch {
+		case h.final >= 0:
+		case h.next == -2 && h.chunk+1 < len(p.starts):
+			d.stopBit = int64(h.chunk+1) * p.chunk * 8
+		case h.next >= 0:
+			d.stopBit = p.starts[h.next].bit
+		}
+		err := d.decode(wl + int(target-out0))
+		if err != nil || d.stopBit == 0 || d.pos >= wl+int(target-out0) || d.state != stHeader {
+			d.stopBit = 0
+			return target, err
+		}
+		// At a block header at or past the chunk's end, or the next
+		// start's.
+		if h.next == -2 {
+			h.next = p.nextStart(w, h.chunk+1, d.bitPos())
+		} else if d.bitPos() == d.stopBit {
+			h.final = out0 + int64(d.pos-wl) + p.starts[h.next].lead
+			target = min(target, h.final)
+		} else {
+			h.next = p.nextStart(w, h.next+1, d.bitPos())
+		}
+	}
+}
+
+// arrived reports whether the span just decoded, ending at output offset
+// end, ends at the start headed for in its recorded state; if not, the
+// heading goes on to the start after it.
+func (h *heading) arrived(p *parallelPass, w *passWorker, d *decoder, end int64) bool {
+	final := h.final
+	h.final = -1
+	if end == final && d.at(&p.starts[h.next].cp) {
+		return true
+	}
+	h.next = p.nextStart(w, h.next+1, d.bitPos())
+	return false
+}
+
 // run indexes from chunk i's start to the next chunk's start it proves
 // (or the stream's end), as extendOne does span by span; the decoder
 // goes on from span to span, its window moved to the front of the
 // buffer. It looks for that start at the first block header past chunk
 // i's end.
 func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
-	r := p.r
+	s := p.s
 	res.next = -1
-	st := &p.starts[i]
-	cp := st.cp
+	cp := p.starts[i].cp
 	cp.out = 0
-	j := -2               // the next chunk's start, once looked for (-1: none)
-	finalOut := int64(-1) // where the run ends, once j's header is reached
-	if n := windowSize + int(r.span) + outSlack; len(w.buf) < n {
+	h := heading{chunk: i, next: -2, final: -1}
+	if n := int(s.spanCost()); len(w.buf) < n {
 		w.buf = make([]byte, n)
 		w.touched = make([]bool, windowSize)
 		w.masked = make([]byte, windowSize)
 	}
-	buf := w.buf
 	d := decoders.Get().(*decoder)
 	defer func() {
 		d.stopBit, d.touched, d.trackEnd, d.out = 0, nil, 0, nil
 		decoders.Put(d)
 	}()
-	copy(buf, st.win)
-	if err := r.resume(p.ctx, d, &cp, buf); err != nil {
-		res.err = err
+	copy(w.buf, p.starts[i].win)
+	if res.err = s.resume(p.ctx, d, &cp, w.buf); res.err != nil {
 		return res
 	}
 	for {
-		target := cp.out + r.span
-		if finalOut >= 0 {
-			target = min(target, finalOut)
-		}
 		wl := int(cp.winLen)
 		d.pos = wl
 		clear(w.touched)
 		d.touched, d.trackEnd = w.touched, wl
-		for {
-			d.stopBit = 0
-			switch {
-			case finalOut >= 0:
-			case j == -2 && i+1 < len(p.starts):
-				d.stopBit = int64(i+1) * p.chunk * 8
-			case j >= 0:
-				d.stopBit = p.starts[j].bit
-			}
-			if err := d.decode(wl + int(target-cp.out)); err != nil {
-				res.err = err
-				return res
-			}
-			if d.stopBit == 0 || d.pos >= wl+int(target-cp.out) || d.state != stHeader {
-				break
-			}
-			// At a block header at or past chunk i's end, or chunk j's
-			// start.
-			if j == -2 {
-				j = p.nextStart(w, i+1, d.bitPos())
-			} else if d.bitPos() == d.stopBit {
-				finalOut = cp.out + int64(d.pos-wl) + p.starts[j].lead
-				target = min(target, finalOut)
-			} else {
-				j = p.nextStart(w, j+1, d.bitPos())
-			}
+		if _, res.err = h.decode(p, w, d, cp.out, wl, cp.out+s.span); res.err != nil {
+			return res
 		}
 		end := cp.out + int64(d.pos-wl)
-		if end > r.size {
+		if end > s.size {
 			res.err = ErrTooLong
 			return res
 		}
-		data := buf[wl:d.pos]
-		cp.sum = crc32.ChecksumIEEE(data)
-		res.crc = crc32.Update(res.crc, crc32.IEEETable, data)
-		if maskWindow(w.masked, buf[:wl], w.touched[:wl]) {
-			cp.win = w.packer.pack(w.masked[:wl])
-		}
-		res.cps = append(res.cps, cp)
-		if p.counts {
-			r.parallelDone.Add(end - cp.out)
-		}
+		p.record(w, &res, cp, d.pos, end)
 		if d.state == stDone {
 			res.size = end
 			return res
 		}
-		if finalOut >= 0 && end >= finalOut {
-			s := &p.starts[j].cp
-			if end == finalOut && d.bitPos() == s.bit && uint8(d.state) == s.state && d.blockBit == s.block &&
-				int32(storedLeft(d)) == s.stored && d.final == s.final {
-				res.size, res.next = end, j
-				return res
-			}
-			finalOut = -1
-			j = p.nextStart(w, j+1, d.bitPos())
+		if h.final >= 0 && end >= h.final && h.arrived(p, w, d, end) {
+			res.size, res.next = end, h.next
+			return res
 		}
 		nl := windowSize
 		if i == 0 {
 			nl = int(min(windowSize, end))
 		}
-		copy(buf, buf[d.pos-nl:d.pos])
+		copy(w.buf, w.buf[d.pos-nl:d.pos])
 		cp = checkpoint{
 			out:    end,
 			bit:    d.bitPos(),
@@ -689,6 +588,22 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 			final:  d.final,
 			winLen: int32(nl),
 		}
+	}
+}
+
+// record adds to res the span of a run from cp, inflated into w.buf up
+// to pos, ending at output offset end: its CRC-32, its window packed.
+func (p *parallelPass) record(w *passWorker, res *chunkRun, cp checkpoint, pos int, end int64) {
+	wl := int(cp.winLen)
+	data := w.buf[wl:pos]
+	cp.sum = crc32.ChecksumIEEE(data)
+	res.crc = crc32.Update(res.crc, crc32.IEEETable, data)
+	if maskWindow(w.masked, w.buf[:wl], w.touched[:wl]) {
+		cp.win = w.packer.pack(w.masked[:wl])
+	}
+	res.cps = append(res.cps, cp)
+	if p.counts != nil {
+		p.counts.Add(end - cp.out)
 	}
 }
 
@@ -720,7 +635,7 @@ func (p *parallelPass) stitch() ([]checkpoint, bool, error) {
 		}
 		i = run.next
 	}
-	if size != p.r.size || crc != p.r.crc {
+	if size != p.s.size || crc != p.s.crc {
 		return nil, false, fmt.Errorf("inflate: the parallel pass made %d bytes with CRC-32 %08x", size, crc)
 	}
 	return cps, runs > 1, nil

@@ -31,8 +31,8 @@ func parallelIndexed(t *testing.T, data, comp []byte, chunk int64, workers int) 
 	t.Helper()
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), &Options{SpanSize: 64 << 10})
 	split, err := r.indexAllParallel(context.Background(), workers, chunk)
-	if err != nil || split != r.parallel {
-		t.Fatalf("parallel pass: %v, %v (made the index: %v)", split, err, r.parallel)
+	if err != nil || split != r.ix.parallel {
+		t.Fatalf("parallel pass: %v, %v (made the index: %v)", split, err, r.ix.parallel)
 	}
 	idx, ok := r.MarshalIndex()
 	if !ok {
@@ -45,15 +45,14 @@ func parallelIndexed(t *testing.T, data, comp []byte, chunk int64, workers int) 
 // which inflates every span from its checkpoint and checks its CRC-32.
 func checkIndex(t *testing.T, data, comp, idx []byte) {
 	t.Helper()
-	var bad atomic.Int64
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, BadIndex: func(error) { bad.Add(1) }})
+		&Options{SpanSize: 64 << 10})
 	if err := r.LoadIndex(bytes.NewReader(idx), int64(len(idx))); err != nil {
 		t.Fatal(err)
 	}
 	checkReads(t, r, data, 2)
 	readWhole(t, r, data)
-	if bad.Load() != 0 || !r.loaded {
+	if drops(r) != 0 || !r.ix.isLoaded() {
 		t.Fatal("the index was discarded")
 	}
 }
@@ -107,8 +106,8 @@ func TestParallelFirstPass(t *testing.T) {
 			}
 			chunk := max(int64(len(comp))/10, 1)
 			r, idx := parallelIndexed(t, tc.data, comp, chunk, 3)
-			if r.parallel != tc.parallel {
-				t.Fatalf("parallel pass used: %v, want %v", r.parallel, tc.parallel)
+			if r.ix.parallel != tc.parallel {
+				t.Fatalf("parallel pass used: %v, want %v", r.ix.parallel, tc.parallel)
 			}
 			if r.Indexed() != int64(len(tc.data)) {
 				t.Fatalf("Indexed() = %d", r.Indexed())
@@ -138,8 +137,8 @@ func TestParallelFalseStart(t *testing.T) {
 	}
 	defer func() { testStartHook = nil }()
 	r, idx := parallelIndexed(t, data, comp, int64(len(comp))/8, 6) // 6 chunks
-	if !r.parallel || changed.Load() != 2 {
-		t.Fatalf("parallel pass used: %v; starts changed: %d", r.parallel, changed.Load())
+	if !r.ix.parallel || changed.Load() != 2 {
+		t.Fatalf("parallel pass used: %v; starts changed: %d", r.ix.parallel, changed.Load())
 	}
 	checkIndex(t, data, comp, idx)
 }
@@ -161,7 +160,7 @@ func TestParallelStreamErrors(t *testing.T) {
 			if want == nil || got == nil || got.Error() != want.Error() {
 				t.Fatalf("parallel pass: %v; sequential: %v", got, want)
 			}
-			if par.parallel {
+			if par.ix.parallel {
 				t.Fatal("the parallel pass indexed a bad stream")
 			}
 		})
@@ -255,14 +254,13 @@ func TestParallelWithinBudget(t *testing.T) {
 	data := noisyFloat32(4<<20, 12)
 	comp := deflate(t, data, 6)
 	budget := NewWindowBudget(200)
-	var completes atomic.Int64
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Windows: budget, Complete: func() { completes.Add(1) }})
+		&Options{SpanSize: 64 << 10, Windows: budget})
 	if _, err := r.indexAllParallel(context.Background(), 2, int64(len(comp))/8); err != nil {
 		t.Fatal(err)
 	}
-	if !r.parallel || completes.Load() != 1 {
-		t.Fatalf("parallel %v, %d completions", r.parallel, completes.Load())
+	if p := r.Progress(); !r.ix.parallel || !p.Complete || p.Loaded {
+		t.Fatalf("parallel %v, progress %+v", r.ix.parallel, p)
 	}
 	if budget.Thinned() == 0 || budget.Used() > budget.Limit() {
 		t.Fatalf("budget %d of %d, thinned %d times", budget.Used(), budget.Limit(), budget.Thinned())

@@ -35,7 +35,7 @@ func readSeq(ra *ReaderAt, start int64, lo, hi int, seed uint64) ([]byte, error)
 func waitAhead(t *testing.T, ra *ReaderAt) {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { ra.aheadWG.Wait(); close(done) }()
+	go func() { ra.ahead.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -60,7 +60,7 @@ func TestReadAheadSequential(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatal("sequential read differs from compress/flate's output")
 	}
-	if ra.aheadStarts.Load() == 0 {
+	if ra.ahead.starts.Load() == 0 {
 		t.Fatal("read-ahead never ran")
 	}
 	waitAhead(t, ra)
@@ -74,7 +74,7 @@ func TestReadAheadSequential(t *testing.T) {
 }
 
 // TestReadAheadBounded: a sequential reader that stops leaves the index at
-// most aheadSpans spans past its last read, and no goroutine.
+// most ahead.spans spans past its last read, and no goroutine.
 func TestReadAheadBounded(t *testing.T) {
 	data := mixed(8<<20, 22)
 	comp := deflate(t, data, 6)
@@ -85,12 +85,12 @@ func TestReadAheadBounded(t *testing.T) {
 		checkRead(t, ra, data, off, 128<<10)
 	}
 	waitAhead(t, ra)
-	if ra.aheadStarts.Load() == 0 {
+	if ra.ahead.starts.Load() == 0 {
 		t.Fatal("read-ahead never ran")
 	}
 	cps, _ := ra.IndexStats()
-	if limit := (1<<20)/span + int(ra.aheadSpans) + 1; cps > limit {
-		t.Fatalf("%d checkpoints after reading 1 MiB in %d-byte spans: read-ahead went past %d spans", cps, span, ra.aheadSpans)
+	if limit := (1<<20)/span + int(ra.ahead.spans) + 1; cps > limit {
+		t.Fatalf("%d checkpoints after reading 1 MiB in %d-byte spans: read-ahead went past %d spans", cps, span, ra.ahead.spans)
 	}
 	if cache.Used() > 2<<20 {
 		t.Fatalf("cache holds %d bytes after reading 1 MiB", cache.Used())
@@ -115,7 +115,7 @@ func TestReadAheadNotForRandomReads(t *testing.T) {
 	checkRead(t, ra2, data, size/2, 1<<20)
 	checkRead(t, ra2, data, size/4, 4096)
 	for _, r := range []*ReaderAt{ra, ra2} {
-		if n := r.aheadStarts.Load(); n != 0 {
+		if n := r.ahead.starts.Load(); n != 0 {
 			t.Fatalf("random reads started read-ahead %d times", n)
 		}
 	}
@@ -161,10 +161,10 @@ func TestReadAheadConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	started := shared.aheadStarts.Load()
+	started := shared.ahead.starts.Load()
 	for _, ra := range ras {
 		waitAhead(t, ra)
-		started += ra.aheadStarts.Load()
+		started += ra.ahead.starts.Load()
 	}
 	waitAhead(t, shared)
 	if started == 0 {
@@ -202,21 +202,21 @@ func TestReadAheadErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			plain := open(c.comp, c.size, c.crc)
-			plain.aheadSpans = 0
+			plain.ahead.spans = 0
 			_, want := readSeq(plain, 0, 32<<10, 32<<10, 1)
-			if want == nil || plain.aheadStarts.Load() != 0 {
-				t.Fatalf("without read-ahead: err = %v, %d read-aheads", want, plain.aheadStarts.Load())
+			if want == nil || plain.ahead.starts.Load() != 0 {
+				t.Fatalf("without read-ahead: err = %v, %d read-aheads", want, plain.ahead.starts.Load())
 			}
 			for _, first := range []bool{false, true} {
 				ra := open(c.comp, c.size, c.crc)
-				ra.aheadSpans = 1 << 20 // read-ahead to the end
+				ra.ahead.spans = 1 << 20 // read-ahead to the end
 				start := int64(0)
 				if first {
 					// Two reads start the read-ahead; let it find the error.
 					checkRead(t, ra, data, 0, span)
 					checkRead(t, ra, data, span, span)
 					waitAhead(t, ra)
-					if ra.err == nil {
+					if _, err := ra.ix.covers(ra.size-1, ra.size); err == nil {
 						t.Fatal("read-ahead did not find the error")
 					}
 					start = 2 * span
@@ -225,7 +225,7 @@ func TestReadAheadErrors(t *testing.T) {
 				if err == nil || err.Error() != want.Error() {
 					t.Fatalf("read-ahead found it first = %v: err = %v, want %v", first, err, want)
 				}
-				if ra.aheadStarts.Load() == 0 {
+				if ra.ahead.starts.Load() == 0 {
 					t.Fatal("read-ahead never ran")
 				}
 				waitAhead(t, ra)
@@ -247,14 +247,14 @@ func TestPrefetchIndexed(t *testing.T) {
 	for range 50 {
 		checkRead(t, ra, data, rng.Int64N(int64(len(data))), 4096)
 	}
-	if n := ra.prefetchCount.Load(); n != 0 {
+	if n := ra.ahead.prefetches.Load(); n != 0 {
 		t.Fatalf("%d prefetches for random reads", n)
 	}
 	got, err := readSeq(ra, 0, 64<<10, 128<<10, 2)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("sequential read: %v, or wrong bytes", err)
 	}
-	if ra.prefetchCount.Load() == 0 {
+	if ra.ahead.prefetches.Load() == 0 {
 		t.Fatal("a sequential read inside the index prefetched nothing")
 	}
 	waitAhead(t, ra)

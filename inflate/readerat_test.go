@@ -71,9 +71,7 @@ func TestReaderAtRandom(t *testing.T) {
 					checkRead(t, ra, tc.data, off, 1+rng.IntN(20000))
 				}
 				// Span edges and the last byte.
-				ra.mu.RLock()
-				cps := append([]checkpoint(nil), ra.cps...)
-				ra.mu.RUnlock()
+				cps := ra.checkpoints()
 				if span == 4096 && len(cps) < int(size/8192) {
 					t.Errorf("only %d checkpoints for %d bytes at span %d", len(cps), size, span)
 				}
@@ -203,7 +201,7 @@ func TestReaderAtErrors(t *testing.T) {
 			if _, err2 := c.ra.ReadAt(make([]byte, 10), c.size-10); !errors.Is(err2, c.want) {
 				t.Fatalf("second read of the end: err = %v, want %v", err2, c.want)
 			}
-			if c.ra.errAt > 0 {
+			if c.ra.ix.errAt > 0 {
 				buf := make([]byte, 10)
 				if n, err := c.ra.ReadAt(buf, 0); n != 10 || err != nil || !bytes.Equal(buf, data[:10]) {
 					t.Fatalf("read of the start after the error: %d bytes, %v", n, err)
@@ -340,13 +338,14 @@ func TestReaderAtCachesWantedSpans(t *testing.T) {
 	ra := newRA(data, comp, span, cache)
 	// A read in span 1 waits while another, in span 5, extends the index
 	// (checkpoints are a symbol or less past multiples of the span).
-	ra.waiting = append(ra.waiting, &outRange{start: span + span/2, end: span + span/2 + 10})
+	ra.front.waiting = append(ra.front.waiting, &outRange{start: span + span/2, end: span + span/2 + 10})
 	checkRead(t, ra, data, 5*span+span/2, 10)
-	if len(ra.waiting) != 1 {
-		t.Fatalf("%d reads waiting, want the 1 left", len(ra.waiting))
+	if len(ra.front.waiting) != 1 {
+		t.Fatalf("%d reads waiting, want the 1 left", len(ra.front.waiting))
 	}
+	cps := ra.checkpoints()
 	for k, want := range []bool{false, true, false, false, false, true, false} {
-		s := cache.get(cacheKey{ra.id, ra.cps[k].out})
+		s := cache.get(cacheKey{ra.id, cps[k].out})
 		if s != nil {
 			cache.release(s)
 		}

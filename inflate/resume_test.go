@@ -30,10 +30,8 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 			if _, err := ra.ReadAt(make([]byte, 1), size-1); err == nil {
 				t.Fatal("read of the last byte did not report io.EOF")
 			}
-			ra.mu.RLock()
-			cps := append([]checkpoint(nil), ra.cps...)
-			done := ra.done
-			ra.mu.RUnlock()
+			cps := ra.checkpoints()
+			done := ra.Progress().Complete
 			if !done {
 				t.Fatal("index not complete after reading the last byte")
 			}
@@ -57,7 +55,11 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 				case stStored:
 					midStored++
 				}
-				got, err := ra.inflateSpan(context.Background(), &cp, end, end, nil)
+				win, err := ra.ix.windowOf(&cp)
+				if err != nil {
+					t.Fatalf("span %d: window: %v", k, err)
+				}
+				got, err := ra.inflateSpan(context.Background(), &cp, win, end, end, nil)
 				if err != nil {
 					t.Fatalf("span %d: %v", k, err)
 				}
@@ -67,7 +69,7 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 				ra.cache.release(got)
 				// A prefix, as a small read inflates it.
 				if mid := cp.out + (end-cp.out)/3 + 1; mid < end {
-					pre, err := ra.inflateSpan(context.Background(), &cp, end, mid, nil)
+					pre, err := ra.inflateSpan(context.Background(), &cp, win, end, mid, nil)
 					if err != nil {
 						t.Fatalf("span %d prefix: %v", k, err)
 					}

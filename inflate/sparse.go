@@ -100,6 +100,7 @@ func (s *sparseEncoder) put(v uint64, n uint) {
 	}
 }
 
+// write writes the tokens as one final dynamic Huffman block, after dst.
 func (s *sparseEncoder) write(dst []byte) []byte {
 	s.out = dst
 	var litLens [maxLit]uint8
@@ -109,11 +110,71 @@ func (s *sparseEncoder) write(dst []byte) []byte {
 		nlit--
 	}
 	// One distance code, 0 (distance 1), of one bit.
-	all := append(litLens[:nlit:nlit], 1)
-	// The code lengths, run-length coded (16: repeat the last 3-6
-	// times; 17, 18: 3-10, 11-138 zeros), and the code coding them.
-	cl := s.cl[:0] // symbol | extra value << 5
+	s.writeHeader(append(litLens[:nlit:nlit], 1))
+	var codes [maxLit]uint16
+	canonicalReversed(litLens[:], codes[:])
+	for _, t := range s.tokens {
+		if t < 256 {
+			s.put(uint64(codes[t]), uint(litLens[t]))
+			continue
+		}
+		l := int(t) - 256 + 3
+		ls := lenSym[l-3]
+		sym, ex := ls&0x1ff, uint(ls>>9)
+		s.put(uint64(codes[sym]), uint(litLens[sym]))
+		s.put(uint64(l-int(lengthBase[sym-257])), ex)
+		s.put(0, 1) // distance code 0: distance 1
+	}
+	s.put(uint64(codes[256]), uint(litLens[256]))
+	for ; s.nb > 0; s.nb -= min(s.nb, 8) {
+		s.out = append(s.out, byte(s.bits))
+		s.bits >>= 8
+	}
+	return s.out
+}
+
+// writeHeader writes the header of a final dynamic Huffman block whose
+// code lengths (literal/length, then one distance code) are all.
+func (s *sparseEncoder) writeHeader(all []uint8) {
+	cl := s.codeLengthRuns(all)
 	var clFreq [19]uint32
+	for _, c := range cl {
+		clFreq[c&31]++
+	}
+	var clLens [19]uint8
+	huffLengths(clFreq[:], 7, clLens[:])
+	nclen := 19
+	for nclen > 4 && clLens[codeOrder[nclen-1]] == 0 {
+		nclen--
+	}
+	s.put(1|2<<1, 3) // final, dynamic Huffman
+	s.put(uint64(len(all)-1-257), 5)
+	s.put(0, 5) // one distance code
+	s.put(uint64(nclen-4), 4)
+	for _, k := range codeOrder[:nclen] {
+		s.put(uint64(clLens[k]), 3)
+	}
+	var clCodes [19]uint16
+	canonicalReversed(clLens[:], clCodes[:])
+	for _, c := range cl {
+		sym := c & 31
+		s.put(uint64(clCodes[sym]), uint(clLens[sym]))
+		switch sym {
+		case 16:
+			s.put(uint64(c>>5), 2)
+		case 17:
+			s.put(uint64(c>>5), 3)
+		case 18:
+			s.put(uint64(c>>5), 7)
+		}
+	}
+}
+
+// codeLengthRuns returns the code lengths all, run-length coded (16:
+// repeat the last 3-6 times; 17, 18: 3-10, 11-138 zeros), each symbol
+// with its extra value shifted left by 5, in s.cl.
+func (s *sparseEncoder) codeLengthRuns(all []uint8) []uint16 {
+	cl := s.cl[:0]
 	for i := 0; i < len(all); {
 		v := all[i]
 		n := 1
@@ -145,56 +206,7 @@ func (s *sparseEncoder) write(dst []byte) []byte {
 		}
 	}
 	s.cl = cl
-	for _, c := range cl {
-		clFreq[c&31]++
-	}
-	var clLens [19]uint8
-	huffLengths(clFreq[:], 7, clLens[:])
-	nclen := 19
-	for nclen > 4 && clLens[codeOrder[nclen-1]] == 0 {
-		nclen--
-	}
-	s.put(1|2<<1, 3) // final, dynamic Huffman
-	s.put(uint64(nlit-257), 5)
-	s.put(0, 5) // one distance code
-	s.put(uint64(nclen-4), 4)
-	for _, k := range codeOrder[:nclen] {
-		s.put(uint64(clLens[k]), 3)
-	}
-	var clCodes [19]uint16
-	canonicalReversed(clLens[:], clCodes[:])
-	for _, c := range cl {
-		sym := c & 31
-		s.put(uint64(clCodes[sym]), uint(clLens[sym]))
-		switch sym {
-		case 16:
-			s.put(uint64(c>>5), 2)
-		case 17:
-			s.put(uint64(c>>5), 3)
-		case 18:
-			s.put(uint64(c>>5), 7)
-		}
-	}
-	var codes [maxLit]uint16
-	canonicalReversed(litLens[:], codes[:])
-	for _, t := range s.tokens {
-		if t < 256 {
-			s.put(uint64(codes[t]), uint(litLens[t]))
-			continue
-		}
-		l := int(t) - 256 + 3
-		ls := lenSym[l-3]
-		sym, ex := ls&0x1ff, uint(ls>>9)
-		s.put(uint64(codes[sym]), uint(litLens[sym]))
-		s.put(uint64(l-int(lengthBase[sym-257])), ex)
-		s.put(0, 1) // distance code 0: distance 1
-	}
-	s.put(uint64(codes[256]), uint(litLens[256]))
-	for ; s.nb > 0; s.nb -= min(s.nb, 8) {
-		s.out = append(s.out, byte(s.bits))
-		s.bits >>= 8
-	}
-	return s.out
+	return cl
 }
 
 // canonicalReversed sets codes to the canonical codes of lens,

@@ -68,7 +68,7 @@ func TestDeflateSparseSize(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ours, theirs int
-		for _, cp := range ra.cps {
+		for _, cp := range ra.checkpoints() {
 			if cp.win == nil {
 				continue
 			}
@@ -101,7 +101,7 @@ func BenchmarkPackWindow(b *testing.B) {
 		b.Fatal(err)
 	}
 	var wins [][]byte
-	for _, cp := range ra.cps {
+	for _, cp := range ra.checkpoints() {
 		if cp.win != nil && cp.out >= windowSize {
 			buf := make([]byte, windowSize+outSlack)
 			if err := unpackWindow(newDecoder(), cp.win, buf, windowSize); err != nil {

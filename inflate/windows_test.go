@@ -70,14 +70,14 @@ func TestWindowBudget(t *testing.T) {
 		held += w
 		checkRead(t, r, data, int64(len(data))/2, 100000) // still right after thinning
 		// Evenly thinned: the kept checkpoints are a stride apart.
-		r.mu.RLock()
-		for i := 1; i+2 < len(r.cps); i++ {
-			if d := r.cps[i+1].seq - r.cps[i].seq; r.cps[i].seq%r.stride != 0 || d != r.stride {
-				t.Errorf("checkpoint %d (number %d) is %d spans from the next, stride %d", i, r.cps[i].seq, d, r.stride)
+		r.ix.mu.RLock()
+		for i := 1; i+2 < len(r.ix.cps); i++ {
+			if d := r.ix.cps[i+1].seq - r.ix.cps[i].seq; r.ix.cps[i].seq%r.ix.stride != 0 || d != r.ix.stride {
+				t.Errorf("checkpoint %d (number %d) is %d spans from the next, stride %d", i, r.ix.cps[i].seq, d, r.ix.stride)
 				break
 			}
 		}
-		r.mu.RUnlock()
+		r.ix.mu.RUnlock()
 	}
 	if held > budget.Limit()+2*(windowSize*2) || budget.Used() > budget.Limit()+2*windowSize {
 		t.Errorf("windows hold %d bytes (budget says %d) for a budget of %d", held, budget.Used(), budget.Limit())

@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"encoding/binary"
+	"errors"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -382,5 +386,80 @@ func TestIndexCommandCannotSave(t *testing.T) {
 	clear(t, dir)
 	if b, _ := os.ReadFile(log); !bytes.Contains(b, []byte(", 1 not saved")) || !bytes.Contains(b, []byte("cannot save its index")) {
 		t.Errorf("mount --index into a full folder did not say what it could not save:\n%s", b)
+	}
+}
+
+// storedDeflateArchive writes dir/a.npz, one member a.npy of 32 MiB
+// deflated at level 0 (stored blocks: only the member's CRC-32, checked
+// at its end, covers its bytes), and returns its path and the member.
+func storedDeflateArchive(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	data := hostile.NPY("<f4", []int64{8 << 20}, hostile.Bytes(32<<20, 25))
+	var comp bytes.Buffer
+	w, err := flate.NewWriter(&comp, flate.NoCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	w.Close()
+	z := hostile.Zip([]hostile.Member{{Name: "a.npy", Raw: comp.Bytes(), Header: &zip.FileHeader{
+		Method: zip.Deflate, CRC32: crc32.ChecksumIEEE(data),
+		CompressedSize64: uint64(comp.Len()), UncompressedSize64: uint64(len(data)),
+	}}})
+	archive := filepath.Join(dir, "a.npz")
+	if err := os.WriteFile(archive, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return archive, data
+}
+
+// TestDamagedArchiveWithIndex: an archive changed in place (a byte
+// flipped, its time kept) whose member's saved index still matches it:
+// a read of the damaged span fails with EIO, as does every later one,
+// never the flipped byte; bytes before are served; the log says where
+// the archive is damaged; the index is kept.
+func TestDamagedArchiveWithIndex(t *testing.T) {
+	orig, data := storedDeflateArchive(t, t.TempDir())
+	idx := t.TempDir()
+	if r := npzfs(t, "index", orig, "--index-dir", idx); r.code != 0 {
+		t.Fatalf("npzfs index: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	saved := indexFiles(t, idx)
+	if len(saved) != 1 {
+		t.Fatalf("%d indexes saved", len(saved))
+	}
+	good, _ := os.ReadFile(saved[0])
+	z, _ := os.ReadFile(orig)
+	z[16<<20+12345] ^= 0x40
+	archive := filepath.Join(t.TempDir(), "a.npz")
+	os.WriteFile(archive, z, 0o644)
+	fi, _ := os.Stat(orig)
+	os.Chtimes(archive, fi.ModTime(), fi.ModTime())
+
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	dir := mount(t, archive, "--index-dir", idx, "--log", log)
+	f, err := os.Open(filepath.Join(dir, "a.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, off := range []int64{16 << 20, 16 << 20, 20 << 20} {
+		p := make([]byte, 1<<20)
+		n, err := f.ReadAt(p, off)
+		if !errors.Is(err, syscall.EIO) || !bytes.Equal(p[:n], data[off:off+int64(n)]) {
+			t.Errorf("read %d, at %d: %d bytes, %v; want EIO and never the flipped byte", i, off, n, err)
+		}
+	}
+	p := make([]byte, 1<<20)
+	if _, err := f.ReadAt(p, 15<<20); err != nil || !bytes.Equal(p, data[15<<20:16<<20]) {
+		t.Errorf("read before the damage: %v, or wrong bytes", err)
+	}
+	f.Close()
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); !regexp.MustCompile(`"a.npy": the archive is damaged: bytes \d+ to \d+ of the member \(from archive byte \d+\)`).Match(b) ||
+		bytes.Contains(b, []byte("not used")) {
+		t.Errorf("log: %s", b)
+	}
+	if b, err := os.ReadFile(saved[0]); err != nil || !bytes.Equal(b, good) {
+		t.Errorf("the index was not kept: %v", err)
 	}
 }

@@ -467,3 +467,111 @@ func TestRemoteDiskCache(t *testing.T) {
 		t.Errorf("the replaced object was read with %d requests: from the old one's blocks?", got)
 	}
 }
+
+// TestRemoteSavedIndexFaults: a remote archive mounted with its saved
+// indexes. While every request fails, reads fail with EIO and the index
+// stays (in its folder, and in use: the log refuses no index); once the
+// server mends, reads are right. When the object is replaced, the old
+// content's indexes leave the folder.
+func TestRemoteSavedIndexFaults(t *testing.T) {
+	needFuse(t)
+	www := t.TempDir()
+	archive := remoteArchive(t, www)
+	data, _ := os.ReadFile(archive)
+	ng := testserver.StartNginx(t, www)
+	local := mount(t, archive)
+	p, err := faultproxy.Start(ng.URL, faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	url := p.URL + "/remote.npz"
+	idx := t.TempDir()
+	if r := npzfs(t, "index", url, "--index-dir", idx); r.code != 0 {
+		t.Fatalf("npzfs index %s: exit %d, %q %q", url, r.code, r.stdout, r.stderr)
+	}
+	saved := map[string][]byte{}
+	for _, f := range indexFiles(t, idx) {
+		saved[f], _ = os.ReadFile(f)
+	}
+	if len(saved) != 2 {
+		t.Fatalf("%d indexes saved", len(saved))
+	}
+	want := map[string][]byte{}
+	for _, name := range []string{"noise", "ramp"} {
+		want[name], _ = os.ReadFile(filepath.Join(local, name, "raw.bin"))
+	}
+	read := func(dir, name string, off int64) error {
+		b := make([]byte, 64<<10)
+		n, err := readAt(filepath.Join(dir, name, "raw.bin"), b, off)
+		if !bytes.Equal(b[:n], want[name][off:off+int64(n)]) {
+			t.Errorf("%s at %d: wrong bytes", name, off)
+		}
+		return err
+	}
+
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	dir := mount(t, url, "--index-dir", idx, "--log", log)
+	if err := read(dir, "noise", 5<<20); err != nil {
+		t.Fatalf("deep read with the saved index: %v", err)
+	}
+	p.SetFaults(func(int64, *http.Request) faultproxy.Fault { return faultproxy.Status500 })
+	if err := read(dir, "noise", 1<<20); !errors.Is(err, syscall.EIO) {
+		t.Errorf("read while every request fails: %v, want EIO", err)
+	}
+	p.SetFaults(nil)
+	for _, off := range []int64{1 << 20, 3 << 20} {
+		if err := read(dir, "noise", off); err != nil {
+			t.Errorf("read at %d after the server mended: %v", off, err)
+		}
+	}
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("saved index")) || bytes.Contains(b, []byte("does not match")) {
+		t.Errorf("an index was refused for a failed fetch: %s", b)
+	}
+	for f, b := range saved {
+		if now, err := os.ReadFile(f); err != nil || !bytes.Equal(now, b) {
+			t.Errorf("%s was not kept: %v", f, err)
+		}
+	}
+
+	// Replaced: the indexes the mount used are of content that is gone.
+	dir = mount(t, url, "--index-dir", idx)
+	for _, name := range []string{"noise", "ramp"} {
+		if err := read(dir, name, int64(len(want[name])-100000)); err != nil {
+			t.Fatalf("%s: deep read: %v", name, err)
+		}
+	}
+	stored, err := os.Open(filepath.Join(dir, "stored", "raw.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stored.Close()
+	changed := bytes.Clone(data)
+	for i := 1000; i < len(changed)-(5<<20); i += 4096 {
+		changed[i] ^= 0xff
+	}
+	tmp := filepath.Join(www, "new.tmp")
+	os.WriteFile(tmp, changed, 0o644)
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(tmp, later, later)
+	os.Rename(tmp, filepath.Join(www, "remote.npz"))
+	if _, err := stored.ReadAt(make([]byte, 4096), 8<<20); !errors.Is(err, syscall.EIO) {
+		t.Errorf("read of the replaced object: %v, want EIO", err)
+	}
+	stored.Close()
+	clear(t, dir)
+	if left := indexFiles(t, idx); len(left) != 0 {
+		t.Errorf("indexes of the replaced object left: %v", left)
+	}
+}
+
+// readAt reads len(b) bytes of file at off.
+func readAt(file string, b []byte, off int64) (int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return f.ReadAt(b, off)
+}

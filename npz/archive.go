@@ -353,6 +353,7 @@ func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 func (a *Archive) changed(err error, off int64) error {
 	if !a.changedLogged.Swap(true) {
 		a.logf("npz: %v; every read that needs the archive fails from now on", err)
+		a.forgetIndexes()
 	}
 	return &FormatError{Offset: off, Msg: "cannot read the archive", Err: err}
 }
@@ -417,7 +418,7 @@ func (a *Archive) Close() error {
 		if l := a.members[i].loc.Load(); l != nil && l.inf != nil {
 			l.inf.Release()
 			if l.idx != nil {
-				l.idx.savePartial() // a member read only in part
+				l.idx.closing()
 				l.idx.close()
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npzfs/npzfs/cachedir"
 	"github.com/npzfs/npzfs/inflate"
@@ -30,6 +31,8 @@ import (
 // that its in-memory index does not cover, and saved once the member has
 // been indexed to its end (a full read, npzfs index); an index is never
 // trusted beyond what each span's CRC-32 confirms (see inflate.LoadIndex).
+// What the inflater did with its index is looked at after each read
+// (memberIndex.note): the inflater never calls up into npz.
 //
 // Layout: DIR/v1/KK/KEY.idx, KEY the hex SHA-256 and KK its first two
 // characters; each file is in the format package inflate documents.
@@ -80,7 +83,8 @@ func (s *IndexStore) Close() error {
 func (s *IndexStore) Path() string { return s.dir.Path() }
 
 // memberIndex links one deflated member's inflater to the store and the
-// sidecar (either may be nil).
+// sidecar (either may be nil): it is the inflater's inflate.IndexSource,
+// and acts on the inflater's inflate.Progress (see note).
 type memberIndex struct {
 	s   *IndexStore
 	sc  *IndexSidecar
@@ -88,37 +92,58 @@ type memberIndex struct {
 	off int64 // where the member's data starts
 	inf *inflate.ReaderAt
 
-	once sync.Once
-	name string // in the store; "" when the key could not be made
+	once  sync.Once
+	name  string      // in the store; "" when the key could not be made
+	keyed atomic.Bool // name is made
+
+	damageLogged atomic.Bool
+
+	// What note has acted on: a complete index saved, a discarded one
+	// removed, and how far the last partial index saved reached.
+	completeSaved atomic.Bool
+	dropSeen      atomic.Bool
+	savedAt       atomic.Int64
+	noteMu        sync.Mutex // one note acts at a time
 
 	mu          sync.Mutex
 	file        *os.File // the saved index loaded, read for its windows
 	fromSidecar bool     // the index loaded came from the sidecar
 	fromStore   bool     // an index was loaded from the store, or saved to it
-	usedSaved   bool     // a saved index was loaded and not found bad
-	savedAt     int64    // how far the last partial index saved reached
 	saved       bool     // the complete index was written to the store
 	saveErr     error    // why the last save failed
 	saving      sync.WaitGroup
 }
 
-// grew is the inflater's Options.Grew: past partialEvery since the last
-// save, the index so far is saved, in the background.
-func (x *memberIndex) grew(indexed int64) {
-	if x.s == nil {
+// note acts on what became of the member's index, after each read of it
+// and after BuildIndex: a saved index the inflater discarded is removed
+// (before anything is saved in its place), a complete index it made is
+// saved, and a growing one is saved every partialEvery bytes, in the
+// background (so that a daemon killed keeps most of what it indexed).
+func (x *memberIndex) note() {
+	p := x.inf.Progress()
+	drop := p.Dropped != nil && !x.dropSeen.Load()
+	complete := p.Complete && !p.Loaded && !x.completeSaved.Load()
+	partial := !p.Complete && p.Indexed-x.savedAt.Load() >= partialEvery
+	if !drop && (x.s == nil || (!complete && !partial)) {
 		return
 	}
-	x.mu.Lock()
-	due := indexed-x.savedAt >= partialEvery
-	if due {
-		x.savedAt = indexed
+	x.noteMu.Lock()
+	defer x.noteMu.Unlock()
+	if drop && !x.dropSeen.Swap(true) {
+		x.bad(p.Dropped)
 	}
-	x.mu.Unlock()
-	if due && x.s.startSave() {
-		go func() {
-			defer x.s.saves.Done()
-			x.savePartial()
-		}()
+	switch {
+	case x.s == nil:
+	case complete && !x.completeSaved.Swap(true):
+		x.save()
+	case partial && p.Indexed-x.savedAt.Load() >= partialEvery:
+		x.savedAt.Store(p.Indexed)
+		if x.s.startSave() {
+			go func() {
+				defer x.s.saves.Done()
+				x.savePartial()
+			}()
+		}
 	}
 }
 
@@ -165,13 +190,57 @@ func (x *memberIndex) key() string {
 		h.Write(buf)
 		sum := hex.EncodeToString(h.Sum(nil))
 		x.name = sum[:2] + "/" + sum + ".idx"
+		x.keyed.Store(true)
 	})
 	return x.name
 }
 
-// load is the inflater's Options.Load: the saved index's file is opened
-// and kept open (its windows are read as spans need them) until close.
-func (x *memberIndex) load() (io.ReaderAt, int64) {
+// changed reports an archive whose source changed (ErrChanged): its
+// indexes are of what it held before, and none is saved.
+func (x *memberIndex) changed() bool { return x.m.a.changedLogged.Load() }
+
+// forgetIndexes removes from the index store the indexes of the
+// archive's members whose keys it made (to look for an index, or to
+// save one): the archive changed (ErrChanged), so they index content
+// that is gone. It is called once, when the change is found; nothing is
+// saved after.
+func (a *Archive) forgetIndexes() {
+	if a.opts.Indexes == nil {
+		return
+	}
+	for i := range a.members {
+		if l := a.members[i].loc.Load(); l != nil && l.idx != nil {
+			l.idx.forget()
+		}
+	}
+}
+
+// forget removes the member's index from the store, if its key was
+// made. (It does not make it: the archive it reads changed.)
+func (x *memberIndex) forget() {
+	if x.keyed.Load() {
+		x.s.dir.Remove(x.name)
+	}
+}
+
+// damaged logs, once, that the archive is damaged where err, a read's
+// error, says (see inflate.DamageError), and reports whether it did.
+func (x *memberIndex) damaged(err error) bool {
+	var de *inflate.DamageError
+	if !errors.As(err, &de) {
+		return false
+	}
+	if !x.damageLogged.Swap(true) {
+		x.m.a.notef("npz: %q: the archive is damaged: bytes %d to %d of the member (from archive byte %d) do not inflate to what its saved index records (%v); reads of them and of every later byte fail (the index is kept)",
+			x.m.e.Name, de.Offset, de.End, x.off+de.CompOffset, de.Err)
+	}
+	return true
+}
+
+// OpenIndex gives the inflater the member's saved index (see
+// inflate.IndexSource): the saved index's file is opened and kept open
+// (its windows are read as spans need them) until close.
+func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 	name := x.key()
 	if name == "" {
 		return nil, 0
@@ -192,7 +261,7 @@ func (x *memberIndex) load() (io.ReaderAt, int64) {
 		return nil, 0
 	}
 	x.mu.Lock()
-	x.file, x.fromStore, x.usedSaved = f, true, true
+	x.file, x.fromStore = f, true
 	x.mu.Unlock()
 	return f, fi.Size()
 }
@@ -207,7 +276,7 @@ func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
 	src, size := x.sc.lookup(name)
 	if src != nil {
 		x.mu.Lock()
-		x.fromSidecar, x.usedSaved = true, true
+		x.fromSidecar = true
 		x.mu.Unlock()
 	}
 	return src, size
@@ -223,10 +292,10 @@ func (x *memberIndex) close() {
 	}
 }
 
-// save is the inflater's Options.Complete: the index is written in the
-// background (the store's Close waits for it).
+// save writes the complete index in the background (the store's Close
+// waits for it).
 func (x *memberIndex) save() {
-	if x.s == nil {
+	if x.s == nil || x.changed() {
 		return
 	}
 	b, ok := x.inf.MarshalIndex()
@@ -253,6 +322,10 @@ func (x *memberIndex) put(name string, b []byte, complete bool) {
 		if err != nil {
 			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
 		}
+		if x.changed() {
+			x.s.dir.Remove(name) // the archive changed while it was written
+			return
+		}
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		x.saveErr = err
@@ -263,12 +336,19 @@ func (x *memberIndex) put(name string, b []byte, complete bool) {
 	}()
 }
 
-// savePartial saves the member's index so far, when the archive closes
-// before the member was indexed to its end, unless the store holds an
-// index of it that this archive did not load (another process's, which
-// may be complete).
+// closing saves what the member's index became (note), and, if it is
+// not complete, the index so far as a partial index: the archive
+// closes.
+func (x *memberIndex) closing() {
+	x.note()
+	x.savePartial()
+}
+
+// savePartial saves the member's index so far, when the member was not
+// indexed to its end, unless the store holds an index of it that this
+// archive did not load (another process's, which may be complete).
 func (x *memberIndex) savePartial() {
-	if x.s == nil {
+	if x.s == nil || x.changed() {
 		return
 	}
 	b, ok := x.inf.MarshalPartialIndex(minPartialSpans)
@@ -288,15 +368,15 @@ func (x *memberIndex) savePartial() {
 	x.put(name, b, false)
 }
 
-// bad is the inflater's Options.BadIndex: the saved index is removed
-// (the member is indexed afresh, and saved again once it is whole).
+// bad removes a saved index the inflater refused or discarded (the
+// member is indexed afresh, and saved again once it is whole).
 func (x *memberIndex) bad(err error) {
 	if x.m.a.closed.Load() {
 		return // its file was closed under a late read: not the index's fault
 	}
 	x.mu.Lock()
 	sidecar := x.fromSidecar
-	x.fromSidecar, x.fromStore, x.usedSaved = false, false, false
+	x.fromSidecar, x.fromStore = false, false
 	x.mu.Unlock()
 	if sidecar {
 		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)
@@ -328,9 +408,10 @@ type IndexResult struct {
 // inflate.ReaderAt.IndexAllParallel), and a read of the member past its
 // index waits for the whole pass: that is for building indexes ahead of
 // time, as npzfs index does; with 0 or 1 it runs in the calling
-// goroutine, and reads of the member go on meanwhile, each waiting for
-// at most a span (a mount's background indexing). It stops when ctx is
-// done. A stored member needs no index: BuildIndex does nothing for it.
+// goroutine, a part at a time so that the index is saved as it grows,
+// and reads of the member go on meanwhile, each waiting for at most a
+// span (a mount's background indexing). It stops when ctx is done. A
+// stored member needs no index: BuildIndex does nothing for it.
 func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, error) {
 	var res IndexResult
 	if m.e.Method != zip.Deflated {
@@ -340,11 +421,25 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 	if l.err != nil {
 		return res, l.err
 	}
+	x := l.idx
 	var err error
-	if workers > 1 {
+	switch {
+	case workers > 1:
 		res.Split, err = l.inf.IndexAllParallel(ctx, workers)
-	} else {
+	case x == nil:
 		err = l.inf.IndexAll(ctx)
+	default:
+		for {
+			off := l.inf.Indexed() + partialEvery
+			err = l.inf.IndexTo(ctx, off)
+			x.note()
+			if err != nil || off >= l.inf.Size() {
+				break
+			}
+		}
+	}
+	if x != nil {
+		x.note()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -352,10 +447,11 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 		}
 		return res, &FormatError{Offset: l.dataOff, Msg: fmt.Sprintf("cannot inflate %q", m.e.Name), Err: err}
 	}
-	if x := l.idx; x != nil {
+	res.Loaded = l.inf.Progress().Loaded
+	if x != nil {
 		x.saving.Wait()
 		x.mu.Lock()
-		res.Loaded, res.Saved, res.SaveErr = x.usedSaved, x.saved, x.saveErr
+		res.Saved, res.SaveErr = x.saved, x.saveErr
 		x.mu.Unlock()
 	}
 	return res, nil

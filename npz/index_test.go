@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/npzfs/npzfs/inflate"
+	"github.com/npzfs/npzfs/source"
 )
 
 // indexedArchive is an archive of two deflated members of a few MiB,
@@ -77,6 +83,19 @@ func readMember(t *testing.T, a *Archive, name string, off, n int64) []byte {
 	return p
 }
 
+// deepReadCost reads 4 KiB near the end of member name, whose bytes are
+// data, checks them, and returns how many bytes of the archive (read
+// through cr) that took.
+func deepReadCost(t *testing.T, a *Archive, cr *countingReader, name string, data []byte) int64 {
+	t.Helper()
+	before := cr.bytes.Load()
+	off := int64(len(data)) - 5000
+	if got := readMember(t, a, name, off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+		t.Fatalf("%s: deep read: wrong bytes", name)
+	}
+	return cr.bytes.Load() - before
+}
+
 func TestSavedIndexesServeALaterArchive(t *testing.T) {
 	b, members := indexedArchive(t)
 	dir := t.TempDir()
@@ -98,15 +117,9 @@ func TestSavedIndexesServeALaterArchive(t *testing.T) {
 	a, s, cr, _ := mountWithIndexes(t, bytes.Clone(b), dir)
 	defer s.Close()
 	defer a.Close()
-	data := members["a.npy"]
-	before := cr.bytes.Load()
-	off := int64(len(data)) - 5000
-	if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
-		t.Fatal("deep read with a saved index: wrong bytes")
-	}
 	// 6 MiB deflate to about 4.5: inflating from the start would read
 	// all of it; the index's key reads 128 KiB, the span about 1.
-	if read := cr.bytes.Load() - before; read > 2<<20 {
+	if read := deepReadCost(t, a, cr, "a.npy", members["a.npy"]); read > 2<<20 {
 		t.Errorf("a deep read with a saved index read %d bytes of the archive", read)
 	}
 	// b.npy has no saved index: it is indexed from its start.
@@ -119,15 +132,7 @@ func TestDamagedSavedIndexIsRebuilt(t *testing.T) {
 	b, members := indexedArchive(t)
 	data := members["a.npy"]
 	dir := t.TempDir()
-	a, s, _, _ := mountWithIndexes(t, b, dir)
-	readMember(t, a, "a.npy", 0, int64(len(data)))
-	a.Close()
-	s.Close()
-	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
-	if len(files) != 1 {
-		t.Fatalf("%d index files", len(files))
-	}
-	good, _ := os.ReadFile(files[0])
+	file, good := savedIndexOf(t, b, "a.npy", dir)
 	for _, damage := range []struct {
 		name string
 		f    func([]byte) []byte
@@ -136,7 +141,7 @@ func TestDamagedSavedIndexIsRebuilt(t *testing.T) {
 		{"flipped", func(x []byte) []byte { x[len(x)/3] ^= 4; return x }},
 		{"empty", func([]byte) []byte { return nil }},
 	} {
-		os.WriteFile(files[0], damage.f(bytes.Clone(good)), 0o600)
+		os.WriteFile(file, damage.f(bytes.Clone(good)), 0o600)
 		a, s, _, log := mountWithIndexes(t, b, dir)
 		off := int64(len(data)) - 5000
 		if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
@@ -149,7 +154,7 @@ func TestDamagedSavedIndexIsRebuilt(t *testing.T) {
 		readMember(t, a, "a.npy", 0, int64(len(data)))
 		a.Close()
 		s.Close()
-		if now, err := os.ReadFile(files[0]); err != nil || !bytes.Equal(now, good) {
+		if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, good) {
 			t.Errorf("%s: index not saved again (%v)", damage.name, err)
 		}
 	}
@@ -400,5 +405,167 @@ func TestBuildIndexSaveFails(t *testing.T) {
 	}
 	if res.Saved || res.SaveErr == nil {
 		t.Errorf("BuildIndex into an unwritable store: %+v, want a save error", res)
+	}
+}
+
+// faultyReader is an archive's bytes that fail reads while err is set:
+// as a fetch that failed (source.ErrTransient) or an archive that
+// changed (source.ErrChanged) would.
+type faultyReader struct {
+	r   io.ReaderAt
+	err atomic.Pointer[error]
+}
+
+func (f *faultyReader) ReadAt(p []byte, off int64) (int, error) {
+	if e := f.err.Load(); e != nil {
+		return 0, *e
+	}
+	return f.r.ReadAt(p, off)
+}
+
+func (f *faultyReader) fail(err error) { f.err.Store(&err) }
+
+// savedIndexOf reads member name of b whole with a store on dir, which
+// saves its index, and returns the index file and its bytes.
+func savedIndexOf(t *testing.T, b []byte, name, dir string) (string, []byte) {
+	t.Helper()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	readMember(t, a, name, 0, a.Member(name).Size())
+	a.Close()
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if len(files) != 1 {
+		t.Fatalf("%d index files", len(files))
+	}
+	idx, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files[0], idx
+}
+
+// TestDamagedArchiveKeepsItsIndex: an archive whose deflated member no
+// longer inflates to what its saved index records (a byte changed in
+// place) fails reads of the damaged span and every later one, serves the
+// bytes before it, says so in the log (member, offsets), and keeps the
+// index.
+func TestDamagedArchiveKeepsItsIndex(t *testing.T) {
+	b, members := indexedArchive(t)
+	data := members["a.npy"]
+	dir := t.TempDir()
+	file, idx := savedIndexOf(t, b, "a.npy", dir)
+
+	// A byte in the middle of a.npy's compressed data (its index key,
+	// made from its ends, stays).
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	m := a.Member("a.npy")
+	at := m.locate().dataOff + m.CompressedSize()/2
+	a.Close()
+	s.Close()
+	damaged := bytes.Clone(b)
+	damaged[at] ^= 0x10
+
+	a, s, _, log := mountWithIndexes(t, damaged, dir)
+	// A whole read stops at the damaged span, a span or more into the
+	// member, after the right bytes.
+	whole := make([]byte, len(data))
+	n, err := a.Member("a.npy").File().ReadAt(whole, 0)
+	if !errors.Is(err, inflate.ErrDamaged) || n < 1<<20 || n > len(data)*3/4 || !bytes.Equal(whole[:n], data[:n]) {
+		t.Fatalf("whole read of the damaged member: %d bytes, %v", n, err)
+	}
+	if got := readMember(t, a, "a.npy", int64(n)-4096, 4096); !bytes.Equal(got, data[n-4096:n]) {
+		t.Fatal("a read before the damage: wrong bytes")
+	}
+	p := make([]byte, 4096)
+	for _, off := range []int64{int64(len(data)) - 5000, int64(n)} {
+		if k, err := a.Member("a.npy").File().ReadAt(p, off); k != 0 || !errors.Is(err, inflate.ErrDamaged) {
+			t.Fatalf("read at %d past the damage: %d, %v", off, k, err)
+		}
+	}
+	a.Close()
+	s.Close()
+	if l := log.String(); strings.Count(l, "the archive is damaged") != 1 || !strings.Contains(l, `"a.npy"`) ||
+		!regexp.MustCompile(`bytes \d+ to \d+ of the member \(from archive byte \d+\)`).MatchString(l) || strings.Contains(l, "not used") {
+		t.Errorf("log: %q", l)
+	}
+	if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, idx) {
+		t.Errorf("the index of a damaged archive was not kept (%v)", err)
+	}
+}
+
+// TestSourceErrorKeepsTheIndex: reads that fail reading the archive (a
+// fetch that failed) with a saved index loaded fail with that error and
+// leave the index alone, in memory and in the store; once the source
+// mends, a deep read reads one span's worth, not the member from its
+// start.
+func TestSourceErrorKeepsTheIndex(t *testing.T) {
+	b, members := indexedArchive(t)
+	data := members["a.npy"]
+	dir := t.TempDir()
+	file, idx := savedIndexOf(t, b, "a.npy", dir)
+	s, err := OpenIndexStore(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fr := &faultyReader{r: bytes.NewReader(b)}
+	cr := &countingReader{r: fr}
+	var log logLinesOf
+	a, err := NewReader(cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	readMember(t, a, "a.npy", 1<<20, 4096) // loads the index
+	fr.fail(fmt.Errorf("connection refused: %w", source.ErrTransient))
+	for _, off := range []int64{int64(len(data)) - 5000, 3 << 20} {
+		if _, err := a.Member("a.npy").File().ReadAt(make([]byte, 4096), off); !errors.Is(err, source.ErrTransient) {
+			t.Fatalf("read at %d while the source fails: %v", off, err)
+		}
+	}
+	fr.err.Store(nil)
+	if read := deepReadCost(t, a, cr, "a.npy", data); read > 2<<20 {
+		t.Errorf("a deep read after the source mended read %d bytes of the archive", read)
+	}
+	if l := log.String(); !strings.Contains(l, "connection refused") || strings.Contains(l, "saved index") {
+		t.Errorf("log: %q", l)
+	}
+	if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, idx) {
+		t.Errorf("the index was not kept (%v)", err)
+	}
+}
+
+// TestChangedArchiveForgetsItsIndexes: once an archive is found changed
+// (source.ErrChanged: a replaced remote object), the indexes of its old
+// content that it loaded or saved are removed from the store, and no
+// index is saved after, at close either.
+func TestChangedArchiveForgetsItsIndexes(t *testing.T) {
+	b, members := indexedArchive(t)
+	dir := t.TempDir()
+	file, _ := savedIndexOf(t, b, "a.npy", dir)
+	s, err := OpenIndexStore(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := &faultyReader{r: bytes.NewReader(b)}
+	a, err := NewReader(fr, int64(len(b)), &Options{Indexes: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readMember(t, a, "a.npy", 1<<20, 4096)                     // loads a.npy's index
+	readMember(t, a, "b.npy", 0, 5<<20)                        // indexes b.npy part way
+	readMember(t, a, "b.npy", 0, int64(len(members["b.npy"]))) // and whole: saved
+	s.saves.Wait()
+	if files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx")); len(files) != 2 {
+		t.Fatalf("%d index files before the change", len(files))
+	}
+	fr.fail(fmt.Errorf("HTTP 412: %w", source.ErrChanged))
+	if _, err := a.Member("a.npy").File().ReadAt(make([]byte, 10), 5<<20); !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("read after the change: %v", err)
+	}
+	a.Close()
+	s.Close()
+	if files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx")); len(files) != 0 {
+		t.Errorf("index files of the old content left: %v (a.npy's was %s)", files, file)
 	}
 }

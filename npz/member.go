@@ -222,7 +222,7 @@ func (m *Member) locate() *location {
 		var x *memberIndex
 		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil {
 			x = &memberIndex{s: m.a.opts.Indexes, sc: m.a.opts.Sidecar, m: m, off: l.dataOff}
-			opts.Load, opts.Complete, opts.BadIndex, opts.Grew = x.load, x.save, x.bad, x.grew
+			opts.Index = x
 		}
 		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32, opts)
 		if x != nil {
@@ -242,6 +242,9 @@ func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, l.err
 	}
 	n, err := m.readData(ctx, l, p, off)
+	if err != nil && l.idx != nil && l.idx.damaged(err) {
+		return n, err // logged
+	}
 	if err != nil && !errors.Is(err, ErrChanged) && ctx.Err() == nil && !m.readFailed.Swap(true) {
 		m.a.notef("npz: %q: read failed: %v", m.e.Name, err)
 	}
@@ -266,6 +269,9 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 		return n, err
 	}
 	n, err := l.inf.ReadAtContext(ctx, p, off)
+	if l.idx != nil {
+		l.idx.note()
+	}
 	if n == len(p) {
 		return n, nil
 	}

@@ -1,0 +1,48 @@
+package inflate
+
+// The first pass packs each checkpoint's window (see packWindow) while
+// the span after the next checkpoint inflates: packing takes about a
+// sixth of inflating's time, so the frontier hands it to a goroutine of
+// its own and goes on; a read that needs the window before it is packed
+// waits for it (index.windowOf).
+
+// A pendingWindow is a checkpoint's window being packed: win is set
+// before done is closed.
+type pendingWindow struct {
+	done   chan struct{}
+	masked []byte // the window, with only its touched bytes kept
+	win    []byte
+}
+
+// packLater waits for the window packed before (packBuf is then free),
+// copies the touched bytes of win into packBuf, and returns the pending
+// window for index.pack. The turn is held.
+func (f *frontier) packLater(win []byte, touched []bool) *pendingWindow {
+	if p := f.packing; p != nil {
+		<-p.done
+	}
+	if f.packBuf == nil {
+		f.packBuf = make([]byte, windowSize)
+	}
+	masked := f.packBuf[:len(win)]
+	maskWindow(masked, win, touched)
+	f.packing = &pendingWindow{done: make(chan struct{}), masked: masked}
+	return f.packing
+}
+
+// pack packs the window p of the checkpoint numbered seq, and gives it
+// to that checkpoint if the index still has it.
+func (ix *index) pack(seq int64, p *pendingWindow) {
+	if testPackHook != nil {
+		testPackHook(seq)
+	}
+	p.win = packWindow(p.masked)
+	p.masked = nil
+	ix.setWindow(seq, p)
+	close(p.done)
+}
+
+// Tests' hooks: testPackHook runs as a window starts being packed;
+// testPendHook as a read starts waiting for one.
+var testPackHook func(seq int64)
+var testPendHook func()

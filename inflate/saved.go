@@ -1,0 +1,168 @@
+package inflate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A saved index in use: loaded whole or in part by the frontier (which
+// has the turn), checked span by span, and, when a span fails, judged:
+// discarded, kept with the stream found damaged, or kept as it is.
+
+// An IndexSource gives a reader the index saved for its stream, if
+// there is one.
+type IndexSource interface {
+	// OpenIndex returns the saved index as MarshalIndex wrote it, and
+	// its size, or nil when there is none. Its bytes must stay readable
+	// while the reader is used (see LoadIndex). A reader calls it at
+	// most once, when its index first has to grow, from the goroutine
+	// growing it, holding none of its locks; it must not read the
+	// reader.
+	OpenIndex() (io.ReaderAt, int64)
+}
+
+// loadSaved asks Options.Index for a saved index, the first time the
+// index has to grow, and loads it; an index LoadIndex refuses is
+// reported by Progress.
+func (f *frontier) loadSaved() {
+	if f.saved == nil {
+		return
+	}
+	f.once.Do(func() {
+		src, size := f.saved.OpenIndex()
+		if src == nil {
+			return
+		}
+		f.take()
+		defer f.release()
+		if err := f.load(src, size); errors.Is(err, ErrBadIndex) {
+			f.ix.noteRefused(err)
+		}
+	})
+}
+
+// load is LoadIndex with the turn held.
+func (f *frontier) load(src io.ReaderAt, size int64) error {
+	cps, partial, err := parseIndex(src, size, f.s.csize, f.s.size, f.s.crc)
+	if err != nil {
+		return err
+	}
+	loaded, err := f.ix.load(cps, partial, src)
+	if err != nil {
+		return err
+	}
+	if loaded && partial {
+		// The running CRC, from the loaded spans' CRCs: checked at the
+		// end of the stream, as the stream's.
+		f.crcAcc = f.ix.loadedSums()
+	}
+	return nil
+}
+
+// dropLoaded discards a loaded index that proved wrong, so that the
+// stream is indexed afresh from its start. The turn is held.
+func (f *frontier) dropLoaded(why error) {
+	if f.ix.drop(why) {
+		f.crcAcc = 0
+	}
+}
+
+// dropLoadedTurn is dropLoaded for a read, which takes the turn.
+func (f *frontier) dropLoadedTurn(why error) {
+	f.take()
+	defer f.release()
+	f.dropLoaded(why)
+}
+
+// prepareFrontier, with the turn held, gives a frontier loaded from a
+// partial index its window, before the index grows from it: the span
+// before it is inflated from its own loaded checkpoint (so checked
+// against its CRC-32), the decoder must end in the frontier's recorded
+// state, and the span's last 32 KiB are the window. The span goes into
+// the cache. A failure is judged as a read's is (see judge): a bad index
+// is discarded, and the stream indexed afresh.
+func (f *frontier) prepareFrontier(ctx context.Context) error {
+	prev, front, ok := f.ix.loadedFrontier()
+	if !ok {
+		return nil
+	}
+	win, err := f.ix.windowOf(&prev)
+	var s *span
+	if err == nil {
+		s, err = f.s.inflateSpan(ctx, &prev, win, front.out, front.out, &front)
+	}
+	if err != nil {
+		if isCancel(err) || ctx.Err() != nil {
+			return err
+		}
+		switch judge(&prev, err) {
+		case blameIndex:
+			f.dropLoaded(asBadIndex(&prev, err))
+			return nil
+		case blameStream:
+			err = damage(&prev, front.out, err)
+			f.ix.damaged(err, prev.out)
+		}
+		return err
+	}
+	f.ix.setFrontWin(bytes.Clone(s.data[len(s.data)-windowSize:]))
+	f.spans.put(prev.out, s)
+	f.s.cache.release(s)
+	return nil
+}
+
+// blame is whose fault a loaded span's failure is (see judge).
+type blame int
+
+const (
+	blameNone   blame = iota // reading the source failed: the error passes, the index stays
+	blameIndex               // the index is wrong: it is discarded
+	blameStream              // the stream is not what the index was made from (ErrDamaged)
+)
+
+// judge says whose fault err is, an error (not a cancellation)
+// inflating the span of loaded checkpoint cp. The index is evidence
+// about the stream: when its own checksums hold, a span that does not
+// inflate to what it records is the stream's fault, not the index's;
+// unless the span's window is covered by no checksum (an index written
+// before windows had them), when either may be at fault and the index is
+// given up. A window that fails its checksum or does not inflate, and
+// a span that does not end at the next checkpoint, are the index's
+// fault. Any other error (reading the source: a network or I/O error,
+// source.ErrChanged) is neither's.
+func judge(cp *checkpoint, err error) blame {
+	switch {
+	case errors.Is(err, ErrBadIndex):
+		return blameIndex
+	case !isStreamError(err) && !errors.Is(err, errSpanLength) && !errors.Is(err, errSpanCRC):
+		return blameNone
+	case cp.winSize > 0 && !cp.winSummed:
+		return blameIndex
+	}
+	return blameStream
+}
+
+// asBadIndex is err, the index's fault, as ErrBadIndex.
+func asBadIndex(cp *checkpoint, err error) error {
+	if errors.Is(err, ErrBadIndex) {
+		return err
+	}
+	return fmt.Errorf("%w: the span at %d: %w", ErrBadIndex, cp.out, err)
+}
+
+// damage is err, found inflating the span [cp.out, end) of a loaded
+// index, as the DamageError it means.
+func damage(cp *checkpoint, end int64, err error) error {
+	var oe *OffsetError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
+	comp := cp.bit
+	if cp.state == stHuff {
+		comp = cp.block // its block's header is read first
+	}
+	return &DamageError{Offset: cp.out, End: end, CompOffset: comp >> 3, Err: err}
+}

@@ -1,0 +1,98 @@
+package inflate
+
+import (
+	"context"
+	"sync"
+)
+
+// spanCache is a reader's spans in the shared Cache, found by their
+// start, each inflated once however many reads want it at once: the
+// first to miss it inflates it (a flight), the others wait for that and
+// share the span. mu guards the flights.
+type spanCache struct {
+	cache *Cache
+	id    uint64
+
+	mu     sync.Mutex
+	flight map[int64]*flight // by span start
+}
+
+// flight is one inflation of a span that concurrent reads of it wait for
+// rather than repeat.
+type flight struct {
+	start   int64
+	whole   bool // inflate the span whole, not just as far as the read needs
+	wg      sync.WaitGroup
+	waiters int // guarded by spanCache.mu; each is given a hold on span
+	span    *span
+	err     error
+}
+
+func (c *spanCache) init(s *stream) {
+	c.cache, c.id = s.cache, s.id
+	c.flight = make(map[int64]*flight)
+}
+
+// put caches s as the span starting at start; the caller still holds s.
+func (c *spanCache) put(start int64, s *span) { c.cache.put(cacheKey{c.id, start}, s) }
+
+// get returns the span starting at start, or a prefix of it reaching
+// need, held for the caller, who must release it: from the cache, or
+// from a read inflating it at the same time. When there is neither, it
+// returns a flight instead: the caller inflates the span (whole if
+// whole, or if the cache held less than need of it) and lands the
+// flight.
+//
+// A flight that failed with ErrBadIndex (its loaded index is gone)
+// gives that error to its waiters, to look the span up again.
+func (c *spanCache) get(ctx context.Context, start, need int64, whole bool) (*span, *flight, error) {
+	key := cacheKey{c.id, start}
+	for {
+		if s := c.cache.get(key); s != nil {
+			if start+int64(len(s.data)) >= need {
+				return s, nil, nil
+			}
+			c.cache.release(s)
+			whole = true // a second read into this span: inflate all of it
+		}
+		c.mu.Lock()
+		f := c.flight[start]
+		if f == nil {
+			f = &flight{start: start, whole: whole}
+			f.wg.Add(1)
+			c.flight[start] = f
+			c.mu.Unlock()
+			return nil, f, nil
+		}
+		f.waiters++
+		c.mu.Unlock()
+		f.wg.Wait()
+		switch {
+		case f.err != nil && isCancel(f.err) && ctx.Err() == nil:
+			continue // the read inflating it was cancelled, not this one
+		case f.err != nil:
+			return nil, nil, f.err
+		case start+int64(len(f.span.data)) >= need:
+			return f.span, nil, nil
+		}
+		c.cache.release(f.span)
+		// It inflated less than this read needs.
+	}
+}
+
+// land ends flight f with what inflating its span gave: the span, held
+// by the caller, is cached and shared with the reads that waited.
+func (c *spanCache) land(f *flight, s *span, err error) {
+	f.span, f.err = s, err
+	if err == nil {
+		c.put(f.start, s)
+	}
+	c.mu.Lock()
+	delete(c.flight, f.start) // no more waiters after this
+	waiters := f.waiters
+	c.mu.Unlock()
+	if err == nil {
+		c.cache.retain(s, waiters)
+	}
+	f.wg.Done()
+}
