@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Errors a ReaderAt reports besides *CorruptError. Each is wrapped with the
@@ -82,4 +83,54 @@ func (e *truncatedError) Error() string {
 
 func (e *truncatedError) Is(target error) bool {
 	return target == ErrTooShort || target == io.ErrUnexpectedEOF
+}
+
+// Offsets reports where err (an error of a ReaderAt, wrapped or not) was
+// found: in the inflated output and in the compressed stream, each -1
+// when err does not say.
+func Offsets(err error) (out, comp int64) {
+	out, comp = -1, -1
+	var oe *OffsetError
+	if errors.As(err, &oe) {
+		out = oe.Offset
+	}
+	var de *DamageError
+	if errors.As(err, &de) {
+		out, comp = de.Offset, de.CompOffset
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		comp = ce.Offset
+	}
+	var te *truncatedError
+	if errors.As(err, &te) {
+		comp = te.compOffset
+	}
+	return out, comp
+}
+
+// Cause is what went wrong, without the offsets Offsets gives and without
+// the package's prefix: "stream is longer than its declared size",
+// "corrupt input: invalid distance", and so on.
+func Cause(err error) string {
+	for {
+		switch e := err.(type) {
+		case *OffsetError:
+			err = e.Err
+			continue
+		case *DamageError:
+			const what = "it does not inflate as its saved index records (the archive changed since it was indexed)"
+			if e.Err == nil {
+				return what
+			}
+			return what + ": " + Cause(e.Err)
+		case *CorruptError:
+			return "corrupt deflate data: " + e.Msg
+		case *truncatedError:
+			return "the compressed data ends early"
+		case nil:
+			return ""
+		}
+		return strings.TrimPrefix(err.Error(), "inflate: ")
+	}
 }

@@ -1,6 +1,11 @@
 package npz
 
-import "github.com/npzfs/npzfs/zip"
+import (
+	"fmt"
+
+	"github.com/npzfs/npzfs/inflate"
+	"github.com/npzfs/npzfs/zip"
+)
 
 // The errors of the zip layer, under the names npz has always given them.
 type (
@@ -14,3 +19,47 @@ type (
 
 // MethodName names a zip compression method as APPNOTE does.
 func MethodName(m uint16) string { return zip.MethodName(m) }
+
+// InflateError reports a deflated member that cannot be read, naming each
+// offset for what it is: where the damage was found in the member's
+// inflated bytes, in its deflate stream, and where that stream byte lies
+// in the archive file (each -1 when not known), or else where the read
+// stopped in the member.
+type InflateError struct {
+	Member  string // the member's name in the archive
+	ReadEnd int64  // where the read stopped, in the member
+	Found   int64  // where the inflater found what is wrong, in the member
+	Stream  int64  // that place in the member's deflate stream
+	Archive int64  // Stream's byte in the archive file
+	Err     error  // from package inflate
+}
+
+// newInflateError wraps err, from reading a deflated member whose
+// compressed data starts at archive byte dataOff, stopped at byte end.
+func newInflateError(name string, dataOff, end int64, err error) *InflateError {
+	out, comp := inflate.Offsets(err)
+	e := &InflateError{Member: name, ReadEnd: end, Found: out, Stream: comp, Archive: -1, Err: err}
+	if comp >= 0 {
+		e.Archive = dataOff + comp
+	}
+	return e
+}
+
+func (e *InflateError) Error() string {
+	var where []string
+	if e.Found >= 0 {
+		where = append(where, fmt.Sprintf("at byte %d of the member", e.Found))
+	} else {
+		where = append(where, fmt.Sprintf("reading up to byte %d of the member", e.ReadEnd))
+	}
+	if e.Stream >= 0 {
+		where = append(where, fmt.Sprintf("byte %d of its deflate stream, byte %d of the archive", e.Stream, e.Archive))
+	}
+	s := fmt.Sprintf("npz: %q: cannot inflate %s", e.Member, where[0])
+	if len(where) > 1 {
+		s += " (" + where[1] + ")"
+	}
+	return s + ": " + inflate.Cause(e.Err)
+}
+
+func (e *InflateError) Unwrap() error { return e.Err }

@@ -445,7 +445,7 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		return res, &FormatError{Offset: l.dataOff, Msg: fmt.Sprintf("cannot inflate %q", m.e.Name), Err: err}
+		return res, newInflateError(m.e.Name, l.dataOff, m.e.Size, err)
 	}
 	res.Loaded = l.inf.Progress().Loaded
 	if x != nil {

@@ -281,7 +281,7 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return n, &FormatError{Offset: dataOff, Msg: fmt.Sprintf("cannot inflate %q at byte %d", m.e.Name, off+int64(n)), Err: err}
+	return n, newInflateError(m.e.Name, dataOff, off+int64(n), err)
 }
 
 // stream returns a reader of the member's uncompressed bytes from the start,
