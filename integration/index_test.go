@@ -463,3 +463,43 @@ func TestDamagedArchiveWithIndex(t *testing.T) {
 		t.Errorf("the index was not kept: %v", err)
 	}
 }
+
+// TestMountNotesUnindexedMember: npzfs mount of an archive with a
+// deflated member over 256 MiB and no saved index says so once, with
+// what to do; once npzfs index has run, or with --index, it does not.
+func TestMountNotesUnindexedMember(t *testing.T) {
+	needFuse(t)
+	data := hostile.NPY("<i8", []int64{40 << 20}, make([]byte, 320<<20)) // zeros: deflates to little
+	z := hostile.Zip([]hostile.Member{{Name: "zeros.npy", Data: data, Deflate: true}})
+	archive := filepath.Join(t.TempDir(), "zeros.npz")
+	if err := os.WriteFile(archive, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := t.TempDir()
+	note := "note: a deflated member of 0.3 GiB has no saved index"
+	for _, tc := range []struct {
+		flags []string
+		note  bool
+	}{
+		{[]string{"--index-dir", idx}, true},
+		{[]string{"--index-dir", idx, "--index"}, false},
+	} {
+		dir := t.TempDir()
+		r := npzfs(t, append(append([]string{"mount"}, tc.flags...), archive, dir)...)
+		if r.code != 0 || strings.Contains(r.stderr, note) != tc.note || strings.Count(r.stderr, "\n") > 1 {
+			t.Errorf("mount %v: exit %d, stderr %q; want the note: %v", tc.flags, r.code, r.stderr, tc.note)
+		}
+		if tc.note && !strings.Contains(r.stderr, "npzfs index "+archive) {
+			t.Errorf("the note does not say what to run: %q", r.stderr)
+		}
+		clear(t, dir)
+	}
+	if r := npzfs(t, "index", archive, "--index-dir", idx); r.code != 0 {
+		t.Fatalf("npzfs index: exit %d, %q", r.code, r.stderr)
+	}
+	dir := t.TempDir()
+	if r := npzfs(t, "mount", "--index-dir", idx, archive, dir); r.code != 0 || strings.Contains(r.stderr, "note:") {
+		t.Errorf("mount once indexed: exit %d, stderr %q", r.code, r.stderr)
+	}
+	clear(t, dir)
+}

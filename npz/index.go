@@ -469,3 +469,30 @@ func (m *Member) Indexed() int64 {
 	}
 	return l.inf.Indexed()
 }
+
+// HasSavedIndex reports whether a deflated member has a saved index
+// where the archive looks for one (its IndexStore, then its sidecar),
+// without loading it: it reads the member's local header and the ends
+// of its compressed data, which make the index's key.
+func (m *Member) HasSavedIndex() bool {
+	if m.e.Method != zip.Deflated {
+		return false
+	}
+	l := m.locate()
+	x := l.idx
+	if l.err != nil || x == nil {
+		return false
+	}
+	name := x.key()
+	if name == "" {
+		return false
+	}
+	if x.s != nil && x.s.dir.Has(name) {
+		return true
+	}
+	if x.sc != nil {
+		src, _ := x.sc.lookup(name)
+		return src != nil
+	}
+	return false
+}

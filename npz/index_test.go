@@ -569,3 +569,26 @@ func TestChangedArchiveForgetsItsIndexes(t *testing.T) {
 		t.Errorf("index files of the old content left: %v (a.npy's was %s)", files, file)
 	}
 }
+
+// TestHasSavedIndex: a member has a saved index once one is in the store
+// or the sidecar, and not before.
+func TestHasSavedIndex(t *testing.T) {
+	b, _ := indexedArchive(t)
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	m := a.Member("b.npy")
+	if m.HasSavedIndex() {
+		t.Fatal("a saved index before any was built")
+	}
+	if _, err := m.BuildIndex(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	s.Close()
+	a, s, _, _ = mountWithIndexes(t, b, dir)
+	defer s.Close()
+	defer a.Close()
+	if !a.Member("b.npy").HasSavedIndex() || a.Member("a.npy").HasSavedIndex() {
+		t.Errorf("HasSavedIndex: b.npy %v (indexed), a.npy %v (not)", a.Member("b.npy").HasSavedIndex(), a.Member("a.npy").HasSavedIndex())
+	}
+}

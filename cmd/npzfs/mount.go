@@ -394,6 +394,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	if a := d.Archive(); a != nil {
 		ms := a.Members()
 		st.members, st.unreadable = len(ms), unreadableMembers(ms)
+		if !ma.buildIndex {
+			st.unindexed, st.unindexedBytes = unindexedMembers(ms)
+		}
 	}
 	ready(st)
 	if ma.buildIndex {

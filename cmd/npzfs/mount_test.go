@@ -86,3 +86,23 @@ func TestHelperArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyLine: what the daemon tells npzfs mount comes through whole,
+// and a large deflated member without a saved index gets its note.
+func TestReadyLine(t *testing.T) {
+	st := mountStatus{archive: "/data/a.npz", mountpoint: "/mnt/a", members: 3, unreadable: 1, hidden: 2,
+		unindexed: 1, unindexedBytes: 3 << 30, logCreated: "/x/npzfs.log"}
+	got, ok := parseReady(st.readyLine())
+	if !ok || got != st {
+		t.Fatalf("parseReady(readyLine()) = %+v, %v; want %+v", got, ok, st)
+	}
+	w := strings.Join(got.warnings(), "\n")
+	for _, want := range []string{"a deflated member of 3.0 GiB has no saved index", "npzfs index /data/a.npz", "--index"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	if _, ok := parseReady("cannot mount: why"); ok {
+		t.Error("a failure line parsed as ready")
+	}
+}

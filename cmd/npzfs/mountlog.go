@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/zip"
 )
 
 // mountStatus is what a mount tells its user once it is live.
@@ -17,6 +19,27 @@ type mountStatus struct {
 	members, unreadable int    // members, and those not served or unreadable
 	hidden              int    // entries of the mount point hidden by the mount
 	logCreated          string // the state log file, when the daemon created it
+	// unindexed counts the deflated members over bigMember bytes that
+	// have no saved index, and their bytes.
+	unindexed      int
+	unindexedBytes int64
+}
+
+// bigMember is the size past which a deflated member without a saved
+// index gets a word at mount: a first read deep into it inflates it from
+// its start, about a second a GiB.
+const bigMember = 256 << 20
+
+// unindexedMembers counts the deflated members over bigMember bytes that
+// have no saved index (npz.Member.HasSavedIndex), and their bytes.
+func unindexedMembers(members []*npz.Member) (n int, bytes int64) {
+	for _, m := range members {
+		if m.Method() == zip.Deflated && m.Served() && m.Size() > bigMember && !m.HasSavedIndex() {
+			n++
+			bytes += m.Size()
+		}
+	}
+	return n, bytes
 }
 
 // unreadableLine is the one line npzfs mount prints when some members
@@ -38,28 +61,38 @@ func (st mountStatus) warnings() []string {
 	if line := st.unreadableLine(); line != "" {
 		out = append(out, line)
 	}
+	if st.unindexed > 0 {
+		what := "a deflated member"
+		if st.unindexed > 1 {
+			what = fmt.Sprintf("%d deflated members", st.unindexed)
+		}
+		out = append(out, fmt.Sprintf("note: %s of %.1f GiB has no saved index: the first read deep into it inflates it from its start (about a second a GiB); to avoid that, run once: npzfs index %s (or mount with --index)",
+			what, float64(st.unindexedBytes)/(1<<30), st.archive))
+	}
 	return out
 }
 
 // readyLine is what the daemon writes on the readiness pipe once the mount
 // is live: "ok", then tab-separated counts and the log it created.
 func (st mountStatus) readyLine() string {
-	return fmt.Sprintf("ok\t%d\t%d\t%d\t%s\t%s\t%s", st.members, st.unreadable, st.hidden, st.archive, st.mountpoint, st.logCreated)
+	return fmt.Sprintf("ok\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s", st.members, st.unreadable, st.hidden, st.unindexed, st.unindexedBytes, st.archive, st.mountpoint, st.logCreated)
 }
 
 // parseReady reads a readyLine; ok is false for anything else (the
 // daemon's one-line reason for failing).
 func parseReady(line string) (st mountStatus, ok bool) {
 	f := strings.Split(line, "\t")
-	if len(f) != 7 || f[0] != "ok" {
+	if len(f) != 9 || f[0] != "ok" {
 		return st, false
 	}
-	var err1, err2, err3 error
-	st.members, err1 = strconv.Atoi(f[1])
-	st.unreadable, err2 = strconv.Atoi(f[2])
-	st.hidden, err3 = strconv.Atoi(f[3])
-	st.archive, st.mountpoint, st.logCreated = f[4], f[5], f[6]
-	return st, err1 == nil && err2 == nil && err3 == nil
+	var errs [5]error
+	st.members, errs[0] = strconv.Atoi(f[1])
+	st.unreadable, errs[1] = strconv.Atoi(f[2])
+	st.hidden, errs[2] = strconv.Atoi(f[3])
+	st.unindexed, errs[3] = strconv.Atoi(f[4])
+	st.unindexedBytes, errs[4] = strconv.ParseInt(f[5], 10, 64)
+	st.archive, st.mountpoint, st.logCreated = f[6], f[7], f[8]
+	return st, errors.Join(errs[:]...) == nil
 }
 
 // unreadableMembers counts the members a mount does not serve or
