@@ -20,6 +20,8 @@ type Cache struct {
 	lru        span     // sentinel: lru.next is the most recently used
 	spare      [][]byte // buffers no span holds any more
 	spareBytes int64
+	hits       int64 // lookups that found their span
+	misses     int64 // lookups that did not
 }
 
 type cacheKey struct {
@@ -62,6 +64,15 @@ func (c *Cache) Used() int64 {
 	return c.used + c.spareBytes
 }
 
+// Lookups reports how many times reads looked for a span in the cache
+// and found it, and did not (and inflated it, or waited for another read
+// inflating it).
+func (c *Cache) Lookups() (hits, misses int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits, c.misses
+}
+
 func (c *Cache) unlink(s *span) {
 	s.prev.next = s.next
 	s.next.prev = s.prev
@@ -81,8 +92,10 @@ func (c *Cache) get(k cacheKey) *span {
 	defer c.mu.Unlock()
 	s := c.items[k]
 	if s == nil {
+		c.misses++
 		return nil
 	}
+	c.hits++
 	c.unlink(s)
 	c.pushFront(s)
 	s.refs++

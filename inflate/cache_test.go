@@ -55,6 +55,11 @@ func TestCacheLRU(t *testing.T) {
 	} else {
 		c.release(s)
 	}
+	// Lookups: 1, 2 (gone), 1, 3, 4, 5 (never kept), another reader's,
+	// then 3: five found, three not.
+	if hits, misses := c.Lookups(); hits != 5 || misses != 3 {
+		t.Errorf("Lookups = %d hits, %d misses; want 5, 3", hits, misses)
+	}
 }
 
 // TestCacheRecycles: a span's buffer is handed out again only once the

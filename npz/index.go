@@ -41,6 +41,21 @@ type IndexStore struct {
 	mu      sync.Mutex
 	closing bool // Close was called: nothing more is saved
 	saves   sync.WaitGroup
+
+	// Counts, for Stats.
+	loaded, refused, saved atomic.Int64
+}
+
+// IndexStoreStats count what the archives using a store did with it.
+type IndexStoreStats struct {
+	Loaded  int64 // saved indexes handed to a member's inflater (a sidecar's too)
+	Refused int64 // those the inflater found not to belong, or damaged, and dropped
+	Saved   int64 // complete indexes written
+}
+
+// Stats reports what the archives using the store did with it so far.
+func (s *IndexStore) Stats() IndexStoreStats {
+	return IndexStoreStats{Loaded: s.loaded.Load(), Refused: s.refused.Load(), Saved: s.saved.Load()}
 }
 
 // startSave counts a save in the background, unless the store is
@@ -263,6 +278,7 @@ func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 	x.mu.Lock()
 	x.file, x.fromStore = f, true
 	x.mu.Unlock()
+	x.s.loaded.Add(1)
 	return f, fi.Size()
 }
 
@@ -278,6 +294,9 @@ func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
 		x.mu.Lock()
 		x.fromSidecar = true
 		x.mu.Unlock()
+		if x.s != nil {
+			x.s.loaded.Add(1)
+		}
 	}
 	return src, size
 }
@@ -332,6 +351,9 @@ func (x *memberIndex) put(name string, b []byte, complete bool) {
 		if err == nil {
 			x.fromStore = true
 			x.saved = x.saved || complete
+			if complete {
+				x.s.saved.Add(1)
+			}
 		}
 	}()
 }
@@ -378,6 +400,9 @@ func (x *memberIndex) bad(err error) {
 	sidecar := x.fromSidecar
 	x.fromSidecar, x.fromStore = false, false
 	x.mu.Unlock()
+	if x.s != nil {
+		x.s.refused.Add(1)
+	}
 	if sidecar {
 		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)
 		return

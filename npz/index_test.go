@@ -175,6 +175,9 @@ func TestBuildIndex(t *testing.T) {
 	if res.Loaded || !res.Saved || res.SaveErr != nil {
 		t.Errorf("first BuildIndex: %+v, want built and saved", res)
 	}
+	if st := s.Stats(); st != (IndexStoreStats{Saved: 1}) {
+		t.Errorf("store stats after the first BuildIndex: %+v", st)
+	}
 	if m.Indexed() != m.Size() {
 		t.Fatalf("Indexed = %d after BuildIndex, size %d", m.Indexed(), m.Size())
 	}
@@ -195,6 +198,9 @@ func TestBuildIndex(t *testing.T) {
 	}
 	if !res.Loaded || res.Saved || res.Split {
 		t.Errorf("BuildIndex with a saved index: %+v, want loaded only", res)
+	}
+	if st := s.Stats(); st != (IndexStoreStats{Loaded: 1}) {
+		t.Errorf("store stats after loading: %+v", st)
 	}
 	if read := cr.bytes.Load() - before; read > 1<<20 {
 		t.Errorf("BuildIndex with a saved index read %d bytes of the archive", read)
