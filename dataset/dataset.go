@@ -14,6 +14,7 @@ import (
 
 	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npz"
 )
 
@@ -76,8 +77,9 @@ type Dataset struct {
 	size    int64  // bytes of archives
 	nodes   uint64 // nodes served, at most
 	store   *npz.IndexStore
-	noStore error       // why IndexDir could not be opened
-	src     *source     // a remote dataset's
+	noStore error   // why IndexDir could not be opened
+	src     *source // a remote dataset's
+	cache   *inflate.Cache
 	closers []io.Closer // closed by Close, last first
 	logf    func(string, ...any)
 
@@ -101,6 +103,10 @@ func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 	if err := checkScheme(name); err != nil {
 		return nil, err
 	}
+	// One span cache and window budget for every archive opened, which
+	// Stats reads.
+	o.Archive.ShareBudgets()
+	d.cache = o.Archive.Cache
 	if o.IndexDir != "" {
 		s, err := npz.OpenIndexStore(o.IndexDir, cmp.Or(o.IndexCacheBytes, DefaultIndexCacheBytes))
 		if err != nil {

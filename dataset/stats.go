@@ -18,10 +18,31 @@ type Stats struct {
 	Members      int `json:"members"`
 	Failing      int `json:"members_failing"`
 	ArchivesOpen int `json:"archives_open,omitempty"`
+	// SpanCache is the cache of inflated spans of deflated members.
+	SpanCache CacheStats `json:"span_cache"`
+	// Indexes count the saved indexes loaded, refused and saved, when
+	// there is an index folder.
+	Indexes *IndexesStats `json:"saved_indexes,omitempty"`
 	// Remote is the remote source's, for a remote dataset.
 	Remote *RemoteStats `json:"remote,omitempty"`
 	// Indexing is mount --index's progress, once it has started.
 	Indexing *IndexingStats `json:"background_indexing,omitempty"`
+}
+
+// CacheStats are the span cache's lookups and size.
+type CacheStats struct {
+	Hits   int64 `json:"hits"`
+	Misses int64 `json:"misses"`
+	Bytes  int64 `json:"bytes"`
+	Budget int64 `json:"budget"`
+}
+
+// IndexesStats count what was done with the index folder.
+type IndexesStats struct {
+	Folder  string `json:"folder"`
+	Loaded  int64  `json:"loaded"`  // handed to a member (a sidecar's too)
+	Refused int64  `json:"refused"` // of those, found not to belong and dropped
+	Saved   int64  `json:"saved"`   // complete indexes written
 }
 
 // RemoteStats count a remote source's requests and blocks.
@@ -96,6 +117,14 @@ func (d *Dataset) Stats() Stats {
 	}
 	if d.tree != nil {
 		st.ArchivesOpen = d.tree.Open()
+	}
+	if c := d.cache; c != nil {
+		st.SpanCache.Hits, st.SpanCache.Misses = c.Lookups()
+		st.SpanCache.Bytes, st.SpanCache.Budget = c.Used(), c.Budget()
+	}
+	if s := d.store; s != nil {
+		is := s.Stats()
+		st.Indexes = &IndexesStats{Folder: s.Path(), Loaded: is.Loaded, Refused: is.Refused, Saved: is.Saved}
 	}
 	if d.src != nil {
 		rs := d.src.Stats()

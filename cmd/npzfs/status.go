@@ -235,6 +235,11 @@ func writeStatus(w io.Writer, st *mountStats) {
 	default:
 		line("members", "%d, %d failing (npzfs ls says why)", st.Members, st.Failing)
 	}
+	sc := st.SpanCache
+	line("span cache", "%d hits, %d misses; %s of %s", sc.Hits, sc.Misses, humanSize(sc.Bytes), humanSize(sc.Budget))
+	if ix := st.Indexes; ix != nil {
+		line("indexes", "%d loaded (%d refused), %d saved, in %s", ix.Loaded, ix.Refused, ix.Saved, ix.Folder)
+	}
 	if r := st.Remote; r != nil {
 		line("remote", "%d requests (%d retried), %s fetched; blocks: %d hits, %d misses, %s in memory",
 			r.Requests, r.Retries, humanSize(r.BytesFetched), r.BlockHits, r.BlockMisses, humanSize(r.MemoryBytes))

@@ -21,6 +21,8 @@ func TestStatusJSONGolden(t *testing.T) {
 		Uptime: 61.5, Options: []string{"--cache-mb=64", "--index"}, Log: "/var/log/npzfs.log",
 		Stats: dataset.Stats{
 			Source: "s3://bucket/run.npz", Kind: "archive", Members: 12, Failing: 1, ArchivesOpen: 0,
+			SpanCache: dataset.CacheStats{Hits: 100, Misses: 7, Bytes: 3 << 20, Budget: 16 << 20},
+			Indexes:   &dataset.IndexesStats{Folder: "/home/me/.cache/npzfs/index/v1", Loaded: 2, Refused: 1, Saved: 1},
 			Remote: &dataset.RemoteStats{Requests: 14, Retries: 1, BytesFetched: 1 << 20, BlockHits: 40,
 				BlockMisses: 12, DiskHits: 3, MemoryBytes: 3 << 18, DiskCacheBytes: 1 << 22},
 			Indexing: &dataset.IndexingStats{Members: 5, MembersDone: 3, Failed: 0, Bytes: 5 << 30,
