@@ -287,25 +287,13 @@ func TestRemoteObjectReplaced(t *testing.T) {
 	s3.Put(t, "rep", "remote.npz", data)
 	local := mount(t, archive)
 	want, _ := os.ReadFile(filepath.Join(local, "stored", "raw.bin"))
-	changed := bytes.Clone(data)
-	for i := 1000; i < len(changed)-(5<<20); i += 4096 {
-		changed[i] ^= 0xff
-	}
+	changed := changedArchive(data)
 	for _, tc := range []struct {
 		name, url string
 		flags     []string
 		replace   func()
 	}{
-		{"http", ng.URL + "/remote.npz", nil, func() {
-			// nginx's ETag is the file's mtime and size: a file
-			// replaced in the same second by one of the same size
-			// would have the same.
-			tmp := filepath.Join(www, "new.tmp")
-			os.WriteFile(tmp, changed, 0o644)
-			later := time.Now().Add(time.Hour)
-			os.Chtimes(tmp, later, later)
-			os.Rename(tmp, filepath.Join(www, "remote.npz"))
-		}},
+		{"http", ng.URL + "/remote.npz", nil, func() { replaceServed(www, changed) }},
 		{"s3", "s3://rep/remote.npz", []string{"--endpoint", s3.Endpoint}, func() { s3.Put(t, "rep", "remote.npz", changed) }},
 	} {
 		dir := mount(t, tc.url, tc.flags...)
@@ -327,6 +315,28 @@ func TestRemoteObjectReplaced(t *testing.T) {
 		}
 		f.Close()
 	}
+}
+
+// changedArchive is remoteArchive's bytes data changed in its stored
+// array, its last 5 MiB (the tail a mount fetches first) kept.
+func changedArchive(data []byte) []byte {
+	changed := bytes.Clone(data)
+	for i := 1000; i < len(changed)-(5<<20); i += 4096 {
+		changed[i] ^= 0xff
+	}
+	return changed
+}
+
+// replaceServed replaces remote.npz in nginx's folder www by b, with a
+// later time: nginx's ETag is the file's mtime and size, so a file
+// replaced in the same second by one of the same size would have the
+// same.
+func replaceServed(www string, b []byte) {
+	tmp := filepath.Join(www, "new.tmp")
+	os.WriteFile(tmp, b, 0o644)
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(tmp, later, later)
+	os.Rename(tmp, filepath.Join(www, "remote.npz"))
 }
 
 // TestRemoteMountFailures: what cannot be mounted says why in one line,
@@ -547,15 +557,7 @@ func TestRemoteSavedIndexFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stored.Close()
-	changed := bytes.Clone(data)
-	for i := 1000; i < len(changed)-(5<<20); i += 4096 {
-		changed[i] ^= 0xff
-	}
-	tmp := filepath.Join(www, "new.tmp")
-	os.WriteFile(tmp, changed, 0o644)
-	later := time.Now().Add(time.Hour)
-	os.Chtimes(tmp, later, later)
-	os.Rename(tmp, filepath.Join(www, "remote.npz"))
+	replaceServed(www, changedArchive(data))
 	if _, err := stored.ReadAt(make([]byte, 4096), 8<<20); !errors.Is(err, syscall.EIO) {
 		t.Errorf("read of the replaced object: %v, want EIO", err)
 	}
