@@ -74,23 +74,57 @@ var ErrBadIndex = errors.New("inflate: index does not match the stream")
 
 // MarshalIndex returns the reader's index in the format above, or false
 // when it is not complete (the stream has not been indexed to its end,
-// or was found bad).
-func (r *ReaderAt) MarshalIndex() ([]byte, bool) { return r.marshal(false) }
+// or was found bad). It holds the whole index in memory: IndexSnapshot writes
+// it out a window at a time.
+func (r *ReaderAt) MarshalIndex() ([]byte, bool) { return marshal(r.IndexSnapshot()) }
 
 // MarshalPartialIndex returns the reader's index so far as a partial
-// index, or false when there is none to save: the index is complete (see
-// MarshalIndex), the stream bad, fewer than minSpans spans indexed, a
-// last span shorter than a window, or nothing indexed past what was
-// loaded.
-func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) { return r.marshal(true, minSpans) }
+// index, or false when there is none to save (see PartialSnapshot).
+func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) {
+	return marshal(r.PartialIndexSnapshot(minSpans))
+}
 
-func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
+func marshal(x *IndexSnapshot, ok bool) ([]byte, bool) {
+	if !ok {
+		return nil, false
+	}
+	var b bytes.Buffer
+	if _, err := x.WriteTo(&b); err != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
+// An IndexSnapshot is a reader's index as it was when taken (IndexSnapshot,
+// PartialIndexSnapshot), for WriteTo to write in the format above.
+type IndexSnapshot struct {
+	r       *ReaderAt
+	cps     []checkpoint
+	src     io.ReaderAt // where loaded checkpoints' windows are
+	partial bool
+}
+
+// IndexSnapshot takes the reader's complete index, or returns false when it
+// is not complete (the stream has not been indexed to its end, or was
+// found bad).
+func (r *ReaderAt) IndexSnapshot() (*IndexSnapshot, bool) { return r.snapshot(false, 0) }
+
+// PartialIndexSnapshot takes the reader's index so far as a partial index, or
+// returns false when there is none to save: the index is complete (see
+// IndexSnapshot), the stream bad, fewer than minSpans spans indexed, a last
+// span shorter than a window, or nothing indexed past what was loaded.
+func (r *ReaderAt) PartialIndexSnapshot(minSpans int) (*IndexSnapshot, bool) {
+	return r.snapshot(true, minSpans)
+}
+
+func (r *ReaderAt) snapshot(partial bool, minSpans int) (*IndexSnapshot, bool) {
 	r.mu.RLock()
 	cps := slices.Clone(r.cps)
+	src := r.indexSrc
 	ok := r.done && r.err == nil
 	if partial {
 		k := len(cps) - 1
-		ok = !r.done && r.err == nil && k >= max(1, minSpans[0]) && len(cps) > r.loadedCPs &&
+		ok = !r.done && r.err == nil && k >= max(1, minSpans) && len(cps) > r.loadedCPs &&
 			!r.frontierLoaded && cps[k].out-cps[k-1].out >= windowSize
 	}
 	r.mu.RUnlock()
@@ -101,22 +135,33 @@ func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
 		last := &cps[len(cps)-1]
 		last.win, last.sum, last.loaded, last.winSize = nil, 0, false, 0
 	}
-	wins := make([][]byte, len(cps))
+	return &IndexSnapshot{r: r, cps: cps, src: src, partial: partial}, true
+}
+
+// WriteTo writes the index to w. The windows are written one at a time,
+// from memory or from the index file they were loaded from (which must
+// still be readable), so that writing an index takes memory for its
+// table, not for its windows.
+func (x *IndexSnapshot) WriteTo(w io.Writer) (int64, error) {
+	r, cps := x.r, x.cps
+	sizes := make([]int32, len(cps))
 	winOff := int64(indexHeader + indexRecord*len(cps))
-	n := winOff
 	for i := range cps {
-		w, err := r.windowOf(&cps[i])
-		if err != nil {
-			return nil, false
+		cp := &cps[i]
+		switch {
+		case cp.pend != nil:
+			sizes[i] = int32(len(cp.pend.wait()))
+		case inFile(cp):
+			sizes[i] = cp.winSize
+		default:
+			sizes[i] = int32(len(cp.win))
 		}
-		wins[i] = w
-		n += int64(len(w))
 	}
 	le := binary.LittleEndian
-	b := make([]byte, indexHeader, n)
+	b := make([]byte, indexHeader, winOff)
 	copy(b, indexMagic)
 	le.PutUint32(b[8:], indexVersion)
-	if partial {
+	if x.partial {
 		le.PutUint32(b[12:], 1)
 	}
 	le.PutUint64(b[16:], uint64(r.csize))
@@ -131,33 +176,67 @@ func (r *ReaderAt) marshal(partial bool, minSpans ...int) ([]byte, bool) {
 		b = le.AppendUint32(b, uint32(cp.stored))
 		b = le.AppendUint32(b, uint32(cp.winLen))
 		b = le.AppendUint32(b, cp.sum)
-		b = le.AppendUint32(b, uint32(len(wins[i])))
+		b = le.AppendUint32(b, uint32(sizes[i]))
 		final := byte(0)
 		if cp.final {
 			final = 1
 		}
 		b = append(b, cp.state, final, 0, 0, 0, 0, 0, 0)
-		winOff += int64(len(wins[i]))
+		winOff += int64(sizes[i])
 	}
 	sum := crc32.Update(crc32.Checksum(b[:40], castagnoli), castagnoli, b[indexHeader:])
 	le.PutUint32(b[40:], sum)
-	for _, w := range wins {
-		b = append(b, w...)
+	written, err := w.Write(b)
+	n := int64(written)
+	if err != nil {
+		return n, err
 	}
-	return b, true
+	var buf []byte // a loaded window, read back from its file
+	for i := range cps {
+		cp := &cps[i]
+		win := cp.win
+		switch {
+		case cp.pend != nil:
+			win = cp.pend.wait()
+		case inFile(cp):
+			if x.src == nil {
+				return n, fmt.Errorf("%w: its file is gone", ErrBadIndex)
+			}
+			buf = slices.Grow(buf[:0], int(cp.winSize))[:cp.winSize]
+			if _, err := x.src.ReadAt(buf, cp.winOff); err != nil {
+				return n, fmt.Errorf("%w: reading the window of the span at %d: %v", ErrBadIndex, cp.out, err)
+			}
+			win = buf
+		}
+		written, err := w.Write(win)
+		n += int64(written)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// inFile reports a checkpoint whose window is in the index it was loaded
+// from, not in memory.
+func inFile(cp *checkpoint) bool { return cp.loaded && cp.winSize != 0 }
+
+// wait returns the window once it is packed.
+func (p *pendingWindow) wait() []byte {
+	if testPendHook != nil {
+		testPendHook()
+	}
+	<-p.done
+	return p.win
 }
 
 // windowOf is a checkpoint's stored window: in memory, or read from the
 // index it was loaded from.
 func (r *ReaderAt) windowOf(cp *checkpoint) ([]byte, error) {
 	if p := cp.pend; p != nil {
-		if testPendHook != nil {
-			testPendHook()
-		}
-		<-p.done
-		return p.win, nil
+		return p.wait(), nil
 	}
-	if !cp.loaded || cp.winSize == 0 {
+	if !inFile(cp) {
 		return cp.win, nil
 	}
 	r.mu.RLock()
