@@ -96,6 +96,8 @@ type memberIndex struct {
 	fromSidecar bool     // the index loaded came from the sidecar
 	fromStore   bool     // an index was loaded from the store, or saved to it
 	savedAt     int64    // how far the last partial index saved reached
+	saving      int      // saves under way, which may read windows from file
+	closed      bool     // close was called: file closes once saving is 0
 }
 
 // grew is the inflater's Options.Grew: past partialEvery since the last
@@ -209,11 +211,17 @@ func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
 	return src, size
 }
 
-// close closes the saved index's file, if one was opened.
+// close closes the saved index's file, if one was opened, once no save
+// of the index is under way (a save reads the windows it loaded from it).
 func (x *memberIndex) close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.file != nil {
+	x.closed = true
+	x.closeFileLocked()
+}
+
+func (x *memberIndex) closeFileLocked() {
+	if x.file != nil && x.closed && x.saving == 0 {
 		x.file.Close()
 		x.file = nil
 	}
@@ -225,30 +233,39 @@ func (x *memberIndex) save() {
 	if x.s == nil {
 		return
 	}
-	b, ok := x.inf.MarshalIndex()
+	snap, ok := x.inf.IndexSnapshot()
 	name := x.key() // now: the archive may be closed once this returns
 	if !ok || name == "" {
 		return
 	}
-	x.put(name, b)
+	x.put(name, snap)
 }
 
-// put writes the index b as name in the store, in the background (the
-// store's Close waits for it); once written, the store's index is ours to
-// replace with a larger one.
-func (x *memberIndex) put(name string, b []byte) {
+// put writes the index snap as name in the store, in the background (the
+// store's Close waits for it), straight from the windows in memory or in
+// the index file they were loaded from, so that saving an index takes no
+// memory of its size; once written, the store's index is ours to replace
+// with a larger one.
+func (x *memberIndex) put(name string, snap *inflate.IndexSnapshot) {
 	if !x.s.startSave() {
 		return
 	}
+	x.mu.Lock()
+	x.saving++
+	x.mu.Unlock()
 	go func() {
 		defer x.s.saves.Done()
-		if err := x.s.dir.Put(name, b); err != nil {
-			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
-			return
-		}
+		err := x.s.dir.PutFrom(name, snap)
 		x.mu.Lock()
-		x.fromStore = true
+		x.saving--
+		x.closeFileLocked()
+		if err == nil {
+			x.fromStore = true
+		}
 		x.mu.Unlock()
+		if err != nil {
+			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
+		}
 	}()
 }
 
@@ -260,7 +277,7 @@ func (x *memberIndex) savePartial() {
 	if x.s == nil {
 		return
 	}
-	b, ok := x.inf.MarshalPartialIndex(minPartialSpans)
+	snap, ok := x.inf.PartialIndexSnapshot(minPartialSpans)
 	if !ok {
 		return
 	}
@@ -274,7 +291,7 @@ func (x *memberIndex) savePartial() {
 	if !fromStore && x.s.dir.Has(name) {
 		return
 	}
-	x.put(name, b)
+	x.put(name, snap)
 }
 
 // bad is the inflater's Options.BadIndex: the saved index is removed
