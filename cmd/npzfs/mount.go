@@ -25,7 +25,6 @@ import (
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
-	"github.com/npzfs/npzfs/remote"
 )
 
 const mountHelp = `Mounts ARCHIVE (a NumPy .npz file) read-only on MOUNTPOINT, an existing
@@ -64,6 +63,12 @@ so later mounts of the archive, or of a copy of it, read anywhere at once.
 --index the mount builds them in the background once it is live, at the
 lowest CPU priority (a read waits for no more than one span of it).
 --no-index leaves no trace on disk.
+
+The daemon keeps to one memory target, --memory-mb (512 MiB, or 7/8 of
+the memory limit of its cgroup where that is less): the span cache, the
+indexes' checkpoints and a remote archive's blocks are shares of it
+unless given (1/32, 1/8, 1/2), and it is Go's soft memory limit unless
+GOMEMLIMIT sets one.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until
@@ -118,6 +123,7 @@ type mountArgs struct {
 	debug               bool
 	options             []string
 	logFile             string
+	memoryMB            int
 	cacheMB             int
 	indexMB             int
 	readAheadKB         int
@@ -138,12 +144,13 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&ma.debug, "debug", false, "log every FUSE request and reply")
 	fl.StringArrayVarP(&opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
 	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
-	fl.IntVar(&ma.cacheMB, "cache-mb", int(npz.DefaultCacheBytes>>20), "memory for inflated spans of deflated members, in `MiB`")
-	fl.IntVar(&ma.indexMB, "index-mb", int(npz.DefaultIndexBytes>>20), "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger")
+	fl.IntVar(&ma.memoryMB, "memory-mb", 0, "the daemon's memory target, in `MiB`: the caches below not given are shares of it, and it is Go's soft memory limit (default 512, or 7/8 of the cgroup's memory limit where that is less)")
+	fl.IntVar(&ma.cacheMB, "cache-mb", 0, "memory for inflated spans of deflated members, in `MiB` (default 1/32 of --memory-mb)")
+	fl.IntVar(&ma.indexMB, "index-mb", 0, "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger (default 1/8 of --memory-mb)")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.IntVar(&ma.maxOpen, "max-open", folder.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
-	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", int(remote.DefaultCacheBytes>>20), "for a remote archive: memory for fetched blocks, in `MiB`")
+	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive: memory for fetched blocks, in `MiB` (default 1/2 of --memory-mb)")
 	ma.remote.add(fl)
 	ma.index.add(fl, true)
 	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
@@ -194,17 +201,16 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	if ma.maxHeaderKB < 1 {
 		return usageError(stderr, "mount", "--max-header-kb must be at least 1")
 	}
-	if ma.indexMB < 1 {
-		return usageError(stderr, "mount", "--index-mb must be at least 1")
+	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
+		if v, _ := fl.GetInt(f); fl.Changed(f) && v < 1 {
+			return usageError(stderr, "mount", "--"+f+" must be at least 1")
+		}
 	}
 	if ma.maxOpen < 1 {
 		return usageError(stderr, "mount", "--max-open must be at least 1")
 	}
-	if ma.cacheMB < 1 {
-		return usageError(stderr, "mount", "--cache-mb must be at least 1")
-	}
-	if ma.remoteCacheMB < 1 {
-		return usageError(stderr, "mount", "--remote-cache-mb must be at least 1")
+	if _, err := ma.memory(); err != nil {
+		return usageError(stderr, "mount", err.Error())
 	}
 	if err := ma.remote.check(); err != nil {
 		return usageError(stderr, "mount", err.Error())
@@ -245,6 +251,12 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return startDaemon(&ma, args, stderr)
+}
+
+// memory is the daemon's memory target and budgets, from the flags.
+func (ma *mountArgs) memory() (dataset.Memory, error) {
+	return dataset.PlanMemory(dataset.Memory{Target: int64(ma.memoryMB) << 20, SpanCache: int64(ma.cacheMB) << 20,
+		Indexes: int64(ma.indexMB) << 20, Remote: int64(ma.remoteCacheMB) << 20})
 }
 
 // startDaemon re-runs this program detached (setsid) with --ready-fd and
@@ -435,9 +447,14 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 
+	mem, err := ma.memory()
+	if err != nil {
+		return err
+	}
+	mem.SetMemoryLimit()
 	opts := npz.Options{
-		CacheBytes:   int64(ma.cacheMB) << 20,
-		IndexBytes:   int64(ma.indexMB) << 20,
+		CacheBytes:   mem.SpanCache,
+		IndexBytes:   mem.Indexes,
 		MaxHeaderLen: ma.maxHeaderKB << 10,
 		// A first read deep into a large deflated member has the
 		// other cores index parts of it ahead.
@@ -471,7 +488,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	var sv *served
 	switch {
 	case remoteSource:
-		sv, err = serveRemote(ma.archive, opts, &ma.remote, int64(ma.remoteCacheMB)<<20)
+		sv, err = serveRemote(ma.archive, opts, &ma.remote, mem.Remote)
 	case fi.IsDir() && within(mnt, archive):
 		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", archive, mnt)
 	case fi.IsDir():
@@ -532,6 +549,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		sv.members = nil
 	}
 	ready(st)
+	logger.Print(mem)
 	if ma.buildIndex && sv.a == nil {
 		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
 	}
