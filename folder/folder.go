@@ -3,14 +3,15 @@
 // .npy file as NAME.npy with its views beside it, sub-folders kept.
 //
 // Archives are opened on first use (a lookup or listing inside them, or
-// for a .npy, a listing of its folder) and closed again when more than
-// Options.MaxOpen are open and the kernel holds none of their nodes
-// (fs.Holder); the kernel is asked to let go of the least recently used
-// (fs.Server.Invalidate) when it holds too many. Inode numbers are the
-// mount's, handed out as folders and archives are first seen: an archive
-// reopened with the same file gets the same numbers, and a file replaced
-// under the mount is a new archive with new numbers, whose old nodes fail
-// their reads.
+// for a .npy, a listing of its folder) and closed again, the least
+// recently used first, when more than Options.MaxOpen are open and none
+// of their files is (fs.Opener) nor any request in them under way,
+// whatever nodes of theirs the kernel still caches: a node of a closed
+// archive opens it again when it is used. Inode numbers are the mount's,
+// handed out as folders and archives are first seen: an archive reopened
+// with the same file gets the same numbers, and a file replaced under the
+// mount is a new archive with new numbers, whose old nodes fail their
+// reads.
 //
 // Folder listings and lookups read the folder on disk each time the kernel
 // asks (it caches them for Options.CacheTime), so files added or removed
@@ -30,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
@@ -37,8 +39,8 @@ import (
 )
 
 // DefaultMaxOpen is how many archives a folder mount keeps open at most
-// when the kernel holds none of their nodes: each open archive takes a
-// file descriptor and its central directory in memory.
+// when none of their files is open: each open archive takes a file
+// descriptor and its central directory in memory.
 const DefaultMaxOpen = 128
 
 // DefaultCacheTime is how long the kernel may cache what a folder mount
@@ -54,8 +56,8 @@ type Options struct {
 	// Archive is passed to every archive opened; its CacheBytes and
 	// IndexBytes are budgets shared by all of them.
 	Archive npz.Options
-	// MaxOpen bounds the archives kept open (see the package comment);
-	// 0 means DefaultMaxOpen.
+	// MaxOpen bounds the archives kept open when none of their files is
+	// (see the package comment); 0 means DefaultMaxOpen.
 	MaxOpen int
 	// CacheTime is how long the kernel may cache folders and archive
 	// entries; 0 means DefaultCacheTime.
@@ -74,14 +76,10 @@ type Tree struct {
 
 	next atomic.Uint64 // the next free inode number
 
-	mu       sync.Mutex
-	dirInos  map[string]uint64 // folder path (relative) -> inode number
-	slots    map[string]*slot  // file path (relative) -> the archive it holds now
-	open     list.List         // of *slot with an open archive, most recently used first
-	inval    func(parent uint64, name string) error
-	asked    map[*slot]time.Time // when the kernel was last asked to let go of a slot
-	retrying bool                // a trim is due in askAgain
-	trimming atomic.Bool
+	mu      sync.Mutex
+	dirInos map[string]uint64 // folder path (relative) -> inode number
+	slots   map[string]*slot  // file path (relative) -> the archive it holds now
+	open    list.List         // of *slot with an open archive, most recently used first
 }
 
 // Open serves the folder dir. It reads nothing but dir's own entry.
@@ -93,7 +91,7 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a folder", dir)
 	}
-	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, asked: map[*slot]time.Time{}}
+	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -111,14 +109,6 @@ func Open(dir string, opts *Options) (*Tree, error) {
 
 // Root is the tree's root folder, inode number 1.
 func (t *Tree) Root() fs.Entry { return t.root }
-
-// SetInvalidate gives the tree the mount's fs.Server.Invalidate, to ask
-// the kernel to let go of archives when too many are held open.
-func (t *Tree) SetInvalidate(f func(parent uint64, name string) error) {
-	t.mu.Lock()
-	t.inval = f
-	t.mu.Unlock()
-}
 
 // Open reports how many archives are open now.
 func (t *Tree) Open() int {
@@ -164,7 +154,7 @@ func (t *Tree) dirIno(rel string) uint64 {
 // slotFor is the archive at rel as fi describes it: the one seen before if
 // the file is the same (size and modification time), else a new one, the
 // old one then failing its reads.
-func (t *Tree) slotFor(rel string, fi os.FileInfo, parent uint64, bare bool) *slot {
+func (t *Tree) slotFor(rel string, fi os.FileInfo, bare bool) *slot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.slots[rel]
@@ -176,90 +166,55 @@ func (t *Tree) slotFor(rel string, fi os.FileInfo, parent uint64, bare bool) *sl
 		t.logf("npzfs: %s changed: served anew; reads of the old one fail", rel)
 		go s.close(false)
 	}
-	s = &slot{t: t, rel: rel, name: filepath.Base(rel), parent: parent, bare: bare,
+	s = &slot{t: t, rel: rel, name: filepath.Base(rel), bare: bare,
 		size: fi.Size(), mtime: fi.ModTime(), rootIno: t.alloc(2)}
 	t.slots[rel] = s
 	return s
 }
 
-// trim closes the least recently used archives the kernel holds nothing
-// of while more than MaxOpen are open. When that is not enough it asks
-// the kernel to let go of the least recently used others (their files
-// closed, it forgets their nodes, and each release closes one), and looks
-// again a second later, as long as too many are open: the kernel keeps
-// what is in use (an open file, a working directory).
+// trim closes the least recently used archives of which no file is open
+// and no request under way while more than MaxOpen are open. Whoever
+// opens an archive past MaxOpen, or leaves one idle past it, trims, so
+// that closing keeps pace with opening however many open at once.
 func (t *Tree) trim() {
-	if !t.trimming.CompareAndSwap(false, true) {
-		return
-	}
-	defer t.trimming.Store(false)
 	for {
 		t.mu.Lock()
-		over := t.open.Len() - t.opts.MaxOpen
-		if over <= 0 {
-			t.mu.Unlock()
-			return
-		}
 		var victim *slot
-		var ask []*slot
-		now := time.Now()
-		for e := t.open.Back(); e != nil; e = e.Prev() {
-			s := e.Value.(*slot)
-			if s.held.Load() == 0 && s.busy.Load() == 0 {
-				victim = s
-				break
-			}
-			if len(ask) < over && now.Sub(t.asked[s]) > askAgain {
-				t.asked[s] = now
-				ask = append(ask, s)
-			}
-		}
-		inval := t.inval
-		retry := victim == nil && !t.retrying
-		if retry {
-			t.retrying = true
-		}
-		t.mu.Unlock()
-		if victim != nil {
-			victim.close(false)
-			continue
-		}
-		if inval != nil {
-			for _, s := range ask {
-				for _, name := range s.entryNames() {
-					inval(s.parent, name)
+		if t.open.Len() > t.opts.MaxOpen {
+			for e := t.open.Back(); e != nil; e = e.Prev() {
+				if s := e.Value.(*slot); s.idle() {
+					victim = s
+					break
 				}
 			}
 		}
-		if retry {
-			time.AfterFunc(askAgain, func() {
-				t.mu.Lock()
-				t.retrying = false
-				t.mu.Unlock()
-				t.trim()
-			})
+		t.mu.Unlock()
+		if victim == nil {
+			return
 		}
-		return
+		victim.close(false)
 	}
 }
 
-// askAgain is how long the kernel is given to let go of an archive before
-// it is asked again.
-const askAgain = time.Second
+// overBudget reports whether more archives are open than MaxOpen.
+func (t *Tree) overBudget() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.open.Len() > t.opts.MaxOpen
+}
 
 // slot is one archive file of the folder, as it was when first seen.
 type slot struct {
 	t       *Tree
 	rel     string // path in the folder
 	name    string // base name
-	parent  uint64 // inode number of the folder holding it
 	bare    bool   // a .npy file
 	size    int64  // its identity: size and modification time
 	mtime   time.Time
 	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's
 
-	held  atomic.Int64 // nodes of it the kernel holds
-	busy  atomic.Int64 // lookups and listings in it under way
+	files atomic.Int64 // its files open (fs.Opener)
+	busy  atomic.Int64 // lookups, listings and resolutions in it under way
 	stale atomic.Bool  // the file at rel is another one now
 
 	mu   sync.Mutex
@@ -289,37 +244,49 @@ func (s *slot) archive() (a *npz.Archive, gen uint64, done func(), err error) {
 		return nil, 0, nop, errStale
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, gen, err = s.openLocked()
+	a, gen, over, err := s.openLocked()
+	if err == nil {
+		s.busy.Add(1)
+	}
+	s.mu.Unlock()
 	if err != nil {
 		return nil, 0, nop, err
 	}
-	s.busy.Add(1)
-	return a, gen, func() { s.busy.Add(-1) }, nil
+	if over {
+		s.t.trim()
+	}
+	return a, gen, func() {
+		if s.busy.Add(-1) == 0 {
+			s.maybeClose()
+		}
+	}, nil
 }
 
 func nop() {}
 
-func (s *slot) openLocked() (*npz.Archive, uint64, error) {
+// openLocked opens the archive if it is not, and reports whether more
+// than MaxOpen are open now.
+func (s *slot) openLocked() (*npz.Archive, uint64, bool, error) {
 	t := s.t
 	if s.a != nil {
 		t.mu.Lock()
 		t.open.MoveToFront(s.elem)
 		t.mu.Unlock()
-		return s.a, s.gen, nil
+		return s.a, s.gen, false, nil
 	}
 	if s.err != nil {
-		return nil, 0, s.err
+		return nil, 0, false, s.err
 	}
 	a, f, err := s.openFile()
 	if err != nil {
-		if errors.Is(err, source.ErrChanged) {
+		if errors.Is(err, source.ErrChanged) || errors.Is(err, os.ErrNotExist) {
+			// Replaced or removed since it was seen: its nodes fail.
 			s.stale.Store(true)
-			return nil, 0, err
+			return nil, 0, false, errStale
 		}
 		s.err = err
 		t.logf("npzfs: %s: %v", s.rel, err)
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	if s.base == 0 {
 		s.base = t.alloc(max(a.MaxIno(), 2) - 1)
@@ -330,10 +297,7 @@ func (s *slot) openLocked() (*npz.Archive, uint64, error) {
 	s.elem = t.open.PushFront(s)
 	over := t.open.Len() > t.opts.MaxOpen
 	t.mu.Unlock()
-	if over {
-		go t.trim()
-	}
-	return a, s.gen, nil
+	return a, s.gen, over, nil
 }
 
 func (s *slot) openFile() (*npz.Archive, *source.File, error) {
@@ -370,12 +334,16 @@ func (s *slot) openFile() (*npz.Archive, *source.File, error) {
 	return a, f, nil
 }
 
-// close closes the archive if the kernel holds none of its nodes (or
-// always, with force, when the mount ends).
+// idle reports an archive that may be closed: none of its files open
+// and no request in it under way.
+func (s *slot) idle() bool { return s.files.Load() == 0 && s.busy.Load() == 0 }
+
+// close closes the archive if it is idle (or always, with force, when
+// the mount ends).
 func (s *slot) close(force bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.a == nil || (!force && (s.held.Load() > 0 || s.busy.Load() > 0)) {
+	if s.a == nil || (!force && !s.idle()) {
 		return
 	}
 	s.a.Close()
@@ -385,40 +353,31 @@ func (s *slot) close(force bool) {
 	t := s.t
 	t.mu.Lock()
 	t.open.Remove(s.elem)
-	delete(t.asked, s)
 	t.mu.Unlock()
 	s.elem = nil
 }
 
-// hold and release count the nodes of the slot the kernel holds.
-func (s *slot) hold() { s.held.Add(1) }
+// opened and closed count the slot's files open (fs.Opener).
+func (s *slot) opened() { s.files.Add(1) }
 
-func (s *slot) release() {
-	if s.held.Add(-1) == 0 && (s.stale.Load() || s.t.overBudget()) {
-		go func() {
-			s.close(false)
-			s.t.trim()
-		}()
+func (s *slot) closed() {
+	if s.files.Add(-1) == 0 {
+		s.maybeClose()
 	}
 }
 
-func (t *Tree) overBudget() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.open.Len() > t.opts.MaxOpen
-}
-
-// entryNames are the names the slot's file makes in its folder.
-func (s *slot) entryNames() []string {
-	if !s.bare {
-		return []string{s.name}
+// maybeClose closes a slot gone idle when it is stale, and trims when too
+// many archives are open.
+func (s *slot) maybeClose() {
+	if !s.idle() {
+		return
 	}
-	key := strings.TrimSuffix(s.name, ".npy")
-	names := []string{s.name, key}
-	for _, suf := range npz.BesideSuffixes() {
-		names = append(names, key+suf)
+	if s.stale.Load() {
+		s.close(false)
 	}
-	return names
+	if s.t.overBudget() {
+		s.t.trim()
+	}
 }
 
 // shownKind is what a folder shows for an entry on disk.
@@ -475,7 +434,7 @@ func (d *dirNode) entry(name string, fi os.FileInfo) fs.Entry {
 	case shownDir:
 		return &dirNode{t: d.t, rel: rel, name: name, ino: d.t.dirIno(rel), mtime: fi.ModTime()}
 	case shownArchive:
-		return &archNode{s: d.t.slotFor(rel, fi, d.ino, false)}
+		return &archNode{s: d.t.slotFor(rel, fi, false)}
 	}
 	return nil
 }
@@ -484,7 +443,7 @@ func (d *dirNode) entry(name string, fi os.FileInfo) fs.Entry {
 // its views (NAME/, NAME.ra), each when its name is free.
 func (d *dirNode) npyEntries(name string, fi os.FileInfo) []fs.Entry {
 	rel, _ := d.path(name)
-	s := d.t.slotFor(rel, fi, d.ino, true)
+	s := d.t.slotFor(rel, fi, true)
 	a, gen, done, err := s.archive()
 	defer done()
 	if err != nil {
@@ -617,7 +576,9 @@ func (n *archNode) Children() []fs.Entry {
 
 // node is a node of an archive's tree, under the mount's inode numbers.
 // It keeps its path in the archive, so that it finds itself again when
-// the archive was closed and opened since.
+// the archive was closed and opened since, and only a weak pointer to
+// the archive's node: the kernel may cache nodes of archives long closed,
+// which must not keep those archives in memory.
 type node struct {
 	s    *slot
 	path string // in the archive's tree
@@ -625,9 +586,10 @@ type node struct {
 	ino  uint64
 	dir  bool
 
-	mu  sync.Mutex
-	gen uint64
-	n   *npz.Node
+	mu   sync.Mutex
+	gen  uint64
+	n    weak.Pointer[npz.Node]
+	size int64 // the file's, as last found
 }
 
 func wrap(s *slot, gen uint64, c *npz.Node, parent string) *node {
@@ -635,7 +597,7 @@ func wrap(s *slot, gen uint64, c *npz.Node, parent string) *node {
 	if parent != "" {
 		p = parent + "/" + p
 	}
-	return &node{s: s, path: p, name: c.Name(), ino: s.base + c.Ino() - 2, dir: c.IsDir(), gen: gen, n: c}
+	return &node{s: s, path: p, name: c.Name(), ino: s.base + c.Ino() - 2, dir: c.IsDir(), gen: gen, n: weak.Make(c)}
 }
 
 // resolve finds the node in the archive as it is open now, which stays
@@ -647,8 +609,10 @@ func (w *node) resolve() (n *npz.Node, gen uint64, done func(), err error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.gen == gen && w.n != nil {
-		return w.n, gen, done, nil
+	if w.gen == gen {
+		if n := w.n.Value(); n != nil {
+			return n, gen, done, nil
+		}
 	}
 	n = a.Root()
 	for _, part := range strings.Split(w.path, "/") {
@@ -656,15 +620,15 @@ func (w *node) resolve() (n *npz.Node, gen uint64, done func(), err error) {
 			return nil, 0, done, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
 		}
 	}
-	w.n, w.gen = n, gen
+	w.n, w.gen = weak.Make(n), gen
 	return n, gen, done, nil
 }
 
 func (w *node) Name() string { return w.name }
 func (w *node) Ino() uint64  { return w.ino }
 func (w *node) IsDir() bool  { return w.dir }
-func (w *node) Hold()        { w.s.hold() }
-func (w *node) Release()     { w.s.release() }
+func (w *node) Opened()      { w.s.opened() }
+func (w *node) Closed()      { w.s.closed() }
 
 func (w *node) ModTime() time.Time {
 	n, _, done, err := w.resolve()
@@ -713,27 +677,25 @@ func (w *node) File() fs.Content {
 	if w.dir {
 		return nil
 	}
-	// Read by the kernel, which holds the node (Hold): the archive stays
-	// open after done.
+	// Read by the kernel while the file is open (Opened): the archive
+	// stays open after done.
 	n, _, done, err := w.resolve()
 	defer done()
 	if err != nil {
 		// Its size stays what the kernel was told: content that is
 		// shorter would read as the end of the file, not as an error.
-		f := failed{err: err}
 		w.mu.Lock()
-		if w.n != nil {
-			if c := w.n.File(); c != nil {
-				f.size = c.Size()
-			}
-		}
-		w.mu.Unlock()
-		return f
+		defer w.mu.Unlock()
+		return failed{size: w.size, err: err}
 	}
-	if f := n.File(); f != nil {
-		return f
+	f := n.File()
+	if f == nil {
+		return failed{err: errors.New("not a file")}
 	}
-	return failed{err: errors.New("not a file")}
+	w.mu.Lock()
+	w.size = f.Size()
+	w.mu.Unlock()
+	return f
 }
 
 // failed is the content of a file whose archive is gone: every read fails.

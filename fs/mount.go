@@ -82,18 +82,6 @@ type Server struct {
 	dir string
 }
 
-// Invalidate tells the kernel to forget the entry name in the folder with
-// inode number parent, as if its cache time had run out: the next access
-// looks it up again, and the nodes below it that nothing uses are
-// forgotten (see Holder). Trees that change call it to let go of what
-// they hold.
-func (s *Server) Invalidate(parent uint64, name string) error {
-	if st := s.srv.EntryNotify(parent, name); st != fuse.OK && st != fuse.ENOENT {
-		return syscall.Errno(st)
-	}
-	return nil
-}
-
 // Mount mounts root on dir read-only and serves it in the background. It
 // returns once the kernel answers requests on dir.
 func Mount(dir string, root Entry, cfg Config) (*Server, error) {

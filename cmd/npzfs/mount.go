@@ -518,9 +518,6 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}
 		return err
 	}
-	if sv.mounted != nil {
-		sv.mounted(srv)
-	}
 	// Hold no folder busy.
 	os.Chdir("/")
 	if ma.readAheadKB > 0 && os.Geteuid() == 0 {
@@ -588,7 +585,6 @@ type served struct {
 	size    int64         // bytes of archives, for statfs
 	files   uint64        // nodes, for statfs (df -i)
 	close   func() error
-	mounted func(*npzfs.Server) // called once the mount is live, if set
 }
 
 // serveRemote serves a remote archive, its blocks cached in cacheBytes.
@@ -637,7 +633,6 @@ func serveFolder(dir string, opts npz.Options, maxOpen int, sidecars bool) (*ser
 		return nil, fmt.Errorf("cannot open folder: %v", err)
 	}
 	sv := &served{root: t.Root(), files: 1, close: t.Close}
-	sv.mounted = func(srv *npzfs.Server) { t.SetInvalidate(srv.Invalidate) }
 	filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
 		if err != nil || path == dir {
 			return nil
