@@ -526,16 +526,26 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}
 	}
 
+	self, _ := mountinfo.Find(mnt) // to know the mount once detached
+	stop := make(chan struct{})
 	go func() {
 		s, ok := <-sig
 		if !ok {
 			return
 		}
+		if detached(self) {
+			// Nothing to unmount: files still open on it keep the
+			// kernel's end alive, and only the daemon's exit ends it.
+			logger.Printf("%v: %s was detached (lazy unmount): the files still open on it are served no more", s, mnt)
+			close(stop)
+			return
+		}
 		logger.Printf("%v: unmounting %s", s, mnt)
+		// fusermount3's errors come over several lines: one line each.
 		if err := srv.Unmount(false); err != nil {
-			logger.Printf("unmount %s: %v; detaching it (lazy unmount)", mnt, err)
+			logger.Printf("unmount %s: %s; detaching it (lazy unmount)", mnt, oneLine(err.Error()))
 			if err := srv.Unmount(true); err != nil {
-				logger.Printf("lazy unmount %s: %v", mnt, err)
+				logger.Printf("lazy unmount %s: %s", mnt, oneLine(err.Error()))
 			}
 		}
 	}()
@@ -559,9 +569,32 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}()
 		defer func() { cancel(); <-done }()
 	}
-	srv.Wait()
-	logger.Printf("unmounted %s", mnt)
+	served := make(chan struct{})
+	go func() {
+		srv.Wait()
+		close(served)
+	}()
+	select {
+	case <-served:
+		logger.Printf("unmounted %s", mnt)
+	case <-stop:
+	}
 	return nil
+}
+
+// detached reports whether the mount m, as the mount table gave it once
+// made, is gone from the table: detached by a lazy unmount (umount -l,
+// fusermount3 -u -z) while files on it are still open.
+func detached(m mountinfo.Entry) bool {
+	if m.Dev == "" {
+		return false // not known: unmount as usual
+	}
+	for _, e := range mountinfo.Read() {
+		if e.Dev == m.Dev && e.FSType == m.FSType {
+			return false
+		}
+	}
+	return true
 }
 
 // within reports whether path is dir or inside it, symbolic links
@@ -675,7 +708,7 @@ func mountCapturingStderr(mnt string, root npzfs.Entry, cfg npzfs.Config) (*npzf
 	msg := strings.TrimSpace(<-captured)
 	if err == nil {
 		if msg != "" {
-			cfg.Logger.Print(msg)
+			cfg.Logger.Print(oneLine(msg))
 		}
 		return srv, nil
 	}
