@@ -30,10 +30,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"weak"
 
 	"github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
@@ -80,6 +82,11 @@ type Tree struct {
 	dirInos map[string]uint64 // folder path (relative) -> inode number
 	slots   map[string]*slot  // file path (relative) -> the archive it holds now
 	open    list.List         // of *slot with an open archive, most recently used first
+	said    map[string]bool   // paths whose problem was logged
+
+	mountsMu sync.Mutex
+	mountsAt time.Time         // when npzfs was read
+	npzfs    map[string]string // device (major:minor) -> mount point, of npzfs mounts
 }
 
 // Open serves the folder dir. It reads nothing but dir's own entry.
@@ -103,7 +110,11 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	}
 	t.opts.Archive.ShareBudgets()
 	t.next.Store(2)
-	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime()}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime(), real: real, dev: devOf(fi)}
 	return t, nil
 }
 
@@ -135,6 +146,68 @@ func (t *Tree) logf(format string, args ...any) {
 	if t.opts.Archive.Logf != nil {
 		t.opts.Archive.Logf(format, args...)
 	}
+}
+
+// maxSaid bounds the paths whose problem is logged, so that a folder of
+// a million bad entries does not flood the log.
+const maxSaid = 10000
+
+// skip logs, once for each path, why rel is not served.
+func (t *Tree) skip(rel, why string) { t.note(rel, "not served: %s", why) }
+
+// note logs what is wrong with rel, once for each path.
+func (t *Tree) note(rel, format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.said[rel] || len(t.said) > maxSaid {
+		return
+	}
+	if t.said == nil {
+		t.said = map[string]bool{}
+	}
+	t.said[rel] = true
+	if len(t.said) > maxSaid {
+		t.logf("npzfs: more paths are not served or cannot be read; they are not logged")
+		return
+	}
+	if rel == "" {
+		rel = "."
+	}
+	t.logf("npzfs: %s: %s", rel, fmt.Sprintf(format, args...))
+}
+
+// npzfsMount reports whether dev is the device of an npzfs mount, and
+// its mount point. The mount table is read again when a second old, so
+// that mounts made since (this one among them) are seen.
+func (t *Tree) npzfsMount(dev uint64) (string, bool) {
+	t.mountsMu.Lock()
+	defer t.mountsMu.Unlock()
+	if t.npzfs == nil || time.Since(t.mountsAt) > time.Second {
+		t.npzfs = map[string]string{}
+		for _, m := range mountinfo.Read() {
+			if m.FSType == "fuse."+fs.FSType {
+				t.npzfs[m.Dev] = m.Dir
+			}
+		}
+		t.mountsAt = time.Now()
+	}
+	mnt, ok := t.npzfs[devName(dev)]
+	return mnt, ok
+}
+
+// devOf is the device a file is on.
+func devOf(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Dev
+	}
+	return 0
+}
+
+// devName is a device number as the mount table writes it, major:minor.
+func devName(dev uint64) string {
+	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+	minor := dev&0xff | (dev>>12)&^0xff
+	return fmt.Sprintf("%d:%d", major, minor)
 }
 
 // alloc hands out n consecutive inode numbers.
@@ -411,6 +484,9 @@ type dirNode struct {
 	name  string
 	ino   uint64
 	mtime time.Time
+	real  string   // its path with symbolic links resolved
+	dev   uint64   // the device it is on
+	up    *dirNode // the folder it was found in; nil for the root
 }
 
 func (d *dirNode) Name() string             { return d.name }
@@ -427,12 +503,67 @@ func (d *dirNode) path(name string) (string, string) {
 	return rel, filepath.Join(d.t.dir, rel)
 }
 
-// entry is the node for name, found on disk as fi.
-func (d *dirNode) entry(name string, fi os.FileInfo) fs.Entry {
+// stat finds name in the folder on disk, following a symbolic link, and
+// reports whether it is served: never what lies on an npzfs mount (this
+// one's, whose daemon would then read its own files, or another's, which
+// may read this one's), and never a folder that is the folder it is found
+// in or one above it in the served tree, or holds one, through a
+// symbolic link (a loop: a tree without end). Each one not served is
+// logged once. real is a folder's path with links resolved.
+func (d *dirNode) stat(name string) (fi os.FileInfo, real string, ok bool) {
+	rel, abs := d.path(name)
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return nil, "", false
+	}
+	link := fi.Mode()&os.ModeSymlink != 0
+	if link {
+		if fi, err = os.Stat(abs); err != nil {
+			return nil, "", false
+		}
+	}
+	if kindOf(name, fi) == hidden {
+		return fi, "", true
+	}
+	if dev := devOf(fi); dev != d.dev {
+		if mnt, on := d.t.npzfsMount(dev); on {
+			d.t.skip(rel, "it is on the npzfs mount "+mnt)
+			return nil, "", false
+		}
+	}
+	if !fi.IsDir() {
+		return fi, "", true
+	}
+	real = filepath.Join(d.real, name)
+	if link {
+		if real, err = filepath.EvalSymlinks(abs); err != nil {
+			return nil, "", false
+		}
+	}
+	for a := d; a != nil; a = a.up {
+		switch {
+		case a.real == real:
+			d.t.skip(rel, fmt.Sprintf("a symbolic link to %s, a folder it is in (a loop)", real))
+			return nil, "", false
+		case inside(a.real, real):
+			d.t.skip(rel, fmt.Sprintf("a symbolic link to %s, which holds %s, a folder it is in (a loop)", real, a.real))
+			return nil, "", false
+		}
+	}
+	return fi, real, true
+}
+
+// inside reports whether path is dir or inside it.
+func inside(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+// entry is the node for name, found on disk as fi (at real, a folder).
+func (d *dirNode) entry(name string, fi os.FileInfo, real string) fs.Entry {
 	rel, _ := d.path(name)
 	switch kindOf(name, fi) {
 	case shownDir:
-		return &dirNode{t: d.t, rel: rel, name: name, ino: d.t.dirIno(rel), mtime: fi.ModTime()}
+		return &dirNode{t: d.t, rel: rel, name: name, ino: d.t.dirIno(rel), mtime: fi.ModTime(), real: real, dev: devOf(fi), up: d}
 	case shownArchive:
 		return &archNode{s: d.t.slotFor(rel, fi, false)}
 	}
@@ -456,13 +587,42 @@ func (d *dirNode) npyEntries(name string, fi os.FileInfo) []fs.Entry {
 	return out
 }
 
+// unreadable is the error file of a folder that cannot be read, which
+// is logged once; nil when it can be, or is gone (it vanishes from its
+// folder as any file removed does).
+func (d *dirNode) unreadable(err error) fs.Entry {
+	if err == nil || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	d.t.note(d.rel, "cannot be read: %v", err)
+	return &errFile{ino: d.t.dirIno(d.rel + "\x00" + ErrorName), mtime: d.mtime, err: err}
+}
+
+// readable tries to list the folder.
+func (d *dirNode) readable() error {
+	_, abs := d.path("")
+	f, err := os.Open(abs)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(1); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
 func (d *dirNode) Lookup(name string) fs.Entry {
-	_, abs := d.path(name)
+	if name == ErrorName {
+		if e := d.unreadable(d.readable()); e != nil {
+			return e
+		}
+	}
 	var taken bool
-	if fi, err := os.Stat(abs); err == nil {
+	if fi, real, ok := d.stat(name); ok {
 		switch kindOf(name, fi) {
 		case shownDir, shownArchive:
-			return d.entry(name, fi)
+			return d.entry(name, fi, real)
 		case shownNPY:
 			for _, e := range d.npyEntries(name, fi) {
 				if e.Name() == name {
@@ -483,9 +643,8 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 		}
 	}
 	npyName := key + ".npy"
-	_, npyAbs := d.path(npyName)
-	fi, err := os.Stat(npyAbs)
-	if err != nil || kindOf(npyName, fi) != shownNPY {
+	fi, _, ok := d.stat(npyName)
+	if !ok || kindOf(npyName, fi) != shownNPY {
 		return nil
 	}
 	for _, e := range d.npyEntries(npyName, fi) {
@@ -500,6 +659,9 @@ func (d *dirNode) Children() []fs.Entry {
 	_, abs := d.path("")
 	ents, err := os.ReadDir(abs)
 	if err != nil {
+		if e := d.unreadable(err); e != nil {
+			return []fs.Entry{e}
+		}
 		return nil
 	}
 	var out []fs.Entry
@@ -507,13 +669,13 @@ func (d *dirNode) Children() []fs.Entry {
 	var npys []os.FileInfo
 	var npyNames []string
 	for _, de := range ents {
-		fi, err := os.Stat(filepath.Join(abs, de.Name()))
-		if err != nil {
+		fi, real, ok := d.stat(de.Name())
+		if !ok {
 			continue
 		}
 		switch kindOf(de.Name(), fi) {
 		case shownDir, shownArchive:
-			out = append(out, d.entry(de.Name(), fi))
+			out = append(out, d.entry(de.Name(), fi, real))
 			shown[de.Name()] = true
 		case shownNPY:
 			npys = append(npys, fi)
@@ -548,7 +710,7 @@ func (n *archNode) Lookup(name string) fs.Entry {
 	defer done()
 	if err != nil {
 		if name == ErrorName && !errors.Is(err, source.ErrChanged) {
-			return &errFile{s: n.s, err: err}
+			return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}
 		}
 		return nil
 	}
@@ -565,7 +727,7 @@ func (n *archNode) Children() []fs.Entry {
 		if errors.Is(err, source.ErrChanged) {
 			return nil
 		}
-		return []fs.Entry{&errFile{s: n.s, err: err}}
+		return []fs.Entry{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}}
 	}
 	var out []fs.Entry
 	for _, c := range a.Root().Children() {
@@ -711,16 +873,17 @@ func (f failed) ReadAtContext(context.Context, []byte, int64) (int, error) {
 func (f failed) Extent() (uintptr, int64, bool, error) { return 0, 0, false, f.err }
 
 // errFile is the one file of an archive folder whose archive cannot be
-// opened: why, in a line.
+// opened, or of a folder that cannot be read: why, in a line.
 type errFile struct {
-	s   *slot
-	err error
+	ino   uint64
+	mtime time.Time
+	err   error
 }
 
 func (e *errFile) Name() string           { return ErrorName }
-func (e *errFile) Ino() uint64            { return e.s.rootIno + 1 }
+func (e *errFile) Ino() uint64            { return e.ino }
 func (e *errFile) IsDir() bool            { return false }
-func (e *errFile) ModTime() time.Time     { return e.s.mtime }
+func (e *errFile) ModTime() time.Time     { return e.mtime }
 func (e *errFile) Lookup(string) fs.Entry { return nil }
 func (e *errFile) Children() []fs.Entry   { return nil }
 func (e *errFile) File() fs.Content       { return textContent(e.err.Error() + "\n") }

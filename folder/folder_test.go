@@ -412,3 +412,124 @@ func TestFolderUsesSidecars(t *testing.T) {
 		}
 	}
 }
+
+// TestFolderSymlinks: a symbolic link to a folder is followed unless
+// that folder is one the link is in, or holds one, in the served tree (a
+// loop, through one link or several); each such link is left out of
+// listings and lookups, and logged once. Links to folders and archives
+// elsewhere are followed. The whole tree is finite.
+func TestFolderSymlinks(t *testing.T) {
+	root := t.TempDir()
+	dir, out := filepath.Join(root, "d"), filepath.Join(root, "out")
+	writeNPZ(t, filepath.Join(dir, "a.npz"), 1, 3, "k")
+	writeNPZ(t, filepath.Join(dir, "sub", "b.npz"), 2, 3, "k")
+	writeNPZ(t, filepath.Join(dir, "p", "c.npz"), 3, 3, "k")
+	writeNPZ(t, filepath.Join(dir, "q", "e.npz"), 4, 3, "k")
+	writeNPZ(t, filepath.Join(out, "x.npz"), 5, 3, "k")
+	for link, to := range map[string]string{
+		"sub/up":   "..",            // its folder's folder
+		"sub/self": ".",             // its folder
+		"p/toq":    "../q",          // p/toq/top is a loop, p/toq is not
+		"q/top":    "../p",          // ... and q/top/toq
+		"top":      "/",             // holds the served folder
+		"ext":      out,             // elsewhere: followed
+		"y.npz":    out + "/x.npz",  // an archive elsewhere
+		"sub/deep": "../../d/sub/.", // its folder again, by a longer way
+	} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var log []string
+	tr, err := Open(dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf(f, args...))
+		mu.Unlock()
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var paths []string
+	for range 2 { // listed twice: logged once
+		paths = paths[:0]
+		for p := range walk(t, tr.Root()) {
+			if !strings.Contains(p, ".npz/") {
+				paths = append(paths, p)
+			}
+		}
+	}
+	slices.Sort(paths)
+	want := []string{"/a.npz", "/ext", "/ext/x.npz", "/p", "/p/c.npz", "/p/toq", "/p/toq/e.npz",
+		"/q", "/q/e.npz", "/q/top", "/q/top/c.npz", "/sub", "/sub/b.npz", "/y.npz"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("served:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
+	}
+	for _, p := range []string{"sub/up", "sub/self", "sub/deep", "p/toq/top", "q/top/toq", "top"} {
+		if lookup(tr.Root(), p) != nil {
+			t.Errorf("%s is found", p)
+		}
+	}
+	lookup(tr.Root(), "sub/up") // looked up again: not logged again
+	if !bytes.Equal(read(t, lookup(tr.Root(), "ext/x.npz/k.npy")), npyBytes(t, 5, 3)) ||
+		!bytes.Equal(read(t, lookup(tr.Root(), "y.npz/k.npy")), npyBytes(t, 5, 3)) {
+		t.Error("an archive through a link")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(log)
+	var skipped []string
+	for _, l := range log {
+		if i := strings.Index(l, ": not served: a symbolic link to "); i >= 0 && strings.HasSuffix(l, "(a loop)") {
+			skipped = append(skipped, strings.TrimPrefix(l[:i], "npzfs: "))
+		}
+	}
+	if want := []string{"p/toq/top", "q/top/toq", "sub/deep", "sub/self", "sub/up", "top"}; !slices.Equal(skipped, want) || len(log) != len(want) {
+		t.Errorf("logged:\n%s\nwant one line for each of %v", strings.Join(log, "\n"), want)
+	}
+}
+
+// TestUnreadableFolder: a folder that cannot be listed holds only
+// npzfs-error.txt, which says why, as an archive that cannot be read
+// does, and the log says so once.
+func TestUnreadableFolder(t *testing.T) {
+	dir := t.TempDir()
+	writeNPZ(t, filepath.Join(dir, "a.npz"), 1, 3, "k")
+	var log []string
+	tr, err := Open(dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+		log = append(log, fmt.Sprintf(f, args...))
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	d := tr.Root().Lookup("sub")
+	if d == nil {
+		t.Fatal("sub not found")
+	}
+	if e := d.Lookup(ErrorName); e != nil {
+		t.Errorf("a readable folder has %s", ErrorName)
+	}
+	// A folder that cannot be listed, whoever runs the test: one that
+	// is gone and in its place a file.
+	os.Remove(sub)
+	os.WriteFile(sub, nil, 0o644)
+	for range 2 {
+		kids := d.Children()
+		if len(kids) != 1 || kids[0].Name() != ErrorName {
+			t.Fatalf("an unreadable folder lists %d entries", len(kids))
+		}
+		if b := read(t, kids[0]); !strings.Contains(string(b), "not a directory") {
+			t.Errorf("%s says %q", ErrorName, b)
+		}
+		if e := d.Lookup(ErrorName); e == nil || e.Ino() != kids[0].Ino() {
+			t.Errorf("Lookup(%s) = %v", ErrorName, e)
+		}
+	}
+	if len(log) != 1 || !strings.Contains(log[0], "sub: cannot be read:") {
+		t.Errorf("logged %q, want one line", log)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -356,4 +357,119 @@ func TestFolderMaxOpenUnderConcurrency(t *testing.T) {
 	eventually(t, fmt.Sprintf("at most %d archives open once the readers are done", maxOpen), func() bool {
 		return filesUnder(pid, src) <= maxOpen
 	})
+}
+
+// TestFolderSymlinks: symbolic links in a served folder make no tree
+// without end and never lead the daemon into a mount of npzfs, its own
+// least: a link to a folder it is in (sub/up -> ..), to the mount point,
+// to a file in the mount, to a folder holding the served one (/), are
+// left out and logged once each; a link elsewhere is followed. The daemon
+// never opens a file of its own mount, so it exits once the mount is
+// detached (fusermount3 -u -z), as with no link.
+func TestFolderSymlinks(t *testing.T) {
+	fusermount := needTool(t, "fusermount3")
+	src, out := t.TempDir(), t.TempDir()
+	arr := func(v int) []member {
+		return []member{newArray(t, "k.npy", "<i4", []int64{4}, bytes.Repeat([]byte{byte(v), 0, 0, 0}, 4), false).member}
+	}
+	writeZip(t, filepath.Join(src, "a.npz"), arr(1))
+	os.Mkdir(filepath.Join(src, "sub"), 0o755)
+	writeZip(t, filepath.Join(src, "sub", "b.npz"), arr(2))
+	writeZip(t, filepath.Join(out, "c.npz"), arr(3))
+	logFile := filepath.Join(t.TempDir(), "npzfs.log")
+	mnt := mount(t, src, "--log", logFile)
+	pid := theDaemon(t, mnt)
+	for link, to := range map[string]string{
+		"sub/up":  "..",
+		"top":     "/",
+		"ext":     out,
+		"own":     mnt,
+		"own.npy": filepath.Join(mnt, "a.npz", "k.npy"),
+		"ownsub":  filepath.Join(mnt, "sub"),
+	} {
+		if err := os.Symlink(to, filepath.Join(src, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paths []string
+	for range 2 { // walked twice: logged once
+		paths = paths[:0]
+		err := filepath.WalkDir(mnt, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if len(paths) > 1000 {
+				return errors.New("a tree without end")
+			}
+			if rel, _ := filepath.Rel(mnt, p); !strings.Contains(rel, ".npz/") {
+				paths = append(paths, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("walking the mount: %v", err)
+		}
+	}
+	want := []string{".", "a.npz", "ext", "ext/c.npz", "sub", "sub/b.npz"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("served: %q, want %q", paths, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "ext", "c.npz", "k.npy")); err != nil || b[len(b)-1] != 0 || b[len(b)-4] != 3 {
+		t.Errorf("ext/c.npz/k.npy: % x, %v", b, err)
+	}
+	if k := filesUnder(pid, mnt); k != 0 {
+		t.Errorf("the daemon has %d files of its own mount open", k)
+	}
+	log, _ := os.ReadFile(logFile)
+	for _, p := range []string{"sub/up", "top", "own", "own.npy", "ownsub"} {
+		if n := strings.Count(string(log), "npzfs: "+p+": not served: "); n != 1 {
+			t.Errorf("%s: logged %d times, want once:\n%s", p, n, log)
+		}
+	}
+	checkLogLines(t, log)
+	if out, err := exec.Command(fusermount, "-u", "-z", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("fusermount3 -u -z: %v: %s", err, out)
+	}
+	if !waitGone(pid) {
+		t.Errorf("daemon %d still running after its mount was detached", pid)
+	}
+}
+
+// TestFolderUnreadableSubfolder: a sub-folder the daemon cannot read (a
+// daemon without root's power to read any folder, and a folder of
+// another user's, mode 0700) holds only npzfs-error.txt, which says why,
+// as an archive that cannot be read does; the log says so once.
+func TestFolderUnreadableSubfolder(t *testing.T) {
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a folder its daemon cannot read")
+	}
+	setpriv := needTool(t, "setpriv")
+	src := t.TempDir()
+	locked := filepath.Join(src, "locked")
+	os.Mkdir(locked, 0o700)
+	writeZip(t, filepath.Join(locked, "x.npz"), []member{newArray(t, "k.npy", "<i4", []int64{4}, make([]byte, 16), false).member})
+	writeZip(t, filepath.Join(src, "a.npz"), []member{newArray(t, "k.npy", "<i4", []int64{4}, make([]byte, 16), false).member})
+	if err := os.Chown(locked, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "npzfs.log")
+	mnt := mountVia(t, []string{setpriv, "--bounding-set", "-dac_override,-dac_read_search"}, src, "--log", logFile)
+	for range 2 {
+		ents, err := os.ReadDir(filepath.Join(mnt, "locked"))
+		if err != nil || len(ents) != 1 || ents[0].Name() != "npzfs-error.txt" {
+			t.Fatalf("locked/ lists %v, %v; want npzfs-error.txt alone", ents, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(mnt, "locked", "npzfs-error.txt"))
+	if err != nil || !strings.Contains(string(b), "permission denied") {
+		t.Errorf("locked/npzfs-error.txt: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "a.npz", "k.npy")); err != nil {
+		t.Errorf("the readable part: %v", err)
+	}
+	log, _ := os.ReadFile(logFile)
+	if n := strings.Count(string(log), "npzfs: locked: cannot be read: "); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, log)
+	}
 }
