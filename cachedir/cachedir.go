@@ -100,6 +100,17 @@ func (d *Dir) Close() error {
 	return nil
 }
 
+// Writable reports whether files can be stored in the folder, by
+// storing none: it makes a temporary file and removes it.
+func (d *Dir) Writable() error {
+	f, err := os.CreateTemp(d.dir, tempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("%s cannot be written: %w", d.dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // Used is the bytes of files the folder holds, as last seen (after Open,
 // once the folder has been listed in the background).
 func (d *Dir) Used() int64 {

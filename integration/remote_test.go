@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -465,5 +466,43 @@ func TestRemoteDiskCache(t *testing.T) {
 	sameTree(t, "replaced", newDir, dir)
 	if got := len(ng.Requests()) - before; got < 3 {
 		t.Errorf("the replaced object was read with %d requests: from the old one's blocks?", got)
+	}
+}
+
+// TestRemoteDiskCacheReadOnly: a --disk-cache folder the daemon cannot
+// write to refuses the mount in one line, whether it is empty or holds
+// blocks of the archive (which it could serve but never keep more of).
+func TestRemoteDiskCacheReadOnly(t *testing.T) {
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a folder its daemon cannot write")
+	}
+	setpriv := needTool(t, "setpriv")
+	www := t.TempDir()
+	remoteArchive(t, www)
+	ng := testserver.StartNginx(t, www)
+	url := ng.URL + "/remote.npz"
+	filled, empty := t.TempDir(), t.TempDir()
+	clear(t, mount(t, url, "--disk-cache", filled))
+	for _, dir := range []string{filled, empty} {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			os.Chown(p, nobody, nobody)
+			if d != nil && d.IsDir() {
+				return os.Chmod(p, 0o555)
+			}
+			return os.Chmod(p, 0o444)
+		})
+	}
+	for _, c := range []struct{ name, dir string }{{"filled", filled}, {"empty", empty}} {
+		mnt := t.TempDir()
+		clearLater(t, mnt)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		r := run(t, exec.CommandContext(ctx, setpriv, "--bounding-set", "-dac_override,-dac_read_search",
+			bin, "mount", "--disk-cache", c.dir, url, mnt))
+		cancel()
+		oneLine(t, c.name, r, 1)
+		if !strings.Contains(r.stderr, "disk cache") || !strings.Contains(r.stderr, "permission denied") {
+			t.Errorf("%s: %q does not say the disk cache cannot be written", c.name, r.stderr)
+		}
 	}
 }
