@@ -440,11 +440,7 @@ func TestFolderSymlinks(t *testing.T) {
 // another user's, mode 0700) holds only npzfs-error.txt, which says why,
 // as an archive that cannot be read does; the log says so once.
 func TestFolderUnreadableSubfolder(t *testing.T) {
-	needFuse(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a folder its daemon cannot read")
-	}
-	setpriv := needTool(t, "setpriv")
+	via := withoutDAC(t)
 	src := t.TempDir()
 	locked := filepath.Join(src, "locked")
 	os.Mkdir(locked, 0o700)
@@ -454,7 +450,7 @@ func TestFolderUnreadableSubfolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(t.TempDir(), "npzfs.log")
-	mnt := mountVia(t, []string{setpriv, "--bounding-set", "-dac_override,-dac_read_search"}, src, "--log", logFile)
+	mnt := mountVia(t, via, src, "--log", logFile)
 	for range 2 {
 		ents, err := os.ReadDir(filepath.Join(mnt, "locked"))
 		if err != nil || len(ents) != 1 || ents[0].Name() != "npzfs-error.txt" {

@@ -473,11 +473,7 @@ func TestRemoteDiskCache(t *testing.T) {
 // write to refuses the mount in one line, whether it is empty or holds
 // blocks of the archive (which it could serve but never keep more of).
 func TestRemoteDiskCacheReadOnly(t *testing.T) {
-	needFuse(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a folder its daemon cannot write")
-	}
-	setpriv := needTool(t, "setpriv")
+	via := withoutDAC(t)
 	www := t.TempDir()
 	remoteArchive(t, www)
 	ng := testserver.StartNginx(t, www)
@@ -497,8 +493,7 @@ func TestRemoteDiskCacheReadOnly(t *testing.T) {
 		mnt := t.TempDir()
 		clearLater(t, mnt)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		r := run(t, exec.CommandContext(ctx, setpriv, "--bounding-set", "-dac_override,-dac_read_search",
-			bin, "mount", "--disk-cache", c.dir, url, mnt))
+		r := run(t, exec.CommandContext(ctx, via[0], append(via[1:], bin, "mount", "--disk-cache", c.dir, url, mnt)...))
 		cancel()
 		oneLine(t, c.name, r, 1)
 		if !strings.Contains(r.stderr, "disk cache") || !strings.Contains(r.stderr, "permission denied") {
