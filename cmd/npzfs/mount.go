@@ -38,10 +38,13 @@ NAME.npz/ holding that archive's tree, and every .npy file NAME.npy with
 its views; sub-folders are kept, other files left out. Archives are opened
 on first use, and at most --max-open of them stay open once none of their
 files is in use. An archive that cannot be read is a folder holding only
-npzfs-error.txt, which says why. Files added, removed or replaced in the
-folder appear, vanish or change within a second; reads of a replaced
-archive's old files fail. ARCHIVE may also be a bare .npy file (known by
-its magic): it is served as an archive of that one array.
+npzfs-error.txt, which says why, and so is a sub-folder that cannot be
+listed. Symbolic links are followed, except to a folder they are in (or
+one holding it) and into npzfs mounts: those are left out, and logged.
+Files added, removed or replaced in the folder appear, vanish or change
+within a second; reads of a replaced archive's old files fail. ARCHIVE may
+also be a bare .npy file (known by its magic): it is served as an archive
+of that one array.
 
 ARCHIVE may be remote: https://host/path/data.npz (or http://; a presigned
 URL works as it is) or s3://BUCKET/KEY.npz, read by byte range: the mount
