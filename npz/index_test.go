@@ -14,22 +14,37 @@ import (
 )
 
 // indexedArchive is an archive of two deflated members of a few MiB,
-// numpy-like data that compresses a little.
+// numpy-like data that compresses a little, and their data. It is made
+// once per test binary (under the race detector, deflating it takes most
+// of a minute); each caller gets its own copy of the archive's bytes,
+// and must not change the members' data.
 func indexedArchive(t *testing.T) (zipBytes []byte, members map[string][]byte) {
 	t.Helper()
-	members = map[string][]byte{}
-	var ents []zent
-	for i, name := range []string{"a.npy", "b.npy"} {
-		data := make([]byte, 6<<20)
-		x := uint32(i + 1)
-		for j := range data {
-			x = x*1664525 + 1013904223
-			data[j] = byte(x>>24) & 0x3f // 6 bits of noise: deflates to 3/4
+	indexed.once.Do(func() {
+		indexed.members = map[string][]byte{}
+		var ents []zent
+		for i, name := range []string{"a.npy", "b.npy"} {
+			data := make([]byte, 6<<20)
+			x := uint32(i + 1)
+			for j := range data {
+				x = x*1664525 + 1013904223
+				data[j] = byte(x>>24) & 0x3f // 6 bits of noise: deflates to 3/4
+			}
+			indexed.members[name] = data
+			ents = append(ents, zent{name: name, data: data, method: 8})
 		}
-		members[name] = data
-		ents = append(ents, zent{name: name, data: data, method: 8})
+		indexed.zip = makeZip(t, ents)
+	})
+	if indexed.zip == nil {
+		t.Fatal("the indexed archive could not be made")
 	}
-	return makeZip(t, ents), members
+	return bytes.Clone(indexed.zip), indexed.members
+}
+
+var indexed struct {
+	once    sync.Once
+	zip     []byte
+	members map[string][]byte
 }
 
 // logLinesOf collects what an archive logs.
