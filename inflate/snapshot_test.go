@@ -23,7 +23,7 @@ func allocated(f func()) uint64 {
 // table and one window, not its windows (which a daemon under a memory
 // target cannot hold twice), and writes the bytes MarshalIndex gives.
 func TestIndexSnapshotStreams(t *testing.T) {
-	data := repeatedRandom(8<<20, 20<<10, 2)
+	data := repeatedRandom(4<<20, 20<<10, 2)
 	comp := deflate(t, data, 6)
 	crc := crc32.ChecksumIEEE(data)
 	opts := &Options{SpanSize: 32 << 10}
@@ -32,7 +32,7 @@ func TestIndexSnapshotStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	cps, wins := r.IndexStats()
-	if wins < 4<<20 {
+	if wins < 2<<20 {
 		t.Fatalf("the index holds %d bytes of windows: the data does not make large windows", wins)
 	}
 	want, ok := r.MarshalIndex()
