@@ -3,6 +3,7 @@ package dataset
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -106,5 +107,22 @@ func TestPlanMemory(t *testing.T) {
 	m, _ = PlanMemory(Memory{SpanCache: 1 << 30})
 	if m.Target < 2<<30 || m.Indexes != m.Target/8 {
 		t.Errorf("a 1 GiB span cache given: %v", m)
+	}
+}
+
+// TestSetMemoryLimit: the target becomes Go's soft memory limit, unless
+// GOMEMLIMIT sets one.
+func TestSetMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(prev)
+	m := Memory{Target: 300 << 20}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(1 << 30)
+	if got := m.SetMemoryLimit(); got != 1<<30 || debug.SetMemoryLimit(-1) != 1<<30 {
+		t.Errorf("with GOMEMLIMIT set: %d, want the user's 1 GiB", got)
+	}
+	os.Unsetenv("GOMEMLIMIT")
+	if got := m.SetMemoryLimit(); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
+		t.Errorf("without GOMEMLIMIT: %d, want the target", got)
 	}
 }
