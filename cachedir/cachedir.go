@@ -8,8 +8,11 @@
 package cachedir
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
@@ -97,6 +100,17 @@ func (d *Dir) Close() error {
 	return nil
 }
 
+// Writable reports whether files can be stored in the folder, by
+// storing none: it makes a temporary file and removes it.
+func (d *Dir) Writable() error {
+	f, err := os.CreateTemp(d.dir, tempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("%s cannot be written: %w", d.dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // Used is the bytes of files the folder holds, as last seen (after Open,
 // once the folder has been listed in the background).
 func (d *Dir) Used() int64 {
@@ -148,19 +162,19 @@ func (d *Dir) Has(name string) bool {
 // Put stores data as the file name, whole or not at all, and starts
 // trimming in the background when the folder holds too much.
 func (d *Dir) Put(name string, data []byte) error {
+	return d.PutFrom(name, bytes.NewReader(data))
+}
+
+// PutFrom stores what src writes as the file name, whole or not at all
+// (nothing is stored when src fails), as Put does: src writes straight
+// to the file, so a large file need not be held in memory first.
+func (d *Dir) PutFrom(name string, src io.WriterTo) error {
 	path := filepath.Join(d.dir, filepath.FromSlash(name))
 	folder := filepath.Dir(path)
-	err := writeAtomic(folder, path, data)
-	if errors.Is(err, iofs.ErrNotExist) {
-		// The group's folder is new, or was trimmed away just now.
-		if err = os.MkdirAll(folder, 0o700); err == nil {
-			err = writeAtomic(folder, path, data)
-		}
-	}
+	size, err := writeAtomic(folder, path, src)
 	if err != nil {
 		return err
 	}
-	size := int64(len(data))
 	d.mu.Lock()
 	if old, ok := d.files[name]; ok {
 		d.used -= old.size
@@ -192,13 +206,23 @@ func (d *Dir) Remove(name string) {
 }
 
 // writeAtomic writes a file whole or not at all: a temporary file in
-// folder, renamed into place.
-func writeAtomic(folder, path string, data []byte) error {
+// folder, renamed into place. It returns the bytes written.
+func writeAtomic(folder, path string, src io.WriterTo) (int64, error) {
 	f, err := os.CreateTemp(folder, tempPrefix+"*")
-	if err != nil {
-		return err
+	if errors.Is(err, iofs.ErrNotExist) {
+		// The group's folder is new, or was trimmed away just now.
+		if err = os.MkdirAll(folder, 0o700); err == nil {
+			f, err = os.CreateTemp(folder, tempPrefix+"*")
+		}
 	}
-	_, err = f.Write(data)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	n, err := src.WriteTo(w)
+	if err == nil {
+		err = w.Flush()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -207,8 +231,9 @@ func writeAtomic(folder, path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return 0, err
 	}
-	return err
+	return n, nil
 }
 
 // scan reads the folder again, so the books hold what every process

@@ -2,7 +2,9 @@ package cachedir
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -148,4 +150,40 @@ func TestConcurrentWriters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// failingWriter writes part of a file, then fails.
+type failingWriter struct{ part []byte }
+
+func (f failingWriter) WriteTo(w io.Writer) (int64, error) {
+	n, _ := w.Write(f.part)
+	return int64(n), errors.New("the source failed")
+}
+
+// TestPutFrom: what a WriterTo writes is stored whole and counted; one
+// that fails part way stores nothing, and leaves no temporary file.
+func TestPutFrom(t *testing.T) {
+	d, err := Open(t.TempDir(), 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.trimmed.Wait()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 20000) // past the write buffer
+	if err := d.PutFrom("g/big", bytes.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := d.Get("g/big"); err != nil || !bytes.Equal(b, big) || d.Used() != int64(len(big)) {
+		t.Fatalf("g/big: %d bytes, %v, used %d; want %d", len(b), err, d.Used(), len(big))
+	}
+	if err := d.PutFrom("g/half", failingWriter{big}); err == nil {
+		t.Fatal("a failing source stored")
+	}
+	if d.Has("g/half") || d.Used() != int64(len(big)) {
+		t.Errorf("a failed PutFrom left a file (used %d)", d.Used())
+	}
+	ents, _ := os.ReadDir(filepath.Join(d.Path(), "g"))
+	if len(ents) != 1 {
+		t.Errorf("the group folder holds %d files, want 1", len(ents))
+	}
 }

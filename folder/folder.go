@@ -3,14 +3,15 @@
 // .npy file as NAME.npy with its views beside it, sub-folders kept.
 //
 // Archives are opened on first use (a lookup or listing inside them, or
-// for a .npy, a listing of its folder) and closed again when more than
-// Options.MaxOpen are open and the kernel holds none of their nodes
-// (fs.Holder); the kernel is asked to let go of the least recently used
-// (fs.Server.Invalidate) when it holds too many. Inode numbers are the
-// mount's, handed out as folders and archives are first seen: an archive
-// reopened with the same file gets the same numbers, and a file replaced
-// under the mount is a new archive with new numbers, whose old nodes fail
-// their reads.
+// for a .npy, a listing of its folder) and closed again, the least
+// recently used first, when more than Options.MaxOpen are open and none
+// of their files is (fs.Opener) nor any request in them under way,
+// whatever nodes of theirs the kernel still caches: a node of a closed
+// archive opens it again when it is used. Inode numbers are the mount's,
+// handed out as folders and archives are first seen: an archive reopened
+// with the same file gets the same numbers, and a file replaced under the
+// mount is a new archive with new numbers, whose old nodes fail their
+// reads.
 //
 // Folder listings and lookups read the folder on disk each time the kernel
 // asks (it caches them for Options.CacheTime), so files added or removed
@@ -30,16 +31,19 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"weak"
 
 	"github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
 
 // DefaultMaxOpen is how many archives a folder mount keeps open at most
-// when the kernel holds none of their nodes: each open archive takes a
-// file descriptor and its central directory in memory.
+// when none of their files is open: each open archive takes a file
+// descriptor and its central directory in memory.
 const DefaultMaxOpen = 128
 
 // DefaultCacheTime is how long the kernel may cache what a folder mount
@@ -55,8 +59,8 @@ type Options struct {
 	// Archive is passed to every archive opened; its CacheBytes and
 	// IndexBytes are budgets shared by all of them.
 	Archive npz.Options
-	// MaxOpen bounds the archives kept open (see the package comment);
-	// 0 means DefaultMaxOpen.
+	// MaxOpen bounds the archives kept open when none of their files is
+	// (see the package comment); 0 means DefaultMaxOpen.
 	MaxOpen int
 	// CacheTime is how long the kernel may cache folders and archive
 	// entries; 0 means DefaultCacheTime.
@@ -75,14 +79,15 @@ type Tree struct {
 
 	next atomic.Uint64 // the next free inode number
 
-	mu       sync.Mutex
-	dirInos  map[string]uint64 // folder path (relative) -> inode number
-	slots    map[string]*slot  // file path (relative) -> the archive it holds now
-	open     list.List         // of *slot with an open archive, most recently used first
-	inval    func(parent uint64, name string) error
-	asked    map[*slot]time.Time // when the kernel was last asked to let go of a slot
-	retrying bool                // a trim is due in askAgain
-	trimming atomic.Bool
+	mu      sync.Mutex
+	dirInos map[string]uint64 // folder path (relative) -> inode number
+	slots   map[string]*slot  // file path (relative) -> the archive it holds now
+	open    list.List         // of *slot with an open archive, most recently used first
+	said    map[string]bool   // paths whose problem was logged
+
+	mountsMu sync.Mutex
+	mountsAt time.Time         // when npzfs was read
+	npzfs    map[string]string // device (major:minor) -> mount point, of npzfs mounts
 }
 
 // Open serves the folder dir. It reads nothing but dir's own entry.
@@ -94,7 +99,7 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a folder", dir)
 	}
-	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, asked: map[*slot]time.Time{}}
+	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -106,7 +111,11 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	}
 	t.opts.Archive.ShareBudgets()
 	t.next.Store(2)
-	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime()}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime(), real: real, dev: devOf(fi)}
 	return t, nil
 }
 
@@ -142,14 +151,6 @@ func (t *Tree) Usage() (bytes int64, nodes uint64) {
 // Root is the tree's root folder, inode number 1.
 func (t *Tree) Root() fs.Entry { return t.root }
 
-// SetInvalidate gives the tree the mount's fs.Server.Invalidate, to ask
-// the kernel to let go of archives when too many are held open.
-func (t *Tree) SetInvalidate(f func(parent uint64, name string) error) {
-	t.mu.Lock()
-	t.inval = f
-	t.mu.Unlock()
-}
-
 // Open reports how many archives are open now.
 func (t *Tree) Open() int {
 	t.mu.Lock()
@@ -177,6 +178,68 @@ func (t *Tree) logf(format string, args ...any) {
 	}
 }
 
+// maxSaid bounds the paths whose problem is logged, so that a folder of
+// a million bad entries does not flood the log.
+const maxSaid = 10000
+
+// skip logs, once for each path, why rel is not served.
+func (t *Tree) skip(rel, why string) { t.note(rel, "not served: %s", why) }
+
+// note logs what is wrong with rel, once for each path.
+func (t *Tree) note(rel, format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.said[rel] || len(t.said) > maxSaid {
+		return
+	}
+	if t.said == nil {
+		t.said = map[string]bool{}
+	}
+	t.said[rel] = true
+	if len(t.said) > maxSaid {
+		t.logf("npzfs: more paths are not served or cannot be read; they are not logged")
+		return
+	}
+	if rel == "" {
+		rel = "."
+	}
+	t.logf("npzfs: %s: %s", rel, fmt.Sprintf(format, args...))
+}
+
+// npzfsMount reports whether dev is the device of an npzfs mount, and
+// its mount point. The mount table is read again when a second old, so
+// that mounts made since (this one among them) are seen.
+func (t *Tree) npzfsMount(dev uint64) (string, bool) {
+	t.mountsMu.Lock()
+	defer t.mountsMu.Unlock()
+	if t.npzfs == nil || time.Since(t.mountsAt) > time.Second {
+		t.npzfs = map[string]string{}
+		for _, m := range mountinfo.Read() {
+			if m.FSType == "fuse."+fs.FSType {
+				t.npzfs[m.Dev] = m.Dir
+			}
+		}
+		t.mountsAt = time.Now()
+	}
+	mnt, ok := t.npzfs[devName(dev)]
+	return mnt, ok
+}
+
+// devOf is the device a file is on.
+func devOf(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Dev
+	}
+	return 0
+}
+
+// devName is a device number as the mount table writes it, major:minor.
+func devName(dev uint64) string {
+	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+	minor := dev&0xff | (dev>>12)&^0xff
+	return fmt.Sprintf("%d:%d", major, minor)
+}
+
 // alloc hands out n consecutive inode numbers.
 func (t *Tree) alloc(n uint64) uint64 { return t.next.Add(n) - n }
 
@@ -194,7 +257,7 @@ func (t *Tree) dirIno(rel string) uint64 {
 // slotFor is the archive at rel as fi describes it: the one seen before if
 // the file is the same (size and modification time), else a new one, the
 // old one then failing its reads.
-func (t *Tree) slotFor(rel string, fi os.FileInfo, parent uint64, bare bool) *slot {
+func (t *Tree) slotFor(rel string, fi os.FileInfo, bare bool) *slot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.slots[rel]
@@ -206,90 +269,55 @@ func (t *Tree) slotFor(rel string, fi os.FileInfo, parent uint64, bare bool) *sl
 		t.logf("npzfs: %s changed: served anew; reads of the old one fail", rel)
 		go s.close(false)
 	}
-	s = &slot{t: t, rel: rel, name: filepath.Base(rel), parent: parent, bare: bare,
+	s = &slot{t: t, rel: rel, name: filepath.Base(rel), bare: bare,
 		size: fi.Size(), mtime: fi.ModTime(), rootIno: t.alloc(2)}
 	t.slots[rel] = s
 	return s
 }
 
-// trim closes the least recently used archives the kernel holds nothing
-// of while more than MaxOpen are open. When that is not enough it asks
-// the kernel to let go of the least recently used others (their files
-// closed, it forgets their nodes, and each release closes one), and looks
-// again a second later, as long as too many are open: the kernel keeps
-// what is in use (an open file, a working directory).
+// trim closes the least recently used archives of which no file is open
+// and no request under way while more than MaxOpen are open. Whoever
+// opens an archive past MaxOpen, or leaves one idle past it, trims, so
+// that closing keeps pace with opening however many open at once.
 func (t *Tree) trim() {
-	if !t.trimming.CompareAndSwap(false, true) {
-		return
-	}
-	defer t.trimming.Store(false)
 	for {
 		t.mu.Lock()
-		over := t.open.Len() - t.opts.MaxOpen
-		if over <= 0 {
-			t.mu.Unlock()
-			return
-		}
 		var victim *slot
-		var ask []*slot
-		now := time.Now()
-		for e := t.open.Back(); e != nil; e = e.Prev() {
-			s := e.Value.(*slot)
-			if s.held.Load() == 0 && s.busy.Load() == 0 {
-				victim = s
-				break
-			}
-			if len(ask) < over && now.Sub(t.asked[s]) > askAgain {
-				t.asked[s] = now
-				ask = append(ask, s)
-			}
-		}
-		inval := t.inval
-		retry := victim == nil && !t.retrying
-		if retry {
-			t.retrying = true
-		}
-		t.mu.Unlock()
-		if victim != nil {
-			victim.close(false)
-			continue
-		}
-		if inval != nil {
-			for _, s := range ask {
-				for _, name := range s.entryNames() {
-					inval(s.parent, name)
+		if t.open.Len() > t.opts.MaxOpen {
+			for e := t.open.Back(); e != nil; e = e.Prev() {
+				if s := e.Value.(*slot); s.idle() {
+					victim = s
+					break
 				}
 			}
 		}
-		if retry {
-			time.AfterFunc(askAgain, func() {
-				t.mu.Lock()
-				t.retrying = false
-				t.mu.Unlock()
-				t.trim()
-			})
+		t.mu.Unlock()
+		if victim == nil {
+			return
 		}
-		return
+		victim.close(false)
 	}
 }
 
-// askAgain is how long the kernel is given to let go of an archive before
-// it is asked again.
-const askAgain = time.Second
+// overBudget reports whether more archives are open than MaxOpen.
+func (t *Tree) overBudget() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.open.Len() > t.opts.MaxOpen
+}
 
 // slot is one archive file of the folder, as it was when first seen.
 type slot struct {
 	t       *Tree
 	rel     string // path in the folder
 	name    string // base name
-	parent  uint64 // inode number of the folder holding it
 	bare    bool   // a .npy file
 	size    int64  // its identity: size and modification time
 	mtime   time.Time
 	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's
 
-	held  atomic.Int64 // nodes of it the kernel holds
-	busy  atomic.Int64 // lookups and listings in it under way
+	files atomic.Int64 // its files open (fs.Opener)
+	busy  atomic.Int64 // lookups, listings and resolutions in it under way
 	stale atomic.Bool  // the file at rel is another one now
 
 	mu   sync.Mutex
@@ -309,37 +337,49 @@ func (s *slot) archive() (a *npz.Archive, gen uint64, done func(), err error) {
 		return nil, 0, nop, errStale
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, gen, err = s.openLocked()
+	a, gen, over, err := s.openLocked()
+	if err == nil {
+		s.busy.Add(1)
+	}
+	s.mu.Unlock()
 	if err != nil {
 		return nil, 0, nop, err
 	}
-	s.busy.Add(1)
-	return a, gen, func() { s.busy.Add(-1) }, nil
+	if over {
+		s.t.trim()
+	}
+	return a, gen, func() {
+		if s.busy.Add(-1) == 0 {
+			s.maybeClose()
+		}
+	}, nil
 }
 
 func nop() {}
 
-func (s *slot) openLocked() (*npz.Archive, uint64, error) {
+// openLocked opens the archive if it is not, and reports whether more
+// than MaxOpen are open now.
+func (s *slot) openLocked() (*npz.Archive, uint64, bool, error) {
 	t := s.t
 	if s.a != nil {
 		t.mu.Lock()
 		t.open.MoveToFront(s.elem)
 		t.mu.Unlock()
-		return s.a, s.gen, nil
+		return s.a, s.gen, false, nil
 	}
 	if s.err != nil {
-		return nil, 0, s.err
+		return nil, 0, false, s.err
 	}
 	a, err := s.openFile()
 	if err != nil {
-		if errors.Is(err, source.ErrChanged) {
+		if errors.Is(err, source.ErrChanged) || errors.Is(err, os.ErrNotExist) {
+			// Replaced or removed since it was seen: its nodes fail.
 			s.stale.Store(true)
-			return nil, 0, err
+			return nil, 0, false, errStale
 		}
 		s.err = err
 		t.logf("npzfs: %s: %v", s.rel, err)
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	if s.base == 0 {
 		s.base = t.alloc(max(a.MaxIno(), 2) - 1)
@@ -350,10 +390,7 @@ func (s *slot) openLocked() (*npz.Archive, uint64, error) {
 	s.elem = t.open.PushFront(s)
 	over := t.open.Len() > t.opts.MaxOpen
 	t.mu.Unlock()
-	if over {
-		go t.trim()
-	}
-	return a, s.gen, nil
+	return a, s.gen, over, nil
 }
 
 func (s *slot) openFile() (*npz.Archive, error) {
@@ -378,12 +415,16 @@ func (s *slot) openFile() (*npz.Archive, error) {
 	return a, nil
 }
 
-// close closes the archive if the kernel holds none of its nodes (or
-// always, with force, when the mount ends).
+// idle reports an archive that may be closed: none of its files open
+// and no request in it under way.
+func (s *slot) idle() bool { return s.files.Load() == 0 && s.busy.Load() == 0 }
+
+// close closes the archive if it is idle (or always, with force, when
+// the mount ends).
 func (s *slot) close(force bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.a == nil || (!force && (s.held.Load() > 0 || s.busy.Load() > 0)) {
+	if s.a == nil || (!force && !s.idle()) {
 		return
 	}
 	s.a.Close()
@@ -391,40 +432,31 @@ func (s *slot) close(force bool) {
 	t := s.t
 	t.mu.Lock()
 	t.open.Remove(s.elem)
-	delete(t.asked, s)
 	t.mu.Unlock()
 	s.elem = nil
 }
 
-// hold and release count the nodes of the slot the kernel holds.
-func (s *slot) hold() { s.held.Add(1) }
+// opened and closed count the slot's files open (fs.Opener).
+func (s *slot) opened() { s.files.Add(1) }
 
-func (s *slot) release() {
-	if s.held.Add(-1) == 0 && (s.stale.Load() || s.t.overBudget()) {
-		go func() {
-			s.close(false)
-			s.t.trim()
-		}()
+func (s *slot) closed() {
+	if s.files.Add(-1) == 0 {
+		s.maybeClose()
 	}
 }
 
-func (t *Tree) overBudget() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.open.Len() > t.opts.MaxOpen
-}
-
-// entryNames are the names the slot's file makes in its folder.
-func (s *slot) entryNames() []string {
-	if !s.bare {
-		return []string{s.name}
+// maybeClose closes a slot gone idle when it is stale, and trims when too
+// many archives are open.
+func (s *slot) maybeClose() {
+	if !s.idle() {
+		return
 	}
-	key := strings.TrimSuffix(s.name, ".npy")
-	names := []string{s.name, key}
-	for _, suf := range npz.BesideSuffixes() {
-		names = append(names, key+suf)
+	if s.stale.Load() {
+		s.close(false)
 	}
-	return names
+	if s.t.overBudget() {
+		s.t.trim()
+	}
 }
 
 // shownKind is what a folder shows for an entry on disk.
@@ -458,6 +490,9 @@ type dirNode struct {
 	name  string
 	ino   uint64
 	mtime time.Time
+	real  string   // its path with symbolic links resolved
+	dev   uint64   // the device it is on
+	up    *dirNode // the folder it was found in; nil for the root
 }
 
 func (d *dirNode) Name() string             { return d.name }
@@ -474,14 +509,69 @@ func (d *dirNode) path(name string) (string, string) {
 	return rel, filepath.Join(d.t.dir, rel)
 }
 
-// entry is the node for name, found on disk as fi.
-func (d *dirNode) entry(name string, fi os.FileInfo) fs.Entry {
+// stat finds name in the folder on disk, following a symbolic link, and
+// reports whether it is served: never what lies on an npzfs mount (this
+// one's, whose daemon would then read its own files, or another's, which
+// may read this one's), and never a folder that is the folder it is found
+// in or one above it in the served tree, or holds one, through a
+// symbolic link (a loop: a tree without end). Each one not served is
+// logged once. real is a folder's path with links resolved.
+func (d *dirNode) stat(name string) (fi os.FileInfo, real string, ok bool) {
+	rel, abs := d.path(name)
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return nil, "", false
+	}
+	link := fi.Mode()&os.ModeSymlink != 0
+	if link {
+		if fi, err = os.Stat(abs); err != nil {
+			return nil, "", false
+		}
+	}
+	if kindOf(name, fi) == hidden {
+		return fi, "", true
+	}
+	if dev := devOf(fi); dev != d.dev {
+		if mnt, on := d.t.npzfsMount(dev); on {
+			d.t.skip(rel, "it is on the npzfs mount "+mnt)
+			return nil, "", false
+		}
+	}
+	if !fi.IsDir() {
+		return fi, "", true
+	}
+	real = filepath.Join(d.real, name)
+	if link {
+		if real, err = filepath.EvalSymlinks(abs); err != nil {
+			return nil, "", false
+		}
+	}
+	for a := d; a != nil; a = a.up {
+		switch {
+		case a.real == real:
+			d.t.skip(rel, fmt.Sprintf("a symbolic link to %s, a folder it is in (a loop)", real))
+			return nil, "", false
+		case inside(a.real, real):
+			d.t.skip(rel, fmt.Sprintf("a symbolic link to %s, which holds %s, a folder it is in (a loop)", real, a.real))
+			return nil, "", false
+		}
+	}
+	return fi, real, true
+}
+
+// inside reports whether path is dir or inside it.
+func inside(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+// entry is the node for name, found on disk as fi (at real, a folder).
+func (d *dirNode) entry(name string, fi os.FileInfo, real string) fs.Entry {
 	rel, _ := d.path(name)
 	switch kindOf(name, fi) {
 	case shownDir:
-		return &dirNode{t: d.t, rel: rel, name: name, ino: d.t.dirIno(rel), mtime: fi.ModTime()}
+		return &dirNode{t: d.t, rel: rel, name: name, ino: d.t.dirIno(rel), mtime: fi.ModTime(), real: real, dev: devOf(fi), up: d}
 	case shownArchive:
-		return &archNode{s: d.t.slotFor(rel, fi, d.ino, false)}
+		return &archNode{s: d.t.slotFor(rel, fi, false)}
 	}
 	return nil
 }
@@ -490,7 +580,7 @@ func (d *dirNode) entry(name string, fi os.FileInfo) fs.Entry {
 // its views (NAME/, NAME.ra), each when its name is free.
 func (d *dirNode) npyEntries(name string, fi os.FileInfo) []fs.Entry {
 	rel, _ := d.path(name)
-	s := d.t.slotFor(rel, fi, d.ino, true)
+	s := d.t.slotFor(rel, fi, true)
 	a, gen, done, err := s.archive()
 	defer done()
 	if err != nil {
@@ -503,13 +593,42 @@ func (d *dirNode) npyEntries(name string, fi os.FileInfo) []fs.Entry {
 	return out
 }
 
+// unreadable is the error file of a folder that cannot be read, which
+// is logged once; nil when it can be, or is gone (it vanishes from its
+// folder as any file removed does).
+func (d *dirNode) unreadable(err error) fs.Entry {
+	if err == nil || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	d.t.note(d.rel, "cannot be read: %v", err)
+	return &errFile{ino: d.t.dirIno(d.rel + "\x00" + ErrorName), mtime: d.mtime, err: err}
+}
+
+// readable tries to list the folder.
+func (d *dirNode) readable() error {
+	_, abs := d.path("")
+	f, err := os.Open(abs)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(1); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
 func (d *dirNode) Lookup(name string) fs.Entry {
-	_, abs := d.path(name)
+	if name == ErrorName {
+		if e := d.unreadable(d.readable()); e != nil {
+			return e
+		}
+	}
 	var taken bool
-	if fi, err := os.Stat(abs); err == nil {
+	if fi, real, ok := d.stat(name); ok {
 		switch kindOf(name, fi) {
 		case shownDir, shownArchive:
-			return d.entry(name, fi)
+			return d.entry(name, fi, real)
 		case shownNPY:
 			for _, e := range d.npyEntries(name, fi) {
 				if e.Name() == name {
@@ -530,9 +649,8 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 		}
 	}
 	npyName := key + ".npy"
-	_, npyAbs := d.path(npyName)
-	fi, err := os.Stat(npyAbs)
-	if err != nil || kindOf(npyName, fi) != shownNPY {
+	fi, _, ok := d.stat(npyName)
+	if !ok || kindOf(npyName, fi) != shownNPY {
 		return nil
 	}
 	for _, e := range d.npyEntries(npyName, fi) {
@@ -547,6 +665,9 @@ func (d *dirNode) Children() []fs.Entry {
 	_, abs := d.path("")
 	ents, err := os.ReadDir(abs)
 	if err != nil {
+		if e := d.unreadable(err); e != nil {
+			return []fs.Entry{e}
+		}
 		return nil
 	}
 	var out []fs.Entry
@@ -554,13 +675,13 @@ func (d *dirNode) Children() []fs.Entry {
 	var npys []os.FileInfo
 	var npyNames []string
 	for _, de := range ents {
-		fi, err := os.Stat(filepath.Join(abs, de.Name()))
-		if err != nil {
+		fi, real, ok := d.stat(de.Name())
+		if !ok {
 			continue
 		}
 		switch kindOf(de.Name(), fi) {
 		case shownDir, shownArchive:
-			out = append(out, d.entry(de.Name(), fi))
+			out = append(out, d.entry(de.Name(), fi, real))
 			shown[de.Name()] = true
 		case shownNPY:
 			npys = append(npys, fi)
@@ -595,7 +716,7 @@ func (n *archNode) Lookup(name string) fs.Entry {
 	defer done()
 	if err != nil {
 		if name == ErrorName && !errors.Is(err, source.ErrChanged) {
-			return &errFile{s: n.s, err: err}
+			return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}
 		}
 		return nil
 	}
@@ -612,7 +733,7 @@ func (n *archNode) Children() []fs.Entry {
 		if errors.Is(err, source.ErrChanged) {
 			return nil
 		}
-		return []fs.Entry{&errFile{s: n.s, err: err}}
+		return []fs.Entry{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}}
 	}
 	var out []fs.Entry
 	for _, c := range a.Root().Children() {
@@ -623,7 +744,9 @@ func (n *archNode) Children() []fs.Entry {
 
 // node is a node of an archive's tree, under the mount's inode numbers.
 // It keeps its path in the archive, so that it finds itself again when
-// the archive was closed and opened since.
+// the archive was closed and opened since, and only a weak pointer to
+// the archive's node: the kernel may cache nodes of archives long closed,
+// which must not keep those archives in memory.
 type node struct {
 	s    *slot
 	path string // in the archive's tree
@@ -631,9 +754,10 @@ type node struct {
 	ino  uint64
 	dir  bool
 
-	mu  sync.Mutex
-	gen uint64
-	n   *npz.Node
+	mu   sync.Mutex
+	gen  uint64
+	n    weak.Pointer[npz.Node]
+	size int64 // the file's, as last found
 }
 
 func wrap(s *slot, gen uint64, c *npz.Node, parent string) *node {
@@ -641,7 +765,7 @@ func wrap(s *slot, gen uint64, c *npz.Node, parent string) *node {
 	if parent != "" {
 		p = parent + "/" + p
 	}
-	return &node{s: s, path: p, name: c.Name(), ino: s.base + c.Ino() - 2, dir: c.IsDir(), gen: gen, n: c}
+	return &node{s: s, path: p, name: c.Name(), ino: s.base + c.Ino() - 2, dir: c.IsDir(), gen: gen, n: weak.Make(c)}
 }
 
 // resolve finds the node in the archive as it is open now, which stays
@@ -653,8 +777,10 @@ func (w *node) resolve() (n *npz.Node, gen uint64, done func(), err error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.gen == gen && w.n != nil {
-		return w.n, gen, done, nil
+	if w.gen == gen {
+		if n := w.n.Value(); n != nil {
+			return n, gen, done, nil
+		}
 	}
 	n = a.Root()
 	for _, part := range strings.Split(w.path, "/") {
@@ -662,15 +788,15 @@ func (w *node) resolve() (n *npz.Node, gen uint64, done func(), err error) {
 			return nil, 0, done, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
 		}
 	}
-	w.n, w.gen = n, gen
+	w.n, w.gen = weak.Make(n), gen
 	return n, gen, done, nil
 }
 
 func (w *node) Name() string { return w.name }
 func (w *node) Ino() uint64  { return w.ino }
 func (w *node) IsDir() bool  { return w.dir }
-func (w *node) Hold()        { w.s.hold() }
-func (w *node) Release()     { w.s.release() }
+func (w *node) Opened()      { w.s.opened() }
+func (w *node) Closed()      { w.s.closed() }
 
 func (w *node) ModTime() time.Time {
 	n, _, done, err := w.resolve()
@@ -719,27 +845,25 @@ func (w *node) File() fs.Content {
 	if w.dir {
 		return nil
 	}
-	// Read by the kernel, which holds the node (Hold): the archive stays
-	// open after done.
+	// Read by the kernel while the file is open (Opened): the archive
+	// stays open after done.
 	n, _, done, err := w.resolve()
 	defer done()
 	if err != nil {
 		// Its size stays what the kernel was told: content that is
 		// shorter would read as the end of the file, not as an error.
-		f := failed{err: err}
 		w.mu.Lock()
-		if w.n != nil {
-			if c := w.n.File(); c != nil {
-				f.size = c.Size()
-			}
-		}
-		w.mu.Unlock()
-		return f
+		defer w.mu.Unlock()
+		return failed{size: w.size, err: err}
 	}
-	if f := n.File(); f != nil {
-		return f
+	f := n.File()
+	if f == nil {
+		return failed{err: errors.New("not a file")}
 	}
-	return failed{err: errors.New("not a file")}
+	w.mu.Lock()
+	w.size = f.Size()
+	w.mu.Unlock()
+	return f
 }
 
 // failed is the content of a file whose archive is gone: every read fails.
@@ -755,16 +879,17 @@ func (f failed) ReadAtContext(context.Context, []byte, int64) (int, error) {
 func (f failed) Extent() (uintptr, int64, bool, error) { return 0, 0, false, f.err }
 
 // errFile is the one file of an archive folder whose archive cannot be
-// opened: why, in a line.
+// opened, or of a folder that cannot be read: why, in a line.
 type errFile struct {
-	s   *slot
-	err error
+	ino   uint64
+	mtime time.Time
+	err   error
 }
 
 func (e *errFile) Name() string           { return ErrorName }
-func (e *errFile) Ino() uint64            { return e.s.rootIno + 1 }
+func (e *errFile) Ino() uint64            { return e.ino }
 func (e *errFile) IsDir() bool            { return false }
-func (e *errFile) ModTime() time.Time     { return e.s.mtime }
+func (e *errFile) ModTime() time.Time     { return e.mtime }
 func (e *errFile) Lookup(string) fs.Entry { return nil }
 func (e *errFile) Children() []fs.Entry   { return nil }
 func (e *errFile) File() fs.Content       { return textContent(e.err.Error() + "\n") }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -219,10 +220,11 @@ func TestFolderChanges(t *testing.T) {
 	}
 }
 
-// TestFolderKeepsFewOpen: with more archives in use than MaxOpen, those
-// the kernel holds nothing of are closed, and the kernel is asked to let
-// go of the others; a node of a closed archive opens it again when used
-// and reads the same bytes under the same inode number.
+// TestFolderKeepsFewOpen: with more archives used than MaxOpen, those
+// of which no file is open are closed at once, whatever nodes of theirs
+// the kernel still caches; a node of a closed archive opens it again
+// when used and reads the same bytes under the same inode number; an
+// archive with a file open stays open while it is.
 func TestFolderKeepsFewOpen(t *testing.T) {
 	dir := t.TempDir()
 	const n = 12
@@ -234,66 +236,83 @@ func TestFolderKeepsFewOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	var mu sync.Mutex
-	var asked []string
-	tr.SetInvalidate(func(parent uint64, name string) error {
-		mu.Lock()
-		asked = append(asked, name)
-		mu.Unlock()
-		return nil
-	})
-	// Unheld: read and let go, as the kernel does after a FORGET.
+	// Opened, read and closed, as the kernel does; the nodes stay, as
+	// the kernel caches them.
 	var files []fs.Entry
 	for i := range n {
 		f := lookup(tr.Root(), fmt.Sprintf("s%02d.npz/k.npy", i))
 		if f == nil {
 			t.Fatalf("s%02d.npz/k.npy", i)
 		}
-		f.(fs.Holder).Hold()
+		f.(fs.Opener).Opened()
 		if !bytes.Equal(read(t, f), npyBytes(t, i, 3)) {
 			t.Errorf("s%02d.npz/k.npy", i)
 		}
-		f.(fs.Holder).Release()
+		f.(fs.Opener).Closed()
+		if k := tr.Open(); k > 3 {
+			t.Fatalf("%d archives open after %d used, MaxOpen 3", k, i+1)
+		}
 		files = append(files, f)
 	}
-	waitFor(t, func() bool { return tr.Open() <= 3 }, "archives closed down to MaxOpen")
 	// A node of a closed archive still reads, opening it again.
 	ino := files[0].Ino()
-	files[0].(fs.Holder).Hold()
+	files[0].(fs.Opener).Opened()
 	if !bytes.Equal(read(t, files[0]), npyBytes(t, 0, 3)) || lookup(tr.Root(), "s00.npz/k.npy").Ino() != ino {
 		t.Error("s00.npz/k.npy after its archive was closed")
 	}
-	files[0].(fs.Holder).Release()
+	files[0].(fs.Opener).Closed()
 
-	// Held: none can be closed, so the kernel is asked to let go.
+	// Open files keep their archives open, and only them.
 	for _, f := range files {
-		f.(fs.Holder).Hold()
+		f.(fs.Opener).Opened()
 		read(t, f)
 	}
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(asked) > 0 }, "the kernel asked to let go")
-	if tr.Open() <= 3 {
-		t.Errorf("%d archives open with %d held", tr.Open(), n)
+	if k := tr.Open(); k != n {
+		t.Errorf("%d archives open with a file of each of %d open", k, n)
 	}
 	for _, f := range files {
-		f.(fs.Holder).Release()
+		f.(fs.Opener).Closed()
 	}
-	waitFor(t, func() bool { return tr.Open() <= 3 }, "archives closed once let go")
+	if k := tr.Open(); k > 3 {
+		t.Errorf("%d archives open once their files were closed, MaxOpen 3", k)
+	}
 }
 
-// waitFor polls cond (the tree closes archives in the background).
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+// TestClosedArchiveIsNotKept: the nodes of a closed archive that the
+// kernel still caches do not keep the archive in memory.
+func TestClosedArchiveIsNotKept(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2 {
+		writeNPZ(t, filepath.Join(dir, fmt.Sprintf("s%d.npz", i)), i, 3, "k")
 	}
-	t.Fatalf("never: %s", what)
+	tr, err := Open(dir, &Options{MaxOpen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	f := lookup(tr.Root(), "s0.npz/k.npy")
+	read(t, f)
+	gone := make(chan struct{})
+	runtime.AddCleanup(f.(*node).s.a, func(struct{}) { close(gone) }, struct{}{})
+	read(t, lookup(tr.Root(), "s1.npz/k.npy")) // s0.npz is closed
+	if k := tr.Open(); k != 1 {
+		t.Fatalf("%d archives open, MaxOpen 1", k)
+	}
+	for range 100 {
+		runtime.GC()
+		select {
+		case <-gone:
+			runtime.KeepAlive(f)
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Error("a closed archive stays in memory while a node of it is held")
 }
 
 // TestFolderConcurrentReaders: readers of many archives at once, while
-// archives are closed and opened again under a small MaxOpen (-race).
+// archives are closed and opened again under a small MaxOpen (-race);
+// once they are done, at most MaxOpen are open.
 func TestFolderConcurrentReaders(t *testing.T) {
 	dir := t.TempDir()
 	const n = 20
@@ -315,10 +334,10 @@ func TestFolderConcurrentReaders(t *testing.T) {
 					t.Errorf("s%02d.npz/b/raw.bin missing", i)
 					return
 				}
-				h := f.(fs.Holder)
-				h.Hold()
+				o := f.(fs.Opener)
+				o.Opened()
 				b := read(t, f)
-				h.Release()
+				o.Closed()
 				if len(b) != 200 || int(b[0]) != (i+100)&0xff {
 					t.Errorf("s%02d.npz/b/raw.bin: % x", i, b[:4])
 				}
@@ -326,6 +345,9 @@ func TestFolderConcurrentReaders(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if k := tr.Open(); k > 4 {
+		t.Errorf("%d archives open after the readers, MaxOpen 4", k)
+	}
 }
 
 // TestFolderUsesSidecars: with Sidecars, an archive of the folder is
@@ -388,5 +410,126 @@ func TestFolderUsesSidecars(t *testing.T) {
 		if said != use {
 			t.Errorf("Sidecars %v: the damaged sidecar said %v: %q", use, said, log)
 		}
+	}
+}
+
+// TestFolderSymlinks: a symbolic link to a folder is followed unless
+// that folder is one the link is in, or holds one, in the served tree (a
+// loop, through one link or several); each such link is left out of
+// listings and lookups, and logged once. Links to folders and archives
+// elsewhere are followed. The whole tree is finite.
+func TestFolderSymlinks(t *testing.T) {
+	root := t.TempDir()
+	dir, out := filepath.Join(root, "d"), filepath.Join(root, "out")
+	writeNPZ(t, filepath.Join(dir, "a.npz"), 1, 3, "k")
+	writeNPZ(t, filepath.Join(dir, "sub", "b.npz"), 2, 3, "k")
+	writeNPZ(t, filepath.Join(dir, "p", "c.npz"), 3, 3, "k")
+	writeNPZ(t, filepath.Join(dir, "q", "e.npz"), 4, 3, "k")
+	writeNPZ(t, filepath.Join(out, "x.npz"), 5, 3, "k")
+	for link, to := range map[string]string{
+		"sub/up":   "..",            // its folder's folder
+		"sub/self": ".",             // its folder
+		"p/toq":    "../q",          // p/toq/top is a loop, p/toq is not
+		"q/top":    "../p",          // ... and q/top/toq
+		"top":      "/",             // holds the served folder
+		"ext":      out,             // elsewhere: followed
+		"y.npz":    out + "/x.npz",  // an archive elsewhere
+		"sub/deep": "../../d/sub/.", // its folder again, by a longer way
+	} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var log []string
+	tr, err := Open(dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf(f, args...))
+		mu.Unlock()
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var paths []string
+	for range 2 { // listed twice: logged once
+		paths = paths[:0]
+		for p := range walk(t, tr.Root()) {
+			if !strings.Contains(p, ".npz/") {
+				paths = append(paths, p)
+			}
+		}
+	}
+	slices.Sort(paths)
+	want := []string{"/a.npz", "/ext", "/ext/x.npz", "/p", "/p/c.npz", "/p/toq", "/p/toq/e.npz",
+		"/q", "/q/e.npz", "/q/top", "/q/top/c.npz", "/sub", "/sub/b.npz", "/y.npz"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("served:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
+	}
+	for _, p := range []string{"sub/up", "sub/self", "sub/deep", "p/toq/top", "q/top/toq", "top"} {
+		if lookup(tr.Root(), p) != nil {
+			t.Errorf("%s is found", p)
+		}
+	}
+	lookup(tr.Root(), "sub/up") // looked up again: not logged again
+	if !bytes.Equal(read(t, lookup(tr.Root(), "ext/x.npz/k.npy")), npyBytes(t, 5, 3)) ||
+		!bytes.Equal(read(t, lookup(tr.Root(), "y.npz/k.npy")), npyBytes(t, 5, 3)) {
+		t.Error("an archive through a link")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(log)
+	var skipped []string
+	for _, l := range log {
+		if i := strings.Index(l, ": not served: a symbolic link to "); i >= 0 && strings.HasSuffix(l, "(a loop)") {
+			skipped = append(skipped, strings.TrimPrefix(l[:i], "npzfs: "))
+		}
+	}
+	if want := []string{"p/toq/top", "q/top/toq", "sub/deep", "sub/self", "sub/up", "top"}; !slices.Equal(skipped, want) || len(log) != len(want) {
+		t.Errorf("logged:\n%s\nwant one line for each of %v", strings.Join(log, "\n"), want)
+	}
+}
+
+// TestUnreadableFolder: a folder that cannot be listed holds only
+// npzfs-error.txt, which says why, as an archive that cannot be read
+// does, and the log says so once.
+func TestUnreadableFolder(t *testing.T) {
+	dir := t.TempDir()
+	writeNPZ(t, filepath.Join(dir, "a.npz"), 1, 3, "k")
+	var log []string
+	tr, err := Open(dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+		log = append(log, fmt.Sprintf(f, args...))
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	d := tr.Root().Lookup("sub")
+	if d == nil {
+		t.Fatal("sub not found")
+	}
+	if e := d.Lookup(ErrorName); e != nil {
+		t.Errorf("a readable folder has %s", ErrorName)
+	}
+	// A folder that cannot be listed, whoever runs the test: one that
+	// is gone and in its place a file.
+	os.Remove(sub)
+	os.WriteFile(sub, nil, 0o644)
+	for range 2 {
+		kids := d.Children()
+		if len(kids) != 1 || kids[0].Name() != ErrorName {
+			t.Fatalf("an unreadable folder lists %d entries", len(kids))
+		}
+		if b := read(t, kids[0]); !strings.Contains(string(b), "not a directory") {
+			t.Errorf("%s says %q", ErrorName, b)
+		}
+		if e := d.Lookup(ErrorName); e == nil || e.Ino() != kids[0].Ino() {
+			t.Errorf("Lookup(%s) = %v", ErrorName, e)
+		}
+	}
+	if len(log) != 1 || !strings.Contains(log[0], "sub: cannot be read:") {
+		t.Errorf("logged %q, want one line", log)
 	}
 }

@@ -87,18 +87,6 @@ type Server struct {
 	stopOnce sync.Once
 }
 
-// Invalidate tells the kernel to forget the entry name in the folder with
-// inode number parent, as if its cache time had run out: the next access
-// looks it up again, and the nodes below it that nothing uses are
-// forgotten (see Holder). Trees that change call it to let go of what
-// they hold.
-func (s *Server) Invalidate(parent uint64, name string) error {
-	if st := s.srv.EntryNotify(parent, name); st != fuse.OK && st != fuse.ENOENT {
-		return syscall.Errno(st)
-	}
-	return nil
-}
-
 // Mount mounts root on dir read-only and serves it in the background. It
 // returns once the kernel answers requests on dir. A dir of the form
 // /dev/fd/N (FDMountpoint) is a FUSE device already mounted by whoever

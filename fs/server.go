@@ -98,11 +98,8 @@ func (t *knownNodes) ref(e Entry, parent uint64) {
 	if sh.m == nil {
 		sh.m = make(map[uint64]known)
 	}
-	k, had := sh.m[id]
+	k := sh.m[id]
 	sh.m[id] = known{e: e, parent: parent, refs: k.refs + 1}
-	if h, ok := e.(Holder); ok && !had {
-		h.Hold()
-	}
 	sh.mu.Unlock()
 }
 
@@ -113,9 +110,6 @@ func (t *knownNodes) forget(id, n uint64) {
 	if k, ok := sh.m[id]; ok {
 		if k.refs <= n {
 			delete(sh.m, id)
-			if h, ok := k.e.(Holder); ok {
-				h.Release()
-			}
 		} else {
 			k.refs -= n
 			sh.m[id] = k
@@ -300,16 +294,25 @@ func (s *server) open(h *fuse.InHeader, flags uint32) syscall.Errno {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
 		return syscall.EROFS
 	}
+	// Told before its content is resolved, so that what it keeps open
+	// for it stays open from here; told again if the open fails.
+	o, _ := e.(Opener)
+	if o != nil {
+		o.Opened()
+	}
+	errno = 0
 	f := e.File()
 	if f == nil {
-		return syscall.EIO
+		errno = syscall.EIO
+	} else if _, _, _, err := f.Extent(); err != nil {
+		// Where the bytes are is resolved now, so that a broken member
+		// fails at open rather than at the first read.
+		errno = Errno(err)
 	}
-	// Resolve where the bytes are now, so a broken member fails at open
-	// rather than at the first read.
-	if _, _, _, err := f.Extent(); err != nil {
-		return Errno(err)
+	if errno != 0 && o != nil {
+		o.Closed()
 	}
-	return 0
+	return errno
 }
 
 // Read serves [off, off+size) clamped to the file's end: spliced from the
@@ -394,8 +397,14 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 	return nil, Errno(err)
 }
 
-// Release: files have no handle to release.
-func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {}
+// Release: files have no handle to release; an Opener is told.
+func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if e, _, _ := s.node(in.NodeId); e != nil {
+		if o, ok := e.(Opener); ok {
+			o.Closed()
+		}
+	}
+}
 
 // Flush, Fsync and FsyncDir have nothing to do, and answer ENOSYS on
 // purpose, like GetXAttr: the kernel then stops sending them and succeeds

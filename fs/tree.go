@@ -31,15 +31,17 @@ type DiskUser interface {
 	DiskUsage() int64
 }
 
-// Holder is implemented by entries that want to know while the kernel
-// holds them: Hold is called when the kernel learns the entry's node ID
-// (by a lookup or readdirplus), Release when it has forgotten every lookup
-// of it. The kernel names a node only between the two, so an entry whose
-// tree keeps something open for it (a folder mount's archive) may close it
-// after Release. Both are called with a lock held: they must not block.
-type Holder interface {
-	Hold()
-	Release()
+// Opener is implemented by entries that want to know while their file
+// is open: Opened is called when the kernel opens it (each open), Closed
+// when it releases that open, after its last read (a memory mapping of
+// the file keeps it open until unmapped). The kernel reads a file only
+// while it is open, so a tree that keeps something open for its files (a
+// folder mount's archive) may close it while none is, whatever nodes the
+// kernel still caches: a request on such a node comes through Lookup,
+// Children or File, which open it again. Neither may block.
+type Opener interface {
+	Opened()
+	Closed()
 }
 
 // Cacher is implemented by entries of a tree that changes (the folders and

@@ -437,16 +437,20 @@ func (ix *index) progress(size int64) Progress {
 // may be saved: complete, or, with partial, a partial index of at least
 // minSpans spans that grew past what was loaded and whose last span is a
 // window long or more.
-func (ix *index) snapshot(partial bool, minSpans int) ([]checkpoint, bool) {
+func (ix *index) snapshot(partial bool, minSpans int) ([]checkpoint, io.ReaderAt, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.err != nil || ix.done == partial {
-		return nil, false
+		return nil, nil, false
 	}
 	k := len(ix.cps) - 1
 	if partial && (k < max(1, minSpans) || (ix.loaded != nil && (k < ix.loaded.n || ix.loaded.frontier)) ||
 		ix.cps[k].out-ix.cps[k-1].out < windowSize) {
-		return nil, false
+		return nil, nil, false
 	}
-	return slices.Clone(ix.cps), true
+	var src io.ReaderAt
+	if ix.loaded != nil {
+		src = ix.loaded.src
+	}
+	return slices.Clone(ix.cps), src, true
 }

@@ -1,11 +1,13 @@
 package inflate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 )
 
 // The index file format, version 1: what MarshalIndex writes and
@@ -85,48 +87,92 @@ var ErrBadIndex = errors.New("inflate: index does not match the stream")
 
 // MarshalIndex returns the reader's index in the format above, or false
 // when it is not complete (the stream has not been indexed to its end,
-// or was found bad).
-func (r *ReaderAt) MarshalIndex() ([]byte, bool) {
-	cps, ok := r.ix.snapshot(false, 0)
+// or was found bad). It holds the whole index in memory: an
+// IndexSnapshot writes it a window at a time.
+func (r *ReaderAt) MarshalIndex() ([]byte, bool) { return marshal(r.IndexSnapshot()) }
+
+// MarshalPartialIndex returns the reader's index so far as a partial
+// index, or false when there is none to save (see PartialIndexSnapshot).
+func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) {
+	return marshal(r.PartialIndexSnapshot(minSpans))
+}
+
+func marshal(x *IndexSnapshot, ok bool) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	return r.marshal(cps, false)
+	var b bytes.Buffer
+	if _, err := x.WriteTo(&b); err != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
 }
 
-// MarshalPartialIndex returns the reader's index so far as a partial
-// index, or false when there is none to save: the index is complete (see
-// MarshalIndex), the stream bad, fewer than minSpans spans indexed, a
-// last span shorter than a window, or nothing indexed past what was
-// loaded.
-func (r *ReaderAt) MarshalPartialIndex(minSpans int) ([]byte, bool) {
-	cps, ok := r.ix.snapshot(true, minSpans)
+// An IndexSnapshot is a reader's index as it was when taken
+// (IndexSnapshot, PartialIndexSnapshot), for WriteTo to write in the
+// format above.
+type IndexSnapshot struct {
+	r       *ReaderAt
+	cps     []checkpoint
+	src     io.ReaderAt // the loaded index's file, where loaded windows are
+	partial bool
+}
+
+// IndexSnapshot takes the reader's complete index, or returns false when
+// it is not complete (the stream has not been indexed to its end, or was
+// found bad).
+func (r *ReaderAt) IndexSnapshot() (*IndexSnapshot, bool) {
+	cps, src, ok := r.ix.snapshot(false, 0)
+	if !ok {
+		return nil, false
+	}
+	return &IndexSnapshot{r: r, cps: cps, src: src}, true
+}
+
+// PartialIndexSnapshot takes the reader's index so far as a partial
+// index, or returns false when there is none to save: the index is
+// complete (see IndexSnapshot), the stream bad, fewer than minSpans spans
+// indexed, a last span shorter than a window, or nothing indexed past
+// what was loaded.
+func (r *ReaderAt) PartialIndexSnapshot(minSpans int) (*IndexSnapshot, bool) {
+	cps, src, ok := r.ix.snapshot(true, minSpans)
 	if !ok {
 		return nil, false
 	}
 	last := &cps[len(cps)-1]
 	last.win, last.pend, last.sum, last.loaded, last.winSize = nil, nil, 0, false, 0
-	return r.marshal(cps, true)
+	return &IndexSnapshot{r: r, cps: cps, src: src, partial: true}, true
 }
 
-// marshal writes cps, a snapshot of the index, in the format above.
-func (r *ReaderAt) marshal(cps []checkpoint, partial bool) ([]byte, bool) {
-	wins := make([][]byte, len(cps))
-	winOff := int64(indexHeader + indexRecord*len(cps))
-	n := winOff
+// WriteTo writes the index to w. The windows are written one at a time,
+// from memory or from the index file they were loaded from (which must
+// still be readable), so that writing an index takes memory for its
+// table and a window, not for all its windows. A loaded window is read
+// twice when its index had no checksum for it (one is written in the
+// table first).
+func (x *IndexSnapshot) WriteTo(w io.Writer) (int64, error) {
+	r, cps := x.r, x.cps
+	sizes := make([]int32, len(cps))
+	sums := make([]uint32, len(cps))
+	var buf []byte // a loaded window, read back from its file
 	for i := range cps {
-		w, err := r.ix.windowOf(&cps[i])
-		if err != nil {
-			return nil, false
+		cp := &cps[i]
+		if inFile(cp) && cp.winSummed {
+			sizes[i], sums[i] = cp.winSize, cp.winSum
+			continue
 		}
-		wins[i] = w
-		n += int64(len(w))
+		win, err := x.window(cp, &buf)
+		if err != nil {
+			return 0, err
+		}
+		sizes[i], sums[i] = int32(len(win)), crc32.Checksum(win, castagnoli)
 	}
 	le := binary.LittleEndian
-	b := make([]byte, indexHeader, n)
+	winOff := int64(indexHeader + indexRecord*len(cps))
+	b := make([]byte, indexHeader, winOff)
 	copy(b, indexMagic)
 	le.PutUint32(b[8:], indexVersion)
-	if partial {
+	if x.partial {
 		le.PutUint32(b[12:], 1)
 	}
 	le.PutUint64(b[16:], uint64(r.csize))
@@ -141,38 +187,83 @@ func (r *ReaderAt) marshal(cps []checkpoint, partial bool) ([]byte, bool) {
 		b = le.AppendUint32(b, uint32(cp.stored))
 		b = le.AppendUint32(b, uint32(cp.winLen))
 		b = le.AppendUint32(b, cp.sum)
-		b = le.AppendUint32(b, uint32(len(wins[i])))
+		b = le.AppendUint32(b, uint32(sizes[i]))
 		final := byte(0)
 		if cp.final {
 			final = 1
 		}
 		b = append(b, cp.state, final, 1, 0)
-		b = le.AppendUint32(b, crc32.Checksum(wins[i], castagnoli))
-		winOff += int64(len(wins[i]))
+		b = le.AppendUint32(b, sums[i])
+		winOff += int64(sizes[i])
 	}
 	sum := crc32.Update(crc32.Checksum(b[:40], castagnoli), castagnoli, b[indexHeader:])
 	le.PutUint32(b[40:], sum)
-	for _, w := range wins {
-		b = append(b, w...)
+	written, err := w.Write(b)
+	n := int64(written)
+	if err != nil {
+		return n, err
 	}
-	return b, true
+	for i := range cps {
+		win, err := x.window(&cps[i], &buf)
+		if err == nil && int32(len(win)) != sizes[i] {
+			err = fmt.Errorf("%w: the window of the span at %d changed size", ErrBadIndex, cps[i].out)
+		}
+		if err != nil {
+			return n, err
+		}
+		written, err := w.Write(win)
+		n += int64(written)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// window is cp's packed window, from memory or read from the loaded
+// index's file into *buf.
+func (x *IndexSnapshot) window(cp *checkpoint, buf *[]byte) ([]byte, error) {
+	switch {
+	case cp.pend != nil:
+		return cp.pend.wait(), nil
+	case inFile(cp):
+		return loadedWindow(cp, x.src, buf)
+	case cp.loaded && cp.winSummed && cp.winSum != 0:
+		return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
+	}
+	return cp.win, nil
+}
+
+// inFile reports a checkpoint whose window is in the index it was loaded
+// from, not in memory.
+func inFile(cp *checkpoint) bool { return cp.loaded && cp.winSize != 0 }
+
+// loadedWindow reads a loaded checkpoint's window from src, the index's
+// file, into *buf, checking its checksum where the index has one.
+func loadedWindow(cp *checkpoint, src io.ReaderAt, buf *[]byte) ([]byte, error) {
+	if src == nil {
+		return nil, fmt.Errorf("%w: its file is gone", ErrBadIndex)
+	}
+	w := slices.Grow((*buf)[:0], int(cp.winSize))[:cp.winSize]
+	*buf = w
+	if _, err := src.ReadAt(w, cp.winOff); err != nil {
+		return nil, fmt.Errorf("%w: reading the window of the span at %d: %v", ErrBadIndex, cp.out, err)
+	}
+	if cp.winSummed && crc32.Checksum(w, castagnoli) != cp.winSum {
+		return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
+	}
+	return w, nil
 }
 
 // windowOf is a checkpoint's packed window: in memory (once packed), or
-// read from the index it was loaded from.
+// read from the index it was loaded from, checked against its checksum
+// where the index has one.
 func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 	if p := cp.pend; p != nil {
-		if testPendHook != nil {
-			testPendHook()
-		}
-		<-p.done
-		return p.win, nil
+		return p.wait(), nil
 	}
-	if !cp.loaded {
-		return cp.win, nil
-	}
-	if cp.winSize == 0 {
-		if cp.winSummed && cp.winSum != 0 {
+	if !inFile(cp) {
+		if cp.loaded && cp.winSummed && cp.winSum != 0 {
 			return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
 		}
 		return cp.win, nil // a loaded frontier's, once it grew
@@ -183,17 +274,8 @@ func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 		src = ix.loaded.src
 	}
 	ix.mu.RUnlock()
-	if src == nil {
-		return nil, fmt.Errorf("%w: its file is gone", ErrBadIndex)
-	}
-	w := make([]byte, cp.winSize)
-	if _, err := src.ReadAt(w, cp.winOff); err != nil {
-		return nil, fmt.Errorf("%w: reading the window of the span at %d: %v", ErrBadIndex, cp.out, err)
-	}
-	if cp.winSummed && crc32.Checksum(w, castagnoli) != cp.winSum {
-		return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
-	}
-	return w, nil
+	var buf []byte
+	return loadedWindow(cp, src, &buf)
 }
 
 // LoadIndex makes the index that src holds (size bytes, as MarshalIndex

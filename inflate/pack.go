@@ -46,3 +46,12 @@ func (ix *index) pack(seq int64, p *pendingWindow) {
 // testPendHook as a read starts waiting for one.
 var testPackHook func(seq int64)
 var testPendHook func()
+
+// wait returns the window once it is packed.
+func (p *pendingWindow) wait() []byte {
+	if testPendHook != nil {
+		testPendHook()
+	}
+	<-p.done
+	return p.win
+}

@@ -812,6 +812,45 @@ func TestDaemonSIGTERM(t *testing.T) {
 			t.Errorf("daemon %d still running after the last file closed", pids[0])
 		}
 	})
+	t.Run("detached", func(t *testing.T) {
+		// Detached by another hand while a file is open, the mount has
+		// nothing left to unmount: SIGTERM stops the daemon.
+		fusermount := needTool(t, "fusermount3")
+		logFile := filepath.Join(t.TempDir(), "npzfs.log")
+		dir := mount(t, archive, "--log", logFile)
+		pid := theDaemon(t, dir)
+		f, err := os.Open(filepath.Join(dir, "labels.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if out, err := exec.Command(fusermount, "-u", "-z", dir).CombinedOutput(); err != nil {
+			t.Fatalf("fusermount3 -u -z: %v: %s", err, out)
+		}
+		if got, err := io.ReadAll(f); err != nil || !bytes.Equal(got, arrays[1].data) {
+			t.Errorf("reading the detached file: %d bytes, %v", len(got), err)
+		}
+		syscall.Kill(pid, syscall.SIGTERM)
+		if !waitGone(pid) {
+			t.Fatalf("daemon %d still running after SIGTERM to a detached mount", pid)
+		}
+		log, _ := os.ReadFile(logFile)
+		if !strings.Contains(string(log), "was detached (lazy unmount): the files still open on it are served no more") {
+			t.Errorf("the log does not say why the daemon stopped:\n%s", log)
+		}
+		checkLogLines(t, log)
+	})
+}
+
+// checkLogLines checks that every line of a daemon's log file is an
+// entry of its own: none is the rest of one split over lines.
+func checkLogLines(t *testing.T, log []byte) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSuffix(string(log), "\n"), "\n") {
+		if !strings.HasPrefix(line, "npzfs[") {
+			t.Errorf("a log line that is not an entry of its own: %q", line)
+		}
+	}
 }
 
 // publicCopies copies the archive and the binary into a new folder that

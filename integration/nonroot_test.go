@@ -28,6 +28,19 @@ func asNobody(t *testing.T, name string, args ...string) result {
 	return run(t, cmd)
 }
 
+// withoutDAC is what runs a program as root without root's power to read
+// and write any file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), for mountVia:
+// the daemon then meets the folders of other users as they are. It skips
+// the test when not root.
+func withoutDAC(t *testing.T) []string {
+	t.Helper()
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a daemon without root's file permissions")
+	}
+	return []string{needTool(t, "setpriv"), "--bounding-set", "-dac_override,-dac_read_search"}
+}
+
 // TestNonRootMount mounts as an ordinary user, as most users will: the
 // daemon runs as that user and mounts through the setuid fusermount3.
 // Where /dev/fuse is closed to users (0600, as on this project's CI

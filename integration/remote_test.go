@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -576,4 +577,37 @@ func readAt(file string, b []byte, off int64) (int, error) {
 	}
 	defer f.Close()
 	return f.ReadAt(b, off)
+}
+
+// TestRemoteDiskCacheReadOnly: a --disk-cache folder the daemon cannot
+// write to refuses the mount in one line, whether it is empty or holds
+// blocks of the archive (which it could serve but never keep more of).
+func TestRemoteDiskCacheReadOnly(t *testing.T) {
+	via := withoutDAC(t)
+	www := t.TempDir()
+	remoteArchive(t, www)
+	ng := testserver.StartNginx(t, www)
+	url := ng.URL + "/remote.npz"
+	filled, empty := t.TempDir(), t.TempDir()
+	clear(t, mount(t, url, "--disk-cache", filled))
+	for _, dir := range []string{filled, empty} {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			os.Chown(p, nobody, nobody)
+			if d != nil && d.IsDir() {
+				return os.Chmod(p, 0o555)
+			}
+			return os.Chmod(p, 0o444)
+		})
+	}
+	for _, c := range []struct{ name, dir string }{{"filled", filled}, {"empty", empty}} {
+		mnt := t.TempDir()
+		clearLater(t, mnt)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		r := run(t, exec.CommandContext(ctx, via[0], append(via[1:], bin, "mount", "--disk-cache", c.dir, url, mnt)...))
+		cancel()
+		oneLine(t, c.name, r, 1)
+		if !strings.Contains(r.stderr, "disk cache") || !strings.Contains(r.stderr, "permission denied") {
+			t.Errorf("%s: %q does not say the disk cache cannot be written", c.name, r.stderr)
+		}
+	}
 }

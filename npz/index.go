@@ -124,9 +124,11 @@ type memberIndex struct {
 	file        *os.File // the saved index loaded, read for its windows
 	fromSidecar bool     // the index loaded came from the sidecar
 	fromStore   bool     // an index was loaded from the store, or saved to it
-	saved       bool     // the complete index was written to the store
-	saveErr     error    // why the last save failed
-	saving      sync.WaitGroup
+	saved       bool           // the complete index was written to the store
+	saveErr     error          // why the last save failed
+	saveWG      sync.WaitGroup // saves under way, for BuildIndex to wait for
+	saving      int            // saves under way, which may read windows from file
+	closed      bool           // close was called: file closes once saving is 0
 }
 
 // note acts on what became of the member's index, after each read of it
@@ -301,11 +303,17 @@ func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
 	return src, size
 }
 
-// close closes the saved index's file, if one was opened.
+// close closes the saved index's file, if one was opened, once no save
+// of the index is under way (a save reads the windows it loaded from it).
 func (x *memberIndex) close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.file != nil {
+	x.closed = true
+	x.closeFileLocked()
+}
+
+func (x *memberIndex) closeFileLocked() {
+	if x.file != nil && x.closed && x.saving == 0 {
 		x.file.Close()
 		x.file = nil
 	}
@@ -317,36 +325,46 @@ func (x *memberIndex) save() {
 	if x.s == nil || x.changed() {
 		return
 	}
-	b, ok := x.inf.MarshalIndex()
+	snap, ok := x.inf.IndexSnapshot()
 	name := x.key() // now: the archive may be closed once this returns
 	if !ok || name == "" {
 		return
 	}
-	x.put(name, b, true)
+	x.put(name, snap, true)
 }
 
-// put writes the index b (complete or not) as name in the store, in the
-// background (the store's Close waits for it, and BuildIndex for its
-// member's); once written, the store's index is ours to replace with a
-// larger one.
-func (x *memberIndex) put(name string, b []byte, complete bool) {
+// put writes the index snap (complete or not) as name in the store, in
+// the background (the store's Close waits for it, and BuildIndex for its
+// member's), straight from the windows in memory or in the index file
+// they were loaded from, so that saving an index takes no memory of its
+// size; once written, the store's index is ours to replace with a larger
+// one.
+func (x *memberIndex) put(name string, snap *inflate.IndexSnapshot, complete bool) {
 	if !x.s.startSave() {
 		return
 	}
-	x.saving.Add(1)
+	x.mu.Lock()
+	x.saving++
+	x.mu.Unlock()
+	x.saveWG.Add(1)
 	go func() {
 		defer x.s.saves.Done()
-		defer x.saving.Done()
-		err := x.s.dir.Put(name, b)
+		defer x.saveWG.Done()
+		err := x.s.dir.PutFrom(name, snap)
 		if err != nil {
 			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
 		}
-		if x.changed() {
+		changed := x.changed()
+		if changed && err == nil {
 			x.s.dir.Remove(name) // the archive changed while it was written
-			return
 		}
 		x.mu.Lock()
 		defer x.mu.Unlock()
+		x.saving--
+		x.closeFileLocked()
+		if changed {
+			return
+		}
 		x.saveErr = err
 		if err == nil {
 			x.fromStore = true
@@ -373,7 +391,7 @@ func (x *memberIndex) savePartial() {
 	if x.s == nil || x.changed() {
 		return
 	}
-	b, ok := x.inf.MarshalPartialIndex(minPartialSpans)
+	snap, ok := x.inf.PartialIndexSnapshot(minPartialSpans)
 	if !ok {
 		return
 	}
@@ -387,7 +405,7 @@ func (x *memberIndex) savePartial() {
 	if !fromStore && x.s.dir.Has(name) {
 		return
 	}
-	x.put(name, b, false)
+	x.put(name, snap, false)
 }
 
 // bad removes a saved index the inflater refused or discarded (the
@@ -474,7 +492,7 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 	}
 	res.Loaded = l.inf.Progress().Loaded
 	if x != nil {
-		x.saving.Wait()
+		x.saveWG.Wait()
 		x.mu.Lock()
 		res.Saved, res.SaveErr = x.saved, x.saveErr
 		x.mu.Unlock()

@@ -20,22 +20,37 @@ import (
 )
 
 // indexedArchive is an archive of two deflated members of a few MiB,
-// numpy-like data that compresses a little.
+// numpy-like data that compresses a little, and their data. It is made
+// once per test binary (under the race detector, deflating it takes most
+// of a minute); each caller gets its own copy of the archive's bytes,
+// and must not change the members' data.
 func indexedArchive(t *testing.T) (zipBytes []byte, members map[string][]byte) {
 	t.Helper()
-	members = map[string][]byte{}
-	var ents []zent
-	for i, name := range []string{"a.npy", "b.npy"} {
-		data := make([]byte, 6<<20)
-		x := uint32(i + 1)
-		for j := range data {
-			x = x*1664525 + 1013904223
-			data[j] = byte(x>>24) & 0x3f // 6 bits of noise: deflates to 3/4
+	indexed.once.Do(func() {
+		indexed.members = map[string][]byte{}
+		var ents []zent
+		for i, name := range []string{"a.npy", "b.npy"} {
+			data := make([]byte, 6<<20)
+			x := uint32(i + 1)
+			for j := range data {
+				x = x*1664525 + 1013904223
+				data[j] = byte(x>>24) & 0x3f // 6 bits of noise: deflates to 3/4
+			}
+			indexed.members[name] = data
+			ents = append(ents, zent{name: name, data: data, method: 8})
 		}
-		members[name] = data
-		ents = append(ents, zent{name: name, data: data, method: 8})
+		indexed.zip = makeZip(t, ents)
+	})
+	if indexed.zip == nil {
+		t.Fatal("the indexed archive could not be made")
 	}
-	return makeZip(t, ents), members
+	return bytes.Clone(indexed.zip), indexed.members
+}
+
+var indexed struct {
+	once    sync.Once
+	zip     []byte
+	members map[string][]byte
 }
 
 // logLinesOf collects what an archive logs.
@@ -248,15 +263,7 @@ func TestIndexSidecar(t *testing.T) {
 	// With the sidecar alone (no index folder): a deep read at once.
 	a, cr, log := open()
 	off := int64(len(data)) - 5000
-	if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
-		t.Fatal("wrong bytes")
-	}
-	if read := cr.bytes.Load(); read > 2<<20 {
-		t.Errorf("a deep read with the sidecar read %d bytes of the archive", read)
-	}
-	if log.String() != "" {
-		t.Errorf("logged: %s", log.String())
-	}
+	readAtOnce(t, a, cr, log, data, off, 2<<20)
 
 	// A damaged sidecar: said, not used, never a wrong byte.
 	sb, _ := os.ReadFile(side)
@@ -596,5 +603,61 @@ func TestHasSavedIndex(t *testing.T) {
 	defer a.Close()
 	if !a.Member("b.npy").HasSavedIndex() || a.Member("a.npy").HasSavedIndex() {
 		t.Errorf("HasSavedIndex: b.npy %v (indexed), a.npy %v (not)", a.Member("b.npy").HasSavedIndex(), a.Member("a.npy").HasSavedIndex())
+	}
+}
+
+// TestGrownPartialIndexSavedAtClose: a partial index loaded and grown is
+// saved again as the archive closes; its loaded windows are written from
+// the index file after the archive closed, so the file stays open until
+// the save is done, and a third archive reads within the larger part at
+// once, the saved index whole.
+func TestGrownPartialIndexSavedAtClose(t *testing.T) {
+	b, members := indexedArchive(t)
+	data := members["a.npy"]
+	dir := t.TempDir()
+	a, s, _, _ := mountWithIndexes(t, b, dir)
+	readMember(t, a, "a.npy", 2<<20, 4096)
+	a.Close()
+	s.Close()
+
+	a, s, _, log := mountWithIndexes(t, b, dir)
+	readMember(t, a, "a.npy", 5<<20, 4096) // past the saved part
+	a.Close()
+	s.Close()
+	if log.String() != "" {
+		t.Errorf("logged: %s", log.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if len(files) != 1 {
+		t.Fatalf("%d index files", len(files))
+	}
+	idx, _ := os.ReadFile(files[0])
+	n := int(binary.LittleEndian.Uint32(idx[36:]))
+	if len(idx) < 48+56*n || idx[12] != 1 {
+		t.Fatal("not a partial index")
+	}
+	if last := int64(binary.LittleEndian.Uint64(idx[48+(n-1)*56:])); last < 5<<20 {
+		t.Fatalf("the partial index saved reaches %d bytes, want the grown part", last)
+	}
+
+	a, s, cr, log := mountWithIndexes(t, b, dir)
+	defer s.Close()
+	defer a.Close()
+	readAtOnce(t, a, cr, log, data, 4<<20+12345, 1<<20)
+}
+
+// readAtOnce reads 4 KiB of a.npy at off, which a loaded index covers:
+// the right bytes, at most limit bytes of the archive read, nothing
+// logged.
+func readAtOnce(t *testing.T, a *Archive, cr *countingReader, log *logLinesOf, data []byte, off, limit int64) {
+	t.Helper()
+	if got := readMember(t, a, "a.npy", off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+		t.Fatalf("wrong bytes at %d", off)
+	}
+	if read := cr.bytes.Load(); read > limit {
+		t.Errorf("a read at %d with a saved index read %d bytes of the archive", off, read)
+	}
+	if log.String() != "" {
+		t.Errorf("logged: %s", log.String())
 	}
 }

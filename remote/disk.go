@@ -36,8 +36,12 @@ type DiskCache struct {
 	logf func(string, ...any)
 
 	mu     sync.Mutex
-	failed bool // a write failed: logged once, then silent
+	failed bool            // a write failed: logged once, then silent
+	said   map[string]bool // block files whose problem was logged
 }
+
+// maxSaid bounds the block files whose problems are logged one by one.
+const maxSaid = 1000
 
 // diskMagic starts every block file; diskHeader is its header's length:
 // the magic, the data's length (4 bytes), the CRC-32C of key, block
@@ -50,10 +54,17 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // OpenDiskCache opens (and creates) the cache folder dir, holding at most
-// maxBytes of blocks. logf, if not nil, is told about damaged blocks and
-// failed writes.
+// maxBytes of blocks. A folder that cannot be written is refused, empty
+// or not: a cache that keeps nothing it fetches is not what was asked
+// for. logf, if not nil, is told about damaged blocks and failed writes,
+// once for each block file.
 func OpenDiskCache(dir string, maxBytes int64, logf func(string, ...any)) (*DiskCache, error) {
 	d, err := cachedir.Open(filepath.Join(dir, "v1"), maxBytes)
+	if err == nil {
+		if err = d.Writable(); err != nil {
+			d.Close()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("disk cache: %w", err)
 	}
@@ -82,17 +93,33 @@ func (d *DiskCache) get(key string, idx int64, n int64) ([]byte, bool) {
 	buf, err := d.dir.Get(name)
 	if err != nil {
 		if !errors.Is(err, iofs.ErrNotExist) {
-			d.log("disk cache: %v", err)
+			d.logBlock(name, "disk cache: %v; fetching the block instead", err)
 		}
 		return nil, false
 	}
 	data, err := parseBlock(buf, key, idx, n)
 	if err != nil {
-		d.log("disk cache: %s: %v; removed, fetching it again", filepath.Join(d.dir.Path(), name), err)
+		d.logBlock(name, "disk cache: %s: %v; removed, fetching it again", filepath.Join(d.dir.Path(), name), err)
 		d.dir.Remove(name)
 		return nil, false
 	}
 	return data, true
+}
+
+// logBlock logs a problem of the block file name, the first time.
+func (d *DiskCache) logBlock(name, format string, args ...any) {
+	d.mu.Lock()
+	first := !d.said[name] && len(d.said) < maxSaid
+	if first {
+		if d.said == nil {
+			d.said = map[string]bool{}
+		}
+		d.said[name] = true
+	}
+	d.mu.Unlock()
+	if first {
+		d.log(format, args...)
+	}
 }
 
 // parseBlock checks a block file's header and returns its data, which

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,4 +189,48 @@ func TestDiskCacheSharedBySources(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestDiskCacheLogsABlockOnce: a block file that cannot be read is
+// fetched instead at every read, and logged once.
+func TestDiskCacheLogsABlockOnce(t *testing.T) {
+	dir := t.TempDir()
+	f := newFake(64 << 10)
+	var mu sync.Mutex
+	var log []string
+	d, err := OpenDiskCache(dir, 1<<30, func(format string, args ...any) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := open(t, f, withDisk(d))
+	readBack(t, s, f, 0, 4096)
+	s.Close()
+	files := blockFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("%d block files", len(files))
+	}
+	// In its place a folder: reading it fails, and so does storing it.
+	os.Remove(files[0])
+	os.Mkdir(files[0], 0o700)
+	for range 3 { // each source fetches the block anew
+		s := open(t, f, withDisk(d))
+		readBack(t, s, f, 0, 4096)
+		s.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	reads := 0
+	for _, l := range log {
+		if strings.Contains(l, "is a directory; fetching the block instead") {
+			reads++
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the unreadable block was logged %d times, want once: %q", reads, log)
+	}
 }

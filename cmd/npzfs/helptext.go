@@ -40,12 +40,13 @@ const exitCodesLine = "Exit codes: 0 success, 1 the operation failed, 2 bad comm
 var shortUsage = map[string]string{
 	"mount --foreground":      "stay attached; log to stderr",
 	"mount --options":         "mount options: allow_other, noexec, ...",
-	"mount --cache-mb":        "memory for inflated spans",
-	"mount --index-mb":        "memory for checkpoints",
+	"mount --memory-mb":       "the daemon's memory target (default 512)",
+	"mount --cache-mb":        "memory for inflated spans (1/32 of it)",
+	"mount --index-mb":        "memory for checkpoints (1/8 of it)",
 	"mount --readahead-kb":    "readahead (root only)",
 	"mount --max-header-kb":   "longest .npy header read",
 	"mount --max-open":        "for a folder: archives kept open",
-	"mount --remote-cache-mb": "for a URL: memory for blocks",
+	"mount --remote-cache-mb": "for a URL: memory for blocks (1/2 of it)",
 	"mount --index":           "index deflated members in the background",
 	"--header":                "for http(s): send a header (repeatable)",
 	"--endpoint":              "for s3://: an S3-compatible server",
@@ -150,10 +151,12 @@ NAME.npz/ holding that archive's tree, and every .npy file NAME.npy with
 its views; sub-folders are kept, other files left out. Archives are opened
 on first use, and at most --max-open of them stay open once none of their
 files is in use. An archive that cannot be read is a folder holding only
-npzfs-error.txt, which says why. Files added, removed or replaced in the
-folder appear, vanish or change within a second; reads of a replaced
-archive's old files fail. ARCHIVE may also be a bare .npy file (known by
-its magic): it is served as an archive of that one array.
+npzfs-error.txt, which says why, and so is a sub-folder that cannot be
+listed. Symbolic links are followed, except to a folder they are in (or
+one holding it) and into npzfs mounts: those are left out, and logged.
+Files added, removed or replaced in the folder appear, vanish or change
+within a second; reads of a replaced archive's old files fail. ARCHIVE may
+also be a bare .npy file: a file is told by its bytes, not its name.
 
 ARCHIVE may be remote: https://host/path/data.npz (or http://; a presigned
 URL works as it is) or s3://BUCKET/KEY.npz, read by byte range: the mount
@@ -175,6 +178,12 @@ so later mounts of the archive, or of a copy of it, read anywhere at once.
 --index the mount builds them in the background once it is live, at the
 lowest CPU priority (a read waits for no more than one span of it).
 --no-index leaves no trace on disk.
+
+The daemon keeps to one memory target, --memory-mb (512 MiB, or 7/8 of
+the memory limit of its cgroup where that is less): the span cache, the
+indexes' checkpoints and a remote archive's blocks are shares of it
+unless given (1/32, 1/8, 1/2), and it is Go's soft memory limit unless
+GOMEMLIMIT sets one.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until

@@ -25,7 +25,6 @@ import (
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
-	"github.com/npzfs/npzfs/remote"
 )
 
 // allowedOptions are the -o options passed through to the mount.
@@ -50,6 +49,7 @@ type mountArgs struct {
 	debug               bool
 	options             []string
 	logFile             string
+	memoryMB            int
 	cacheMB             int
 	indexMB             int
 	readAheadKB         int
@@ -71,12 +71,13 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&ma.debug, "debug", false, "log every FUSE request and reply")
 	fl.StringArrayVarP(&opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
 	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
-	fl.IntVar(&ma.cacheMB, "cache-mb", int(npz.DefaultCacheBytes>>20), "memory for inflated spans of deflated members, in `MiB`")
-	fl.IntVar(&ma.indexMB, "index-mb", int(npz.DefaultIndexBytes>>20), "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger")
+	fl.IntVar(&ma.memoryMB, "memory-mb", 0, "the daemon's memory target, in `MiB`: the caches below not given are shares of it, and it is Go's soft memory limit (default 512, or 7/8 of the cgroup's memory limit where that is less)")
+	fl.IntVar(&ma.cacheMB, "cache-mb", 0, "memory for inflated spans of deflated members, in `MiB` (default 1/32 of --memory-mb)")
+	fl.IntVar(&ma.indexMB, "index-mb", 0, "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger (default 1/8 of --memory-mb)")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.IntVar(&ma.maxOpen, "max-open", folder.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
-	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", int(remote.DefaultCacheBytes>>20), "for a remote archive: memory for fetched blocks, in `MiB`")
+	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive: memory for fetched blocks, in `MiB` (default 1/2 of --memory-mb)")
 	ma.remote.add(fl)
 	ma.index.add(fl, true)
 	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
@@ -127,17 +128,16 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	if ma.maxHeaderKB < 1 {
 		return usageError(stderr, "mount", "--max-header-kb must be at least 1")
 	}
-	if ma.indexMB < 1 {
-		return usageError(stderr, "mount", "--index-mb must be at least 1")
+	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
+		if v, _ := fl.GetInt(f); fl.Changed(f) && v < 1 {
+			return usageError(stderr, "mount", "--"+f+" must be at least 1")
+		}
 	}
 	if ma.maxOpen < 1 {
 		return usageError(stderr, "mount", "--max-open must be at least 1")
 	}
-	if ma.cacheMB < 1 {
-		return usageError(stderr, "mount", "--cache-mb must be at least 1")
-	}
-	if ma.remoteCacheMB < 1 {
-		return usageError(stderr, "mount", "--remote-cache-mb must be at least 1")
+	if _, err := ma.memory(); err != nil {
+		return usageError(stderr, "mount", err.Error())
 	}
 	if err := ma.remote.check(); err != nil {
 		return usageError(stderr, "mount", err.Error())
@@ -179,6 +179,12 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return startDaemon(&ma, args, stderr)
+}
+
+// memory is the daemon's memory target and budgets, from the flags.
+func (ma *mountArgs) memory() (dataset.Memory, error) {
+	return dataset.PlanMemory(dataset.Memory{Target: int64(ma.memoryMB) << 20, SpanCache: int64(ma.cacheMB) << 20,
+		Indexes: int64(ma.indexMB) << 20, Remote: int64(ma.remoteCacheMB) << 20})
 }
 
 // startDaemon re-runs this program detached (setsid) with --ready-fd and
@@ -331,7 +337,12 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	if !handed {
 		hidden = entriesIn(mnt)
 	}
-	opts, err := ma.datasetOptions(logger)
+	mem, err := ma.memory()
+	if err != nil {
+		return err
+	}
+	mem.SetMemoryLimit()
+	opts, err := ma.datasetOptions(mem, logger)
 	if err != nil {
 		return err
 	}
@@ -365,9 +376,6 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}
 		return err
 	}
-	if t := d.Folder(); t != nil {
-		t.SetInvalidate(srv.Invalidate)
-	}
 	// Hold no folder busy.
 	os.Chdir("/")
 	if ma.readAheadKB > 0 && os.Geteuid() == 0 && !handed {
@@ -375,7 +383,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 			logger.Printf("cannot set readahead: %v", err)
 		}
 	}
-	go unmountOnSignal(sig, srv, mnt, logger)
+	self, _ := mountinfo.Find(mnt) // to know the mount once detached
+	stop := make(chan struct{})
+	go unmountOnSignal(sig, srv, mnt, self, stop, logger)
 	started := time.Now()
 	stopStatus, err := serveStatus(func() mountStats {
 		return mountStats{
@@ -399,25 +409,34 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		}
 	}
 	ready(st)
+	logger.Print(mem)
 	if ma.buildIndex {
 		stop := indexInBackground(d, logger)
 		defer stop()
 	}
-	srv.Wait()
-	logger.Printf("unmounted %s", mnt)
+	served := make(chan struct{})
+	go func() {
+		srv.Wait()
+		close(served)
+	}()
+	select {
+	case <-served:
+		logger.Printf("unmounted %s", mnt)
+	case <-stop:
+	}
 	return nil
 }
 
 // datasetOptions are what the flags ask of the dataset a mount serves.
-func (ma *mountArgs) datasetOptions(logger *log.Logger) (*dataset.Options, error) {
-	ro, err := ma.remote.options(int64(ma.remoteCacheMB) << 20)
+func (ma *mountArgs) datasetOptions(mem dataset.Memory, logger *log.Logger) (*dataset.Options, error) {
+	ro, err := ma.remote.options(mem.Remote)
 	if err != nil {
 		return nil, err
 	}
 	o := &dataset.Options{
 		Archive: npz.Options{
-			CacheBytes:   int64(ma.cacheMB) << 20,
-			IndexBytes:   int64(ma.indexMB) << 20,
+			CacheBytes:   mem.SpanCache,
+			IndexBytes:   mem.Indexes,
 			MaxHeaderLen: ma.maxHeaderKB << 10,
 			// A first read deep into a large deflated member has the
 			// other cores index parts of it ahead.
@@ -442,10 +461,11 @@ func (ma *mountArgs) shownOptions() []string {
 			out = append(out, fmt.Sprintf("--%s=%v", flag, v))
 		}
 	}
-	add("cache-mb", ma.cacheMB, int(npz.DefaultCacheBytes>>20))
-	add("index-mb", ma.indexMB, int(npz.DefaultIndexBytes>>20))
+	add("memory-mb", ma.memoryMB, 0)
+	add("cache-mb", ma.cacheMB, 0)
+	add("index-mb", ma.indexMB, 0)
 	add("max-open", ma.maxOpen, folder.DefaultMaxOpen)
-	add("remote-cache-mb", ma.remoteCacheMB, int(remote.DefaultCacheBytes>>20))
+	add("remote-cache-mb", ma.remoteCacheMB, 0)
 	add("max-header-kb", ma.maxHeaderKB, npz.DefaultMaxHeaderLen>>10)
 	add("endpoint", ma.remote.endpoint, "")
 	add("disk-cache", ma.remote.diskCache, "")
@@ -469,17 +489,27 @@ func (ma *mountArgs) shownOptions() []string {
 	return out
 }
 
-// unmountOnSignal unmounts on the first signal from sig.
-func unmountOnSignal(sig <-chan os.Signal, srv *npzfs.Server, mnt string, logger *log.Logger) {
+// unmountOnSignal unmounts on the first signal from sig; when the mount
+// self (as the mount table gave it once made) was detached already, it
+// closes stop instead, for the daemon to exit.
+func unmountOnSignal(sig <-chan os.Signal, srv *npzfs.Server, mnt string, self mountinfo.Entry, stop chan<- struct{}, logger *log.Logger) {
 	s, ok := <-sig
 	if !ok {
 		return
 	}
+	if detached(self) {
+		// Nothing to unmount: files still open on it keep the kernel's
+		// end alive, and only the daemon's exit ends it.
+		logger.Printf("%v: %s was detached (lazy unmount): the files still open on it are served no more", s, mnt)
+		close(stop)
+		return
+	}
 	logger.Printf("%v: unmounting %s", s, mnt)
+	// fusermount3's errors come over several lines: one line each.
 	if err := srv.Unmount(false); err != nil {
-		logger.Printf("unmount %s: %v; detaching it (lazy unmount)", mnt, err)
+		logger.Printf("unmount %s: %s; detaching it (lazy unmount)", mnt, oneLine(err.Error()))
 		if err := srv.Unmount(true); err != nil {
-			logger.Printf("lazy unmount %s: %v", mnt, err)
+			logger.Printf("lazy unmount %s: %s", mnt, oneLine(err.Error()))
 		}
 	}
 }
@@ -508,6 +538,21 @@ func indexInBackground(d *dataset.Dataset, logger *log.Logger) (stop func()) {
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// detached reports whether the mount m, as the mount table gave it once
+// made, is gone from the table: detached by a lazy unmount (umount -l,
+// fusermount3 -u -z) while files on it are still open.
+func detached(m mountinfo.Entry) bool {
+	if m.Dev == "" {
+		return false // not known: unmount as usual
+	}
+	for _, e := range mountinfo.Read() {
+		if e.Dev == m.Dev && e.FSType == m.FSType {
+			return false
+		}
+	}
+	return true
 }
 
 // within reports whether path is dir or inside it, symbolic links
@@ -544,7 +589,7 @@ func mountCapturingStderr(mnt string, root npzfs.Entry, cfg npzfs.Config) (*npzf
 	msg := strings.TrimSpace(<-captured)
 	if err == nil {
 		if msg != "" {
-			cfg.Logger.Print(msg)
+			cfg.Logger.Print(oneLine(msg))
 		}
 		return srv, nil
 	}

@@ -16,8 +16,10 @@ type Entry struct {
 	FSType  string // e.g. fuse.npzfs
 	Source  string
 	Dev     string // major:minor of the mounted file system
+	Root    string // the folder of the file system mounted on Dir
 	// Super are the file system's own options (for FUSE: fd, rootmode,
-	// user_id, group_id, ...).
+	// user_id, group_id, ...; for a cgroup v1 hierarchy, its
+	// controllers: rw,memory).
 	Super string
 }
 
@@ -30,9 +32,9 @@ func Read() []Entry {
 	return Parse(string(b))
 }
 
-// Parse parses the text of a mountinfo file: fields 3 (major:minor), 5
-// (mount point) and 6 (options), then, after the "-" that ends the
-// optional fields, the file system type, source and super options.
+// Parse parses the text of a mountinfo file: fields 3 (major:minor), 4
+// (root), 5 (mount point) and 6 (options), then, after the "-" that ends
+// the optional fields, the file system type, source and super options.
 func Parse(text string) []Entry {
 	var out []Entry
 	for _, line := range strings.Split(text, "\n") {
@@ -40,7 +42,7 @@ func Parse(text string) []Entry {
 		if len(f) < 6 {
 			continue
 		}
-		e := Entry{Dir: unescape(f[4]), Options: f[5], Dev: f[2]}
+		e := Entry{Dir: unescape(f[4]), Options: f[5], Dev: f[2], Root: unescape(f[3])}
 		for i := 6; i+2 < len(f); i++ {
 			if f[i] == "-" {
 				e.FSType, e.Source = f[i+1], unescape(f[i+2])

@@ -11,11 +11,12 @@ short line
 	if len(got) != 2 {
 		t.Fatalf("parsed %d entries, want 2: %+v", len(got), got)
 	}
-	want := Entry{Dir: "/mnt/a b", Options: "ro,nosuid,nodev,relatime", FSType: "fuse.npzfs", Source: "/data/x y.npz", Dev: "0:52", Super: "ro,user_id=0,group_id=0"}
+	want := Entry{Dir: "/mnt/a b", Options: "ro,nosuid,nodev,relatime", FSType: "fuse.npzfs", Source: "/data/x y.npz", Dev: "0:52",
+		Root: "/", Super: "ro,user_id=0,group_id=0"}
 	if got[1] != want {
 		t.Errorf("got %+v, want %+v", got[1], want)
 	}
-	if got[0].FSType != "proc" || got[0].Dir != "/proc" {
+	if got[0].FSType != "proc" || got[0].Dir != "/proc" || got[0].Super != "rw" {
 		t.Errorf("got %+v", got[0])
 	}
 }

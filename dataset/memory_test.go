@@ -1,0 +1,128 @@
+package dataset
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/npzfs/npzfs/internal/mountinfo"
+)
+
+// writeLimits writes limit files under dir: path -> contents.
+func writeLimits(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, v := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCgroupLimit: the lowest limit on the process's cgroup's path to the
+// top of its hierarchy, for cgroup v2 (memory.max, memory.high), v1
+// (memory.limit_in_bytes, whose "unlimited" is a huge number) and both
+// at once; a hierarchy mounted from below the root (a container's) is
+// read from there; none is 0.
+func TestCgroupLimit(t *testing.T) {
+	v2, v1 := t.TempDir(), t.TempDir()
+	writeLimits(t, v2, map[string]string{
+		"memory.max":       "max",
+		"a/memory.max":     "1073741824",
+		"a/b/memory.max":   "max",
+		"a/b/memory.high":  "805306368",
+		"a/b/c/memory.max": "max",
+		"other/memory.max": "1048576",
+		"x/memory.max":     "536870912",
+		"x/y/memory.max":   "garbage",
+	})
+	writeLimits(t, v1, map[string]string{
+		"memory.limit_in_bytes":     "9223372036854771712",
+		"p/memory.limit_in_bytes":   "9223372036854771712",
+		"p/q/memory.limit_in_bytes": "268435456",
+	})
+	cg2 := mountinfo.Entry{Dir: v2, Root: "/", FSType: "cgroup2", Super: "rw,nsdelegate"}
+	cg1 := mountinfo.Entry{Dir: v1, Root: "/", FSType: "cgroup", Super: "rw,memory"}
+	cpu := mountinfo.Entry{Dir: "/nonexistent", Root: "/", FSType: "cgroup", Super: "rw,cpu"}
+	// A container's view: its cgroup's folder mounted as the top.
+	inner := mountinfo.Entry{Dir: filepath.Join(v2, "x"), Root: "/x", FSType: "cgroup2"}
+	for _, c := range []struct {
+		name    string
+		cgroups string
+		mounts  []mountinfo.Entry
+		want    int64
+	}{
+		{"v2, high below max", "0::/a/b/c\n", []mountinfo.Entry{cg2}, 805306368},
+		{"v2, an ancestor's", "0::/a\n", []mountinfo.Entry{cg2}, 1073741824},
+		{"v2, none", "0::/\n", []mountinfo.Entry{cg2}, 0},
+		{"v2, unreadable files", "0::/x/y\n", []mountinfo.Entry{cg2}, 536870912},
+		{"v2 not mounted", "0::/a\n", nil, 0},
+		{"v1", "4:memory:/p/q\n3:cpu:/\n", []mountinfo.Entry{cpu, cg1}, 268435456},
+		{"v1, unlimited", "4:memory:/p\n", []mountinfo.Entry{cg1}, 0},
+		{"v1 combined controllers", "4:cpu,memory:/p/q\n", []mountinfo.Entry{{Dir: v1, Root: "/", FSType: "cgroup", Super: "rw,cpu,memory"}}, 268435456},
+		{"hybrid: the lower", "0::/a/b/c\n4:memory:/p/q\n", []mountinfo.Entry{cg2, cg1}, 268435456},
+		{"mounted from below the root", "0::/x/y\n", []mountinfo.Entry{inner}, 536870912},
+		{"not below the mounted root", "0::/xy\n", []mountinfo.Entry{inner}, 0},
+	} {
+		if got := cgroupLimit(c.cgroups, c.mounts); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestPlanMemory: budgets not given are shares of the target; given ones
+// stay; a target not given is the default, lowered by the cgroup's
+// limit, and raised to fit the budgets given; one given below them is an
+// error.
+func TestPlanMemory(t *testing.T) {
+	m, err := PlanMemory(Memory{Target: 256 << 20})
+	if err != nil || m.SpanCache != 8<<20 || m.Indexes != 32<<20 || m.Remote != 128<<20 {
+		t.Errorf("256 MiB: %v, %v", m, err)
+	}
+	m, err = PlanMemory(Memory{Target: 256 << 20, Indexes: 100 << 20})
+	if err != nil || m.Indexes != 100<<20 || m.SpanCache != 8<<20 {
+		t.Errorf("256 MiB with 100 MiB of indexes: %v, %v", m, err)
+	}
+	if _, err := PlanMemory(Memory{Target: 64 << 20, SpanCache: 100 << 20}); err == nil {
+		t.Error("a target below the budgets given is not an error")
+	}
+	m, _ = PlanMemory(Memory{Target: 1})
+	if m.Target != MinMemoryTarget || m.SpanCache != 1<<20 {
+		t.Errorf("a tiny target: %v", m)
+	}
+	m, _ = PlanMemory(Memory{})
+	limit := CgroupMemoryLimit()
+	if limit > 0 && int64(float64(limit)*cgroupShare) < DefaultMemoryTarget {
+		if want := max(int64(float64(limit)*cgroupShare), MinMemoryTarget); m.Target != want || !strings.Contains(m.Why, "cgroup") {
+			t.Errorf("under a cgroup limit of %d: %v", limit, m)
+		}
+	} else if m.Target != DefaultMemoryTarget || m.SpanCache != 16<<20 || m.Indexes != 64<<20 || m.Remote != 256<<20 {
+		t.Errorf("the default: %v", m)
+	}
+	m, _ = PlanMemory(Memory{SpanCache: 1 << 30})
+	if m.Target < 2<<30 || m.Indexes != m.Target/8 {
+		t.Errorf("a 1 GiB span cache given: %v", m)
+	}
+}
+
+// TestSetMemoryLimit: the target becomes Go's soft memory limit, unless
+// GOMEMLIMIT sets one.
+func TestSetMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(prev)
+	m := Memory{Target: 300 << 20}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(1 << 30)
+	if got := m.SetMemoryLimit(); got != 1<<30 || debug.SetMemoryLimit(-1) != 1<<30 {
+		t.Errorf("with GOMEMLIMIT set: %d, want the user's 1 GiB", got)
+	}
+	os.Unsetenv("GOMEMLIMIT")
+	if got := m.SetMemoryLimit(); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
+		t.Errorf("without GOMEMLIMIT: %d, want the target", got)
+	}
+}

@@ -1,0 +1,283 @@
+package integration
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/npzfs/npzfs/internal/mountinfo"
+)
+
+// period is the length of the block periodicArchive's data repeats.
+const period = 20 << 10
+
+// periodicArchive writes an archive of one deflated uint8 array a.npy
+// of size bytes (header included): a random block of period bytes,
+// repeated, which it returns. Every checkpoint's window is then period
+// bytes of noise that do not pack, so its index is as large as indexes
+// get (about period bytes every 512 KiB). The stream is made as zlib would make it, in
+// dynamic blocks, without deflating all of it: the data after the first
+// two periods is the same chunk over and over, and so is its stream, a
+// chunk deflated with the 32 KiB before it as its dictionary and flushed
+// to a byte boundary.
+func periodicArchive(t *testing.T, path string, size int64) []byte {
+	t.Helper()
+	block := make([]byte, period)
+	rng := rand.New(rand.NewPCG(uint64(size), uint64(period)))
+	for i := range block {
+		block[i] = byte(rng.Uint32())
+	}
+	header := fmt.Sprintf("{'descr': '|u1', 'fortran_order': False, 'shape': (%d,), }", size-128)
+	header += strings.Repeat(" ", 128-10-1-len(header)) + "\n"
+	head := append([]byte("\x93NUMPY\x01\x00\x76\x00"), header...)
+	// data(off, n) is n bytes of the array from off.
+	data := func(off int64, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = block[(off+int64(i))%period]
+		}
+		return b
+	}
+	var comp bytes.Buffer
+	deflated := func(dict, p []byte, last bool) []byte {
+		comp.Reset()
+		w, err := flate.NewWriterDict(&comp, 6, dict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(p)
+		if last {
+			w.Close()
+		} else {
+			w.Flush()
+		}
+		return bytes.Clone(comp.Bytes())
+	}
+	first := int64(2 * period)
+	dict := data(first-32<<10, 32<<10) // what precedes every chunk
+	const chunkLen = period * 400
+	plain := data(first, chunkLen)
+	chunk := deflated(dict, plain, false)
+	n := (size - 128 - first) / chunkLen
+	rest := data(first+n*chunkLen, int(size-128-first-n*chunkLen))
+	start := deflated(nil, append(bytes.Clone(head), data(0, int(first))...), false)
+	last := deflated(dict, rest, true)
+	crc := crc32.Update(crc32.ChecksumIEEE(head), crc32.IEEETable, data(0, int(first)))
+	for range n {
+		crc = crc32.Update(crc, crc32.IEEETable, plain)
+	}
+	crc = crc32.Update(crc, crc32.IEEETable, rest)
+	csize := int64(len(start)) + n*int64(len(chunk)) + int64(len(last))
+
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	zw := zip.NewWriter(bw)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "a.npy", Method: zip.Deflate, CRC32: crc,
+		CompressedSize64: uint64(csize), UncompressedSize64: uint64(size)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(start)
+	for range n {
+		w.Write(chunk)
+	}
+	w.Write(last)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return block
+}
+
+// TestPeriodicArchive: the archive the memory test serves is what it
+// says, as archive/zip reads it (at a small size).
+func TestPeriodicArchive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.npz")
+	const size = 9<<20 + 12345
+	block := periodicArchive(t, path, size)
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	rc, err := zr.File[0].Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc) // checks the CRC-32 and the size
+	if err != nil || len(b) != size {
+		t.Fatalf("read %d bytes, %v", len(b), err)
+	}
+	for i, c := range b[128:] {
+		if c != block[i%period] {
+			t.Fatalf("byte %d of the data differs", i)
+		}
+	}
+}
+
+// memoryCgroup makes a memory cgroup limited to limit bytes (cgroup v2
+// or v1, whichever the machine has) and returns the file a process
+// joins it through and a function that counts its OOM kills. It is
+// removed when the test ends, after its processes (the test's mounts are
+// cleared first).
+func memoryCgroup(t *testing.T, limit int64) (procs string, ooms func() int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if requireFuse() {
+			t.Fatal("a memory cgroup needs root (NPZFS_REQUIRE_FUSE=1)")
+		}
+		t.Skip("a memory cgroup needs root")
+	}
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	var dir, limitFile, events string
+	for _, m := range mountinfo.Read() {
+		if m.FSType == "cgroup2" {
+			ctl, _ := os.ReadFile(filepath.Join(m.Dir, "cgroup.controllers"))
+			if slices.Contains(strings.Fields(string(ctl)), "memory") {
+				// Under the top, whose children processes may join.
+				os.WriteFile(filepath.Join(m.Dir, "cgroup.subtree_control"), []byte("+memory"), 0)
+				dir, limitFile, events = m.Dir, "memory.max", "memory.events"
+				break
+			}
+		}
+		if m.FSType == "cgroup" && hasWord(m.Super, "memory") {
+			// Under the process's own cgroup of the hierarchy.
+			dir, limitFile, events = m.Dir, "memory.limit_in_bytes", "memory.oom_control"
+			for _, line := range strings.Split(string(self), "\n") {
+				if f := strings.SplitN(line, ":", 3); len(f) == 3 && hasWord(f[1], "memory") && m.Root == "/" {
+					dir = filepath.Join(m.Dir, f[2])
+				}
+			}
+			break
+		}
+	}
+	if dir == "" {
+		if requireFuse() {
+			t.Fatal("no memory cgroup controller (NPZFS_REQUIRE_FUSE=1)")
+		}
+		t.Skip("no memory cgroup controller")
+	}
+	cg := filepath.Join(dir, fmt.Sprintf("npzfs-test-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatalf("making a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(f)
+			t.Errorf("process %d still in the test's cgroup; killing it", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+			waitGone(pid)
+		}
+		if err := os.Remove(cg); err != nil {
+			t.Errorf("removing the test's cgroup: %v", err)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(cg, limitFile), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+		t.Fatalf("limiting the cgroup: %v", err)
+	}
+	// No swap to escape to, where the machine has some.
+	os.WriteFile(filepath.Join(cg, "memory.swap.max"), []byte("0"), 0)
+	os.WriteFile(filepath.Join(cg, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0)
+	return filepath.Join(cg, "cgroup.procs"), func() int {
+		b, _ := os.ReadFile(filepath.Join(cg, events))
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" {
+				n, _ := strconv.Atoi(f[1])
+				return n
+			}
+		}
+		return 0
+	}
+}
+
+// hasWord reports whether the comma-separated list s holds w.
+func hasWord(s, w string) bool {
+	for _, x := range strings.Split(s, ",") {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMemoryTargetInCgroup: a 4 GiB deflated member of a random 20 KiB
+// block repeated (whose index is as large as indexes get) read by 8
+// readers at once, each from deeper in it, by a daemon in a cgroup of
+// 256 MiB with the default flags: the daemon takes its memory target
+// from the cgroup's limit and keeps to it, so it is never OOM-killed, and
+// every byte read is right.
+func TestMemoryTargetInCgroup(t *testing.T) {
+	needFuse(t)
+	const limit = 256 << 20
+	procs, ooms := memoryCgroup(t, limit)
+	archive := filepath.Join(t.TempDir(), "periodic.npz")
+	block := periodicArchive(t, archive, 4<<30)
+	twice := append(bytes.Clone(block), block...) // the data from any offset, for a period
+	logFile := filepath.Join(t.TempDir(), "npzfs.log")
+	mnt := mountVia(t, []string{"sh", "-c", `echo $$ > "$0" && exec "$@"`, procs}, archive, "--log", logFile)
+	pid := theDaemon(t, mnt)
+
+	const readers, each = 8, 256 << 20
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Go(func() {
+			f, err := os.Open(filepath.Join(mnt, "a", "raw.bin"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			// The deepest first: its first read indexes most of it.
+			off := int64(readers-1-i) * 512 << 20
+			buf := make([]byte, 1<<20)
+			for done := 0; done < each; done += len(buf) {
+				at := off + int64(done)
+				if _, err := f.ReadAt(buf, at); err != nil {
+					t.Errorf("reader %d at %d: %v", i, at, err)
+					return
+				}
+				for j := 0; j < len(buf); j += period {
+					k := min(len(buf), j+period)
+					p := (at + int64(j)) % period
+					if !bytes.Equal(buf[j:k], twice[p:p+int64(k-j)]) {
+						t.Errorf("reader %d: wrong bytes at %d", i, at+int64(j))
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := ooms(); n != 0 {
+		t.Errorf("%d processes OOM-killed in the daemon's cgroup", n)
+	}
+	if !processAlive(pid) {
+		t.Fatalf("daemon %d died", pid)
+	}
+	hwm := vmHWM(t, pid)
+	t.Logf("daemon peak resident memory %d MiB in a cgroup of %d MiB", hwm>>20, limit>>20)
+	log, _ := os.ReadFile(logFile)
+	if !strings.Contains(string(log), "memory target 224 MiB (7/8 of the cgroup's limit of 256 MiB)") {
+		t.Errorf("the log does not give the target from the cgroup:\n%s", log)
+	}
+}
