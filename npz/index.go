@@ -208,8 +208,8 @@ func (a *Archive) forgetIndexes() {
 	if a.opts.Indexes == nil {
 		return
 	}
-	for i := range a.members {
-		if l := a.members[i].loc.Load(); l != nil && l.idx != nil {
+	for i := range a.n {
+		if l := a.member(i).loc.Load(); l != nil && l.idx != nil {
 			l.idx.forget()
 		}
 	}

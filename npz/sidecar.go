@@ -54,7 +54,7 @@ func OpenIndexSidecar(name string) (*IndexSidecar, error) {
 				bad = err
 				return
 			}
-			s.files[e.Name] = sidecarEntry{off: off, size: e.Size}
+			s.files[strings.Clone(e.Name)] = sidecarEntry{off: off, size: e.Size}
 		})
 		if err == nil {
 			err = bad

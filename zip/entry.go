@@ -56,10 +56,11 @@ func (e *Entry) ImpossibleSize() string {
 	return ""
 }
 
-// dirChunk is how much of the central directory is read at once. A
-// directory's size is only a claim: it is read as its entries are, so one
-// that says it is 1 GiB but ends after a few entries costs a chunk.
-const dirChunk = 4 << 20
+// dirChunk is how much of the central directory is read at once, into
+// one buffer used again for every chunk. A directory's size is only a
+// claim: it is read as its entries are, so one that says it is 1 GiB but
+// ends after a few entries costs a chunk.
+const dirChunk = 1 << 20
 
 // Reader is an open zip archive: what its end records say, and a way to
 // read its central directory.
@@ -93,7 +94,8 @@ func (z *Reader) Declared() int {
 }
 
 // Entries reads the central directory, calling each with every entry in
-// order (the Entry is reused: copy what is kept). Entries are read while
+// order. The Entry and the bytes of its Name are reused for the next
+// entry: copy what is kept (strings.Clone for the name). Entries are read while
 // the signature matches and inside the directory's declared length, as
 // Python's zipfile reads them, whatever count the end record claims:
 // archives with more than 65,535 entries written without zip64 (whose
@@ -132,9 +134,9 @@ func (z *Reader) problemf(format string, args ...any) {
 }
 
 func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
-	// buf holds directory bytes [base, base+len(buf)). The names are
-	// substrings of all, a string over buf, which is never written again:
-	// this saves a copy per name.
+	// buf holds directory bytes [base, base+len(buf)), read again for
+	// every chunk. Names are strings over buf (no copy per name), valid
+	// until the next chunk is read: each entry is handed on before that.
 	var buf []byte
 	var all string
 	var base int64
@@ -143,7 +145,11 @@ func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
 		if pos >= base && pos+k <= base+int64(len(buf)) {
 			return nil
 		}
-		buf = make([]byte, min(max(k, dirChunk), d.size-pos))
+		n := min(max(k, dirChunk), d.size-pos)
+		if int64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
 		base = pos
 		if err := ReadAtFull(z.r, buf, d.offset+pos); err != nil {
 			return &FormatError{Offset: d.offset + pos, Msg: "cannot read the central directory", Err: err}
