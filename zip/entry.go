@@ -316,15 +316,31 @@ func (z *Reader) DataOffset(e *Entry) (int64, error) {
 func DataOffset(r io.ReaderAt, size int64, e *Entry) (int64, error) {
 	// The header and, in the same read, the name it should hold (a name
 	// decoded from CP437 is longer than its bytes, never shorter).
-	b := make([]byte, min(int64(localLen+len(e.Name)), max(size-e.HeaderOffset, localLen)))
+	b := make([]byte, LocalHeaderRead(size, e))
 	if err := ReadAtFull(r, b, e.HeaderOffset); err != nil {
 		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("cannot read the local header of %q", e.Name), Err: err}
+	}
+	return ParseLocalHeader(b, size, e)
+}
+
+// LocalHeaderRead is how many bytes from e's local header
+// ParseLocalHeader needs, in an archive of size bytes.
+func LocalHeaderRead(size int64, e *Entry) int64 {
+	return min(int64(localLen+len(e.Name)), max(size-e.HeaderOffset, localLen))
+}
+
+// ParseLocalHeader is DataOffset for the bytes b of the archive (of size
+// bytes) from e's local header on, of which it needs LocalHeaderRead (a
+// caller may read more at once, as what follows the header).
+func ParseLocalHeader(b []byte, size int64, e *Entry) (int64, error) {
+	if int64(len(b)) < LocalHeaderRead(size, e) {
+		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("cannot read the local header of %q", e.Name), Err: io.ErrUnexpectedEOF}
 	}
 	if le.Uint32(b) != sigLocal {
 		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("bad local header signature for %q", e.Name)}
 	}
 	nameLen := int(le.Uint16(b[26:]))
-	if localLen+nameLen > len(b) {
+	if localLen+nameLen > len(b) || int64(localLen+nameLen) > LocalHeaderRead(size, e) {
 		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("local header of %q has a name of %d bytes, not the central directory's", e.Name, nameLen)}
 	}
 	if name, _ := DecodeName(string(b[localLen:localLen+nameLen]), e.Flags); name != e.Name {
