@@ -112,11 +112,12 @@ type Archive struct {
 
 	// The member table: chunks of memberChunk members, so that it grows
 	// without copying and never holds more than a chunk it does not use.
-	chunks  [][]Member
-	n       int              // members
-	names   arena            // the members' names
-	reasons map[int32]string // static reasons (flagReason)
-	paths   map[int32]string // served paths other than the name (flagPath)
+	chunks    [][]Member
+	n         int              // members
+	names     arena            // the members' names
+	nameBytes int64            // bytes of names so far, while the directory is read
+	reasons   map[int32]string // static reasons (flagReason)
+	paths     map[int32]string // served paths other than the name (flagPath)
 
 	folders      []folder         // 0 is the root
 	folderByPath map[string]int32 // when there are folders besides the root
@@ -286,8 +287,11 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 			return // inode numbers would run out; zip64 allows more
 		}
 		m := a.addMember()
+		// The next block of names is sized for the names still to come,
+		// at the share of the directory they took so far.
 		done, total := z.Progress()
-		m.e.Name = a.names.add(e.Name, total-done+int64(len(e.Name)))
+		a.nameBytes += int64(len(e.Name))
+		m.e.Name = a.names.add(e.Name, (total-done)*a.nameBytes/max(done, 1)*17/16+int64(len(e.Name)))
 		m.e.CompressedSize, m.e.Size, m.e.HeaderOffset = e.CompressedSize, e.Size, e.HeaderOffset
 		m.e.CRC32, m.e.Method, m.e.mtime = e.CRC32, e.Method, packTime(e.Modified)
 		if e.Encrypted() {

@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -303,10 +304,7 @@ func (m *Member) locate() *location {
 	if l.err = m.readable(); l.err == nil {
 		// A local header names the member when it decodes, as the
 		// entry's name did, to the same.
-		ze := zip.Entry{Name: m.e.Name, HeaderOffset: m.e.HeaderOffset, CompressedSize: m.e.CompressedSize}
-		if m.st.Load()&flagUTF8 != 0 {
-			ze.Flags = zip.FlagUTF8
-		}
+		ze := m.zipEntry()
 		l.dataOff, l.err = zip.DataOffset(m.a.r, m.a.size, &ze)
 		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
 			m.a.notef("npz: %q: every read fails: %v", m.e.Name, l.err)
@@ -424,11 +422,59 @@ func (m *Member) stream() (io.Reader, error) {
 	}{io.LimitReader(zr, m.e.Size), zr}, nil
 }
 
+// locateWithHead locates a stored member as locate does, by one read
+// that also fetches the start of its data, and returns the bytes of its
+// data that read held. On any failure it returns nil, and locate reads
+// again and says why.
+func (m *Member) locateWithHead() []byte {
+	a := m.a
+	ze := m.zipEntry()
+	n := min(headerRead(m), a.size-m.e.HeaderOffset)
+	if n <= 0 {
+		return nil
+	}
+	b := make([]byte, n)
+	if err := zip.ReadAtFull(a.r, b, m.e.HeaderOffset); err != nil {
+		return nil
+	}
+	off, err := zip.ParseLocalHeader(b, a.size, &ze)
+	if err != nil || off-m.e.HeaderOffset > int64(len(b)) {
+		return nil
+	}
+	mu := a.lock(m)
+	mu.Lock()
+	if !m.located() {
+		m.lhLen = uint32(off - m.e.HeaderOffset)
+		m.st.Or(flagLocated)
+	}
+	mu.Unlock()
+	head := b[off-m.e.HeaderOffset:]
+	return head[:min(int64(len(head)), m.e.Size)]
+}
+
+// zipEntry is what zip needs of the member to read its local header.
+func (m *Member) zipEntry() zip.Entry {
+	ze := zip.Entry{Name: m.e.Name, HeaderOffset: m.e.HeaderOffset, CompressedSize: m.e.CompressedSize}
+	if m.st.Load()&flagUTF8 != 0 {
+		ze.Flags = zip.FlagUTF8
+	}
+	return ze
+}
+
 // readHeader reads the member's npy header from its start, refusing one
-// longer than maxLen.
-func (m *Member) readHeader(maxLen int) (*npy.Header, error) {
-	r, err := m.stream()
-	if err != nil {
+// longer than maxLen; head, when not nil, is the start of the member's
+// data, read already.
+func (m *Member) readHeader(maxLen int, head []byte) (*npy.Header, error) {
+	var r io.Reader
+	var err error
+	if head != nil && m.e.Method == zip.Stored {
+		var dataOff int64
+		if dataOff, err = m.dataOffset(); err != nil {
+			return nil, err
+		}
+		n := int64(len(head))
+		r = io.MultiReader(bytes.NewReader(head), io.NewSectionReader(m.a.r, dataOff+n, m.e.Size-n))
+	} else if r, err = m.stream(); err != nil {
 		return nil, err
 	}
 	if c, ok := r.(io.Closer); ok {
@@ -439,14 +485,18 @@ func (m *Member) readHeader(maxLen int) (*npy.Header, error) {
 
 // readNPY reads and checks the member's npy header: it must parse and its
 // array data must fit in the member.
-func (m *Member) readNPY() (*npy.Header, error) {
+func (m *Member) readNPY() (*npy.Header, error) { return m.readNPYFrom(nil) }
+
+// readNPYFrom is readNPY for a member whose first bytes of data are head,
+// read already (nil when none are).
+func (m *Member) readNPYFrom(head []byte) (*npy.Header, error) {
 	if !m.IsNPY() {
 		return nil, errors.New("npz: not a .npy member")
 	}
-	h, err := m.readHeader(min(shortHeaderLen, m.a.opts.MaxHeaderLen))
+	h, err := m.readHeader(min(shortHeaderLen, m.a.opts.MaxHeaderLen), head)
 	if errors.Is(err, npy.ErrHeaderTooLong) && m.a.opts.MaxHeaderLen > shortHeaderLen {
 		m.a.longHeaders.Lock()
-		h, err = m.readHeader(m.a.opts.MaxHeaderLen)
+		h, err = m.readHeader(m.a.opts.MaxHeaderLen, head)
 		m.a.longHeaders.Unlock()
 	}
 	if err != nil {

@@ -426,8 +426,16 @@ func (a *Archive) readInfos(ms []*Member) {
 
 // prefetchGuess is how many bytes past a member's local header and name
 // reading its npy header usually needs: the extra field (numpy writes a
-// zip64 one) and a header of the common sizes, or its start when deflated.
+// zip64 one of 20 bytes) and a header of the common sizes (numpy pads
+// them to 64 or 128 bytes; wide records take more), or its start when
+// deflated.
 const prefetchGuess = 1 << 10
+
+// headerRead is how many bytes from a member's local header reading its
+// npy header is expected to need (see prefetchGuess).
+func headerRead(m *Member) int64 {
+	return zip.LocalHeaderLen + int64(len(m.e.Name)) + min(m.e.CompressedSize, prefetchGuess)
+}
 
 // prefetchHeaders tells a source that merges requests (source.Prefetcher)
 // which bytes reading the npy headers of ms will need, so that a remote
@@ -442,8 +450,7 @@ func (a *Archive) prefetchHeaders(ms []*Member) {
 		if m.located() || m.e.HeaderOffset >= a.size {
 			continue
 		}
-		n := zip.LocalHeaderLen + int64(len(m.e.Name)) + min(m.e.CompressedSize, prefetchGuess)
-		rs = append(rs, source.Range{Off: m.e.HeaderOffset, Len: min(n, a.size-m.e.HeaderOffset)})
+		rs = append(rs, source.Range{Off: m.e.HeaderOffset, Len: min(headerRead(m), a.size-m.e.HeaderOffset)})
 	}
 	if len(rs) > 0 {
 		p.Prefetch(context.Background(), rs)
@@ -610,9 +617,11 @@ func (a *Archive) sortKids(f *folder) {
 // placeViews decides, from the names alone, which arrays among a
 // folder's kids have a views folder and which views beside them, and
 // notes why those that have none do not. A view beside KEY.npy does not
-// need the views folder: only its own name must be free.
+// need the views folder: only its own name must be free. The names that
+// could take KEY and KEY.ra sort near KEY.npy, so they are looked for
+// from it (findNear), not from the folder's ends.
 func (a *Archive) placeViews(kids []uint32) {
-	for _, k := range kids {
+	for i, k := range kids {
 		if k&dirKid != 0 {
 			continue
 		}
@@ -625,7 +634,7 @@ func (a *Archive) placeViews(kids []uint32) {
 			a.setReason(m, "no views: the name is only \".npy\"")
 			continue
 		}
-		if t, taken := a.findKid(kids, key); taken {
+		if t, taken := a.findNear(kids, i, key, "", ""); taken {
 			what := "a member file"
 			if t&dirKid != 0 {
 				what = "a folder of members"
@@ -636,7 +645,7 @@ func (a *Archive) placeViews(kids []uint32) {
 		}
 		m.st.Or(flagViews)
 	}
-	for _, k := range kids {
+	for i, k := range kids {
 		if k&dirKid != 0 {
 			continue
 		}
@@ -646,17 +655,77 @@ func (a *Archive) placeViews(kids []uint32) {
 			continue
 		}
 		for _, v := range besideKinds {
-			name := key + viewKinds[v].name
-			if len(name) > maxComponent {
+			suffix := viewKinds[v].name
+			if len(key)+len(suffix) > maxComponent {
 				continue
 			}
-			if _, taken := a.findKid(kids, name); taken {
+			if _, taken := a.findNear(kids, i, key, suffix, ""); taken {
 				continue
 			}
-			if o := a.npyKid(kids, name); o != nil && o.st.Load()&flagViews != 0 {
-				continue // the views folder of name.npy
+			// The views folder of KEY.ra.npy takes KEY.ra too.
+			if o, ok := a.findNear(kids, i, key, suffix, ".npy"); ok && o&dirKid == 0 && a.member(int(o)).st.Load()&flagViews != 0 {
+				continue
 			}
 			m.st.Or(besideFlag(viewKinds[v].besideIndex))
 		}
 	}
+}
+
+// findNear finds the kid named key+suffix+ext among kids, sorted by name,
+// starting from position i: it looks at a few neighbours on the side the
+// name sorts to, then searches the rest of that side.
+func (a *Archive) findNear(kids []uint32, i int, key, suffix, ext string) (uint32, bool) {
+	const near = 4
+	c := compareJoined(a.kidName(kids[i]), key, suffix, ext)
+	if c == 0 {
+		return kids[i], true
+	}
+	step, lo, hi := 1, 0, i // the name sorts before i: search [lo, hi)
+	if c < 0 {
+		step, lo, hi = -1, i+1, len(kids)
+	}
+	for n, j := 0, i-step; n < near && j >= lo && j < hi; n, j = n+1, j-step {
+		switch c := compareJoined(a.kidName(kids[j]), key, suffix, ext); {
+		case c == 0:
+			return kids[j], true
+		case c*step < 0: // passed where it would be
+			return 0, false
+		}
+		if step > 0 {
+			hi = j
+		} else {
+			lo = j + 1
+		}
+	}
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		switch c := compareJoined(a.kidName(kids[mid]), key, suffix, ext); {
+		case c == 0:
+			return kids[mid], true
+		case c < 0:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return 0, false
+}
+
+// compareJoined compares s with key+suffix+ext, without making that
+// string.
+func compareJoined(s, key, suffix, ext string) int {
+	for _, part := range [...]string{key, suffix, ext} {
+		n := min(len(s), len(part))
+		if c := strings.Compare(s[:n], part[:n]); c != 0 {
+			return c
+		}
+		if len(s) < len(part) {
+			return -1
+		}
+		s = s[len(part):]
+	}
+	if len(s) > 0 {
+		return 1
+	}
+	return 0
 }

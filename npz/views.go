@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/source"
@@ -28,7 +29,7 @@ type viewKind struct {
 	// has reports whether an array with this header has the view.
 	has func(info *npyInfo) bool
 	// headLen is the length of the head; head renders it.
-	headLen func(info *npyInfo) int64
+	headLen func(m *Member, info *npyInfo) (int64, error)
 	head    func(m *Member) ([]byte, error)
 	// data reports whether the array's data bytes follow the head.
 	data bool
@@ -40,7 +41,7 @@ var viewKinds = []viewKind{
 	{
 		name:    "header.json",
 		has:     func(*npyInfo) bool { return true },
-		headLen: func(info *npyInfo) int64 { return info.jsonLen },
+		headLen: (*Member).jsonLen,
 		head:    (*Member).HeaderJSON,
 	},
 	{
@@ -55,7 +56,7 @@ var viewKinds = []viewKind{
 		name:    ".ra",
 		beside:  true,
 		has:     func(info *npyInfo) bool { return info.raLen > 0 },
-		headLen: func(info *npyInfo) int64 { return int64(info.raLen) },
+		headLen: func(_ *Member, info *npyInfo) (int64, error) { return int64(info.raLen), nil },
 		head:    (*Member).RawArray,
 		data:    true,
 	},
@@ -126,9 +127,9 @@ type npyInfo struct {
 	err     error // why the member has no views
 	dataOff int64 // where the array data starts in the member
 	dataLen int64
-	jsonLen int64 // length of header.json
-	raLen   int32 // length of KEY.ra's header; 0 when it has none
-	object  bool  // an object array (no raw bytes)
+	jsonLen atomic.Int64 // length of header.json, once rendered; -1 before
+	raLen   int32        // length of KEY.ra's header; 0 when it has none
+	object  bool         // an object array (no raw bytes)
 }
 
 // info reads the member's npy header for its views, or finds what was
@@ -140,7 +141,12 @@ func (m *Member) info() *npyInfo {
 	}
 	// Before taking the lock, which locate takes too: a location that
 	// could not be read for now is not kept, so it must not be looked
-	// for again under the lock.
+	// for again under the lock. A stored member is located by the read
+	// that fetches the start of its data too.
+	var head []byte
+	if m.e.Method == zip.Stored && !m.located() && m.readable() == nil {
+		head = m.locateWithHead()
+	}
 	if _, err := m.dataOffset(); errors.Is(err, source.ErrTransient) {
 		m.unsettle()
 		return &npyInfo{err: err}
@@ -152,11 +158,8 @@ func (m *Member) info() *npyInfo {
 		return ni
 	}
 	ni := &npyInfo{}
-	h, err := m.readNPY()
-	var js []byte
-	if err == nil {
-		js, err = m.renderJSON(h)
-	}
+	ni.jsonLen.Store(-1)
+	h, err := m.readNPYFrom(head)
 	if err != nil {
 		ni.err = err
 		if errors.Is(err, source.ErrTransient) {
@@ -169,11 +172,10 @@ func (m *Member) info() *npyInfo {
 		}
 	} else {
 		ni.dataOff, ni.dataLen = h.DataOffset, h.DataLength(m.e.Size)
-		ni.jsonLen, ni.object = int64(len(js)), h.DType.HasObject
+		ni.object = h.DType.HasObject
 		if ra, err := h.RawArrayHeader(); err == nil {
 			ni.raLen = int32(len(ra))
 		}
-		a.jsonCache.put(m.e.Index, js)
 	}
 	m.settle()
 	a.infos.put(m.e.Index, ni)
@@ -184,7 +186,7 @@ func (m *Member) info() *npyInfo {
 // bytes each. A listing with attributes of a folder of a million arrays
 // reads every header once, a batch at a time (Listing.Prepare), and
 // keeps the last ones.
-const infoCacheLen = 1 << 16
+const infoCacheLen = 1 << 14
 
 // infoCache keeps members' npyInfo, at most infoCacheLen of them, in
 // shards so that concurrent header reads rarely wait for each other; a
@@ -251,9 +253,9 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(js)) != ni.jsonLen {
+	if n := int64(len(js)); !ni.jsonLen.CompareAndSwap(-1, n) && ni.jsonLen.Load() != n {
 		// Rendering is deterministic: the member's bytes changed.
-		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.e.Name, len(js), ni.jsonLen)
+		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.e.Name, n, ni.jsonLen.Load())
 	}
 	m.a.jsonCache.put(m.e.Index, js)
 	return js, nil
@@ -285,6 +287,17 @@ func (m *Member) archiveOffset() (int64, bool) {
 // .npy member whose key is free, views or not: see Node.Lookup.)
 func (m *Member) HasViews() bool {
 	return m.state() == memberServed && m.st.Load()&flagViews != 0 && m.info().err == nil
+}
+
+// jsonLen is the length of the member's header.json, rendered the first
+// time it is asked for (a listing needs the sizes of views beside an
+// array, not this).
+func (m *Member) jsonLen(ni *npyInfo) (int64, error) {
+	if n := ni.jsonLen.Load(); n >= 0 {
+		return n, nil
+	}
+	js, err := m.HeaderJSON()
+	return int64(len(js)), err
 }
 
 // RawArray is the RawArray header of the member's array (the head of
@@ -322,7 +335,9 @@ func (m *Member) viewFile(i int) *File {
 		return f
 	}
 	if v.headLen != nil {
-		f.head = v.headLen(ni)
+		if f.head, f.err = v.headLen(m, ni); f.err != nil {
+			return f
+		}
 	}
 	f.size = f.head
 	if v.data {
