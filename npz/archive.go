@@ -124,6 +124,7 @@ type Archive struct {
 	memberIno    uint64           // the first member's first inode number
 
 	infos    infoCache // what views need of npy headers, bounded
+	locs     locTable  // deflated members' locations, failed local headers
 	problems []string
 	notes    atomic.Int64 // per-member log lines written (see notef)
 	notesMu  sync.Mutex
@@ -176,29 +177,74 @@ func (a *Archive) setReason(m *Member, reason string) {
 	m.st.Or(flagReason)
 }
 
-// arena keeps the members' names in a few large blocks: a name is a
-// string into one, and blocks are never moved or freed while the archive
-// is open.
+// arena keeps the members' names in a few large blocks, each name where
+// add put it until the archive is closed; a name is known by a uint32
+// (its block, and where it starts in it), so that the member table holds
+// no pointer per name.
 type arena struct {
-	block []byte
+	blocks [][]byte
 }
 
-// add copies s into the arena; want is how many bytes of names may
-// still come (a hint for the next block's size).
-func (ar *arena) add(s string, want int64) string {
+// add copies s into the arena and says where it is; want is how many
+// bytes of names may still come (a hint for the next block's size).
+func (ar *arena) add(s string, want int64) (ref uint32, n uint16) {
 	if len(s) == 0 {
+		return 0, 0
+	}
+	last := len(ar.blocks) - 1
+	if last < 0 || cap(ar.blocks[last])-len(ar.blocks[last]) < len(s) {
+		ar.blocks = append(ar.blocks, make([]byte, 0, max(int64(len(s)), min(want, arenaBlock))))
+		last++
+	}
+	b := &ar.blocks[last]
+	off := len(*b)
+	*b = append(*b, s...)
+	return uint32(last)<<arenaShift | uint32(off), uint16(len(s))
+}
+
+// get is the name of n bytes at ref.
+func (ar *arena) get(ref uint32, n uint16) string {
+	if n == 0 {
 		return ""
 	}
-	if cap(ar.block)-len(ar.block) < len(s) {
-		ar.block = make([]byte, 0, max(int64(len(s)), min(want, arenaBlock)))
-	}
-	n := len(ar.block)
-	ar.block = append(ar.block, s...)
-	return unsafe.String(&ar.block[n], len(s))
+	return unsafe.String(&ar.blocks[ref>>arenaShift][ref&(arenaBlock-1)], int(n))
 }
 
-// arenaBlock bounds a block of the names arena.
-const arenaBlock = 1 << 20
+// arenaBlock bounds a block of the names arena (names are at most 65,535
+// bytes, so each fits one); arenaShift places the block's number above
+// the offset in it in a name's ref, so there may be 4,096 blocks.
+const (
+	arenaShift = 20
+	arenaBlock = 1 << arenaShift
+)
+
+// locTable keeps the locations of the members that have one
+// (Member.loaded), in shards so that reads of different members rarely
+// wait for each other.
+type locTable struct {
+	shards [16]struct {
+		mu sync.RWMutex
+		m  map[int32]*location
+	}
+}
+
+func (t *locTable) get(i int32) *location {
+	sh := &t.shards[uint32(i)%uint32(len(t.shards))]
+	sh.mu.RLock()
+	l := sh.m[i]
+	sh.mu.RUnlock()
+	return l
+}
+
+func (t *locTable) put(i int32, l *location) {
+	sh := &t.shards[uint32(i)%uint32(len(t.shards))]
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[int32]*location{}
+	}
+	sh.m[i] = l
+	sh.mu.Unlock()
+}
 
 // lock is the mutex that guards m's lazy resolution.
 func (a *Archive) lock(m *Member) *sync.Mutex {
@@ -282,16 +328,18 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 		off, n := z.Directory()
 		p.Prefetch(context.Background(), []source.Range{{Off: off, Len: min(n, maxDirectoryPrefetch, size-off)}})
 	}
+	left := 0 // entries past what the member table can hold
 	err = z.Entries(func(e *zip.Entry) {
-		if a.n > math.MaxInt32/int(inoBlock) {
-			return // inode numbers would run out; zip64 allows more
+		if a.n >= math.MaxInt32/int(inoBlock) || len(a.names.blocks) >= 1<<(32-arenaShift) {
+			left++ // member indexes, or names' places, would run out
+			return
 		}
 		m := a.addMember()
 		// The next block of names is sized for the names still to come,
 		// at the share of the directory they took so far.
 		done, total := z.Progress()
 		a.nameBytes += int64(len(e.Name))
-		m.e.Name = a.names.add(e.Name, (total-done)*a.nameBytes/max(done, 1)*17/16+int64(len(e.Name)))
+		m.e.name, m.e.nameLen = a.names.add(e.Name, (total-done)*a.nameBytes/max(done, 1)*17/16+int64(len(e.Name)))
 		m.e.CompressedSize, m.e.Size, m.e.HeaderOffset = e.CompressedSize, e.Size, e.HeaderOffset
 		m.e.CRC32, m.e.Method, m.e.mtime = e.CRC32, e.Method, packTime(e.Modified)
 		if e.Encrypted() {
@@ -307,6 +355,9 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if left > 0 {
+		a.problemf("the central directory holds %d more entries than npzfs serves (%d, or 4 GiB of names)", left, a.n)
 	}
 	a.comment = z.Comment()
 	a.prefix = z.Prefix()
@@ -350,19 +401,19 @@ func (a *Archive) serve(r io.ReaderAt) {
 		m := a.member(i)
 		latest = max(latest, m.modified())
 		if m.skipped() {
-			a.notef("npz: %q: not served: %s", m.e.Name, m.reason())
+			a.notef("npz: %q: not served: %s", m.Name(), m.reason())
 			continue
 		}
-		p, dir, reason := sanitize(m.e.Name)
+		p, dir, reason := sanitize(m.Name())
 		if dir {
 			m.st.Or(flagDir)
 		}
 		if reason != "" {
 			m.skip(reason)
-			a.notef("npz: %q: not served: %s", m.e.Name, reason)
+			a.notef("npz: %q: not served: %s", m.Name(), reason)
 			continue
 		}
-		if p != strings.TrimSuffix(m.e.Name, "/") {
+		if p != strings.TrimSuffix(m.Name(), "/") {
 			if a.paths == nil {
 				a.paths = map[int32]string{}
 			}
@@ -381,7 +432,7 @@ func (a *Archive) serve(r io.ReaderAt) {
 		m := a.member(i)
 		if m.state() == memberServed && !m.IsDir() {
 			if err := m.readable(); err != nil {
-				a.notef("npz: %q: every read fails: %s", m.e.Name, reasonText(err))
+				a.notef("npz: %q: every read fails: %s", m.Name(), reasonText(err))
 			}
 		}
 	}
@@ -488,7 +539,7 @@ func (a *Archive) Close() error {
 		return nil
 	}
 	for i := range a.n {
-		if l := a.member(i).loc.Load(); l != nil && l.inf != nil {
+		if l := a.member(i).loaded(); l != nil && l.inf != nil {
 			l.inf.Release()
 			if l.idx != nil {
 				l.idx.closing()
@@ -528,7 +579,7 @@ func (a *Archive) Member(name string) *Member {
 	var found *Member
 	for i := a.n - 1; i >= 0; i-- {
 		m := a.member(i)
-		if m.e.Name == name || (m.state() != memberSkipped && m.path() == name) {
+		if m.Name() == name || (m.state() != memberSkipped && m.path() == name) {
 			if m.state() == memberServed {
 				return m
 			}

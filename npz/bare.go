@@ -25,7 +25,7 @@ func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, er
 		return nil, &FormatError{Offset: 0, Msg: "not a .npy file (no \\x93NUMPY magic)", Err: err}
 	}
 	m := a.addMember()
-	m.e.Name = name
+	m.e.name, m.e.nameLen = a.names.add(name, int64(len(name)))
 	m.e.CompressedSize, m.e.Size, m.e.Method = size, size, zip.Stored
 	if mt, ok := r.(source.ModTimer); ok {
 		m.e.mtime = packTime(mt.ModTime().Unix())

@@ -93,7 +93,7 @@ func (f *File) Head() ([]byte, error) {
 	}
 	if int64(len(head)) != f.head {
 		// Rendering is deterministic: the member's bytes changed.
-		return nil, fmt.Errorf("npz: %q: %s renders a head of %d bytes now, %d before", f.m.e.Name, v.name, len(head), f.head)
+		return nil, fmt.Errorf("npz: %q: %s renders a head of %d bytes now, %d before", f.m.Name(), v.name, len(head), f.head)
 	}
 	return head, nil
 }

@@ -162,10 +162,10 @@ func (x *memberIndex) key() string {
 		e := &x.m.e
 		h := sha256.New()
 		h.Write([]byte("npzfs member index v1\x00"))
-		h.Write([]byte(e.Name))
+		h.Write([]byte(x.m.Name()))
 		var fixed [8 + 4 + 8 + 8 + 2 + 8]byte
 		le := binary.LittleEndian
-		le.PutUint64(fixed[0:], uint64(len(e.Name)))
+		le.PutUint64(fixed[0:], uint64(len(x.m.Name())))
 		le.PutUint32(fixed[8:], e.CRC32)
 		le.PutUint64(fixed[12:], uint64(e.CompressedSize))
 		le.PutUint64(fixed[20:], uint64(e.Size))
@@ -209,7 +209,7 @@ func (a *Archive) forgetIndexes() {
 		return
 	}
 	for i := range a.n {
-		if l := a.member(i).loc.Load(); l != nil && l.idx != nil {
+		if l := a.member(i).loaded(); l != nil && l.idx != nil {
 			l.idx.forget()
 		}
 	}
@@ -232,7 +232,7 @@ func (x *memberIndex) damaged(err error) bool {
 	}
 	if !x.damageLogged.Swap(true) {
 		x.m.a.notef("npz: %q: the archive is damaged: bytes %d to %d of the member (from archive byte %d) do not inflate to what its saved index records (%v); reads of them and of every later byte fail (the index is kept)",
-			x.m.e.Name, de.Offset, de.End, x.off+de.CompOffset, de.Err)
+			x.m.Name(), de.Offset, de.End, x.off+de.CompOffset, de.Err)
 	}
 	return true
 }
@@ -251,7 +251,7 @@ func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 	f, err := x.s.dir.Open(name)
 	if err != nil {
 		if !errors.Is(err, iofs.ErrNotExist) {
-			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.e.Name, err)
+			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.Name(), err)
 		}
 		return x.loadSidecar(name)
 	}
@@ -320,7 +320,7 @@ func (x *memberIndex) put(name string, b []byte, complete bool) {
 		defer x.saving.Done()
 		err := x.s.dir.Put(name, b)
 		if err != nil {
-			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
+			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.Name(), err)
 		}
 		if x.changed() {
 			x.s.dir.Remove(name) // the archive changed while it was written
@@ -379,13 +379,13 @@ func (x *memberIndex) bad(err error) {
 	x.fromSidecar, x.fromStore = false, false
 	x.mu.Unlock()
 	if sidecar {
-		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)
+		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.Name(), x.sc.Path(), err)
 		return
 	}
 	if x.s == nil {
 		return
 	}
-	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.e.Name, x.s.dir.Path()+"/"+x.key(), err)
+	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.Name(), x.s.dir.Path()+"/"+x.key(), err)
 	if name := x.key(); name != "" {
 		x.s.dir.Remove(name)
 	}
@@ -445,7 +445,7 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		return res, newInflateError(m.e.Name, l.dataOff, m.e.Size, err)
+		return res, newInflateError(m.Name(), l.dataOff, m.e.Size, err)
 	}
 	res.Loaded = l.inf.Progress().Loaded
 	if x != nil {
@@ -463,7 +463,7 @@ func (m *Member) Indexed() int64 {
 	if m.e.Method != zip.Deflated {
 		return m.e.Size
 	}
-	l := m.loc.Load()
+	l := m.loaded()
 	if l == nil || l.inf == nil {
 		return 0
 	}

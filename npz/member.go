@@ -50,16 +50,17 @@ const (
 // (viewKind.besideIndex).
 func besideFlag(j int) uint32 { return flagBeside0 << j }
 
-// entry is what a member keeps of its central directory entry: fixed-size
-// fields and its name, a string into the archive's arena of names.
+// entry is what a member keeps of its central directory entry: its
+// fixed-size fields, and where its name is in the archive's arena.
 type entry struct {
-	Name           string
 	CompressedSize int64
 	Size           int64
 	HeaderOffset   int64
 	CRC32          uint32
 	mtime          uint32 // Unix seconds less minTime (see packTime)
 	Index          int32  // its position in the central directory
+	name           uint32 // where its name is in the arena (see arena.add)
+	nameLen        uint16
 	Method         uint16
 }
 
@@ -71,11 +72,12 @@ const minTime = -1 << 31
 func packTime(unix int64) uint32 { return uint32(min(max(unix-minTime, 0), 1<<32-1)) }
 
 // Member is one entry of the central directory, in the archive's table of
-// members: 80 bytes of fixed fields each, its name in the archive's arena,
-// what is rare (a reason, a path other than its name, a failed local
-// header, a deflated member's inflater) kept beside it. Its local header
-// and npy header are read lazily, the first time they are needed. It is
-// safe for concurrent use.
+// members: 64 bytes of fixed-size fields each, with a single pointer,
+// its name in the archive's arena of names, and what is rare (a reason,
+// a path other than its name, a failed local header, a deflated member's
+// inflater) kept beside the table. Its local header and npy header are
+// read lazily, the first time they are needed. It is safe for concurrent
+// use.
 type Member struct {
 	a  *Archive
 	e  entry
@@ -83,11 +85,12 @@ type Member struct {
 	// lhLen is, with flagLocated, how far after the local header the
 	// data starts (while the tree is built, the member's folder).
 	lhLen uint32
-	// loc is where a deflated member's data lies, with its inflater, or
-	// why a member's local header cannot be read; resolved once (see
-	// Archive.lock), then read without a lock.
-	loc atomic.Pointer[location]
 }
+
+// loaded is where a deflated member's data lies, with its inflater, or
+// why a member's local header cannot be read, once resolved (see
+// locate); nil before, and for stored members located.
+func (m *Member) loaded() *location { return m.a.locs.get(m.e.Index) }
 
 // location is where a member's data lies, or why it cannot be read.
 type location struct {
@@ -128,7 +131,7 @@ func (m *Member) path() string {
 	if m.st.Load()&flagPath != 0 {
 		return m.a.paths[m.e.Index]
 	}
-	return strings.TrimSuffix(m.e.Name, "/")
+	return strings.TrimSuffix(m.Name(), "/")
 }
 
 // base is the last component of the member's path.
@@ -143,12 +146,12 @@ func (m *Member) key() string { return strings.TrimSuffix(m.base(), ".npy") }
 
 // located reports a member whose data offset is known.
 func (m *Member) located() bool {
-	return m.st.Load()&flagLocated != 0 || m.loc.Load() != nil
+	return m.st.Load()&flagLocated != 0 || m.loaded() != nil
 }
 
 // Name is the member's name as stored in the archive (decoded from CP437
 // when it is not UTF-8).
-func (m *Member) Name() string { return m.e.Name }
+func (m *Member) Name() string { return m.a.names.get(m.e.name, m.e.nameLen) }
 
 // Path is where the member is served, relative to the root, or "" when it
 // is not served (see Reason).
@@ -206,7 +209,7 @@ func (m *Member) File() *File {
 // IsNPY reports a member whose path (or, if it is not served, name) ends
 // in ".npy": it gets views when its header is valid.
 func (m *Member) IsNPY() bool {
-	p := m.e.Name
+	p := m.Name()
 	if m.state() == memberServed {
 		p = m.path()
 	}
@@ -266,18 +269,18 @@ func (m *Member) ReadError() error {
 // readable reports a member npzfs cannot read at all.
 func (m *Member) readable() error {
 	if m.Encrypted() {
-		return &MethodError{Name: m.e.Name, Method: m.e.Method, Encrypted: true}
+		return &MethodError{Name: m.Name(), Method: m.e.Method, Encrypted: true}
 	}
 	switch m.e.Method {
 	case zip.Stored:
 		if m.e.CompressedSize != m.e.Size {
-			return &FormatError{Offset: m.e.HeaderOffset, Msg: fmt.Sprintf("stored member %q has compressed size %d but size %d", m.e.Name, m.e.CompressedSize, m.e.Size)}
+			return &FormatError{Offset: m.e.HeaderOffset, Msg: fmt.Sprintf("stored member %q has compressed size %d but size %d", m.Name(), m.e.CompressedSize, m.e.Size)}
 		}
 		return nil
 	case zip.Deflated:
 		return nil
 	}
-	return &MethodError{Name: m.e.Name, Method: m.e.Method}
+	return &MethodError{Name: m.Name(), Method: m.e.Method}
 }
 
 // locate resolves (once) where the member's data starts in the archive and,
@@ -285,7 +288,7 @@ func (m *Member) readable() error {
 // member keeps only its local header's length (lhLen): its location is
 // made again at each call, which dataOffset avoids.
 func (m *Member) locate() *location {
-	if l := m.loc.Load(); l != nil {
+	if l := m.loaded(); l != nil {
 		return l
 	}
 	if m.st.Load()&flagLocated != 0 {
@@ -294,7 +297,7 @@ func (m *Member) locate() *location {
 	mu := m.a.lock(m)
 	mu.Lock()
 	defer mu.Unlock()
-	if l := m.loc.Load(); l != nil {
+	if l := m.loaded(); l != nil {
 		return l
 	}
 	if m.st.Load()&flagLocated != 0 {
@@ -307,7 +310,7 @@ func (m *Member) locate() *location {
 		ze := m.zipEntry()
 		l.dataOff, l.err = zip.DataOffset(m.a.r, m.a.size, &ze)
 		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
-			m.a.notef("npz: %q: every read fails: %v", m.e.Name, l.err)
+			m.a.notef("npz: %q: every read fails: %v", m.Name(), l.err)
 		}
 	}
 	if errors.Is(l.err, source.ErrTransient) {
@@ -332,7 +335,7 @@ func (m *Member) locate() *location {
 			x.inf, l.idx = l.inf, x
 		}
 	}
-	m.loc.Store(l)
+	m.a.locs.put(m.e.Index, l)
 	return l
 }
 
@@ -365,7 +368,7 @@ func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return n, err // logged
 	}
 	if err != nil && !errors.Is(err, ErrChanged) && ctx.Err() == nil && m.st.Or(flagReadFailed)&flagReadFailed == 0 {
-		m.a.notef("npz: %q: read failed: %v", m.e.Name, err)
+		m.a.notef("npz: %q: read failed: %v", m.Name(), err)
 	}
 	return n, err
 }
@@ -382,7 +385,7 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 		}
 		if err == nil || err == io.EOF {
 			err = &FormatError{Offset: dataOff + off + int64(n),
-				Msg: fmt.Sprintf("archive ends inside %q (changed or truncated since it was opened?)", m.e.Name),
+				Msg: fmt.Sprintf("archive ends inside %q (changed or truncated since it was opened?)", m.Name()),
 				Err: io.ErrUnexpectedEOF}
 		}
 		return n, err
@@ -400,7 +403,7 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return n, newInflateError(m.e.Name, dataOff, off+int64(n), err)
+	return n, newInflateError(m.Name(), dataOff, off+int64(n), err)
 }
 
 // stream returns a reader of the member's uncompressed bytes from the start,
@@ -454,7 +457,7 @@ func (m *Member) locateWithHead() []byte {
 
 // zipEntry is what zip needs of the member to read its local header.
 func (m *Member) zipEntry() zip.Entry {
-	ze := zip.Entry{Name: m.e.Name, HeaderOffset: m.e.HeaderOffset, CompressedSize: m.e.CompressedSize}
+	ze := zip.Entry{Name: m.Name(), HeaderOffset: m.e.HeaderOffset, CompressedSize: m.e.CompressedSize}
 	if m.st.Load()&flagUTF8 != 0 {
 		ze.Flags = zip.FlagUTF8
 	}

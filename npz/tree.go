@@ -434,7 +434,7 @@ const prefetchGuess = 1 << 10
 // headerRead is how many bytes from a member's local header reading its
 // npy header is expected to need (see prefetchGuess).
 func headerRead(m *Member) int64 {
-	return zip.LocalHeaderLen + int64(len(m.e.Name)) + min(m.e.CompressedSize, prefetchGuess)
+	return zip.LocalHeaderLen + int64(len(m.Name())) + min(m.e.CompressedSize, prefetchGuess)
 }
 
 // prefetchHeaders tells a source that merges requests (source.Prefetcher)
@@ -527,7 +527,7 @@ func (a *Archive) buildTree() {
 		}
 		if len(a.folders)-1+missing > folderBudget {
 			m.skip(fmt.Sprintf("the archive's names make more than %d folders (at most 65,536 and 4 per member)", folderBudget))
-			a.notef("npz: %q: not served: %s", m.e.Name, m.reason())
+			a.notef("npz: %q: not served: %s", m.Name(), m.reason())
 			continue
 		}
 		n0 := len(a.folders)
@@ -604,7 +604,7 @@ func (a *Archive) sortKids(f *folder) {
 			} else {
 				a.setReason(m, fmt.Sprintf("shadowed by a later member of the same name (entry %d)", winner))
 			}
-			a.notef("npz: %q: not served: %s", m.e.Name, m.reason())
+			a.notef("npz: %q: not served: %s", m.Name(), m.reason())
 			continue
 		}
 		winner, winnerName = k, name
@@ -640,7 +640,7 @@ func (a *Archive) placeViews(kids []uint32) {
 				what = "a folder of members"
 			}
 			a.setReason(m, fmt.Sprintf("no views: %s takes the name %q", what, key))
-			a.notef("npz: %q: %s", m.e.Name, m.reason())
+			a.notef("npz: %q: %s", m.Name(), m.reason())
 			continue
 		}
 		m.st.Or(flagViews)

@@ -168,7 +168,7 @@ func (m *Member) info() *npyInfo {
 			return ni
 		}
 		if m.st.Load()&flagViews != 0 && m.state() == memberServed && m.st.Or(flagNoted)&flagNoted == 0 {
-			a.notef("npz: %q: no views: %v", m.e.Name, err)
+			a.notef("npz: %q: no views: %v", m.Name(), err)
 		}
 	} else {
 		ni.dataOff, ni.dataLen = h.DataOffset, h.DataLength(m.e.Size)
@@ -255,7 +255,7 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	}
 	if n := int64(len(js)); !ni.jsonLen.CompareAndSwap(-1, n) && ni.jsonLen.Load() != n {
 		// Rendering is deterministic: the member's bytes changed.
-		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.e.Name, n, ni.jsonLen.Load())
+		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.Name(), n, ni.jsonLen.Load())
 	}
 	m.a.jsonCache.put(m.e.Index, js)
 	return js, nil
@@ -330,7 +330,7 @@ func (m *Member) viewFile(i int) *File {
 			_, f.err = v.head(m) // why it has none
 		}
 		if f.err == nil {
-			f.err = fmt.Errorf("npz: %q has no %s", m.e.Name, v.name)
+			f.err = fmt.Errorf("npz: %q has no %s", m.Name(), v.name)
 		}
 		return f
 	}
