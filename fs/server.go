@@ -708,12 +708,14 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
-	start := d.first(in.Offset)
-	if p, ok := d.kids.(Preparer); ok {
-		from := max(start-2, 0)
-		p.Prepare(from, from+int(in.Size)/direntPlusMin+1)
-	}
-	for i := start; i < d.kids.Len()+2; i++ {
+	p, _ := d.kids.(Preparer)
+	batch := int(in.Size)/direntPlusMin + 1 // at most the entries the reply holds
+	prepared := 0                           // positions of the listing before it are prepared
+	for i := d.first(in.Offset); i < d.kids.Len()+2; i++ {
+		if p != nil && i >= 2 && i-2 >= prepared {
+			p.Prepare(i-2, i-2+batch)
+			prepared = i - 2 + batch
+		}
 		de, e, ok := d.entry(i)
 		if !ok {
 			continue
