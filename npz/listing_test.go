@@ -156,3 +156,34 @@ func TestListingsAndLookupsAgreeConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderFactsAreSharedByBytes: arrays whose npy headers are the same
+// bytes share one parse, but only where their members' sizes agree too:
+// a member of the same header whose data is cut short has no views.
+func TestHeaderFactsAreSharedByBytes(t *testing.T) {
+	hdr, err := npy.EncodeHeader("<f4", false, []int64{16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := append(bytes.Clone(hdr), make([]byte, 64)...)
+	a := openBytes(t, makeZip(t, []zent{
+		{name: "a.npy", data: whole},
+		{name: "b.npy", data: whole[:len(whole)-4]},
+		{name: "c.npy", data: whole},
+	}))
+	for _, tc := range []struct {
+		key   string
+		views bool
+	}{{"a", true}, {"b", false}, {"c", true}, {"b", false}} {
+		m := a.Member(tc.key + ".npy")
+		if m.HasViews() != tc.views {
+			t.Errorf("%s: views %v, want %v (%s)", tc.key, m.HasViews(), tc.views, m.Reason())
+		}
+		if f := lookupPath(a, tc.key+".ra").File(); tc.views && f.Size() != 48+8+64 {
+			t.Errorf("%s.ra: %d bytes", tc.key, f.Size())
+		}
+	}
+	if len(a.facts.m) != 1 {
+		t.Errorf("%d headers' facts kept, want 1", len(a.facts.m))
+	}
+}

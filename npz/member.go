@@ -455,6 +455,20 @@ func (m *Member) locateWithHead() []byte {
 	return head[:min(int64(len(head)), m.e.Size)]
 }
 
+// readHead reads the start of a stored member's data, as much as
+// locateWithHead does; nil if it cannot (readNPY then says why).
+func (m *Member) readHead() []byte {
+	off, err := m.dataOffset()
+	if err != nil {
+		return nil
+	}
+	b := make([]byte, min(m.e.Size, prefetchGuess))
+	if zip.ReadAtFull(m.a.r, b, off) != nil {
+		return nil
+	}
+	return b
+}
+
 // zipEntry is what zip needs of the member to read its local header.
 func (m *Member) zipEntry() zip.Entry {
 	ze := zip.Entry{Name: m.Name(), HeaderOffset: m.e.HeaderOffset, CompressedSize: m.e.CompressedSize}

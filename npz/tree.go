@@ -424,17 +424,20 @@ func (a *Archive) readInfos(ms []*Member) {
 	wg.Wait()
 }
 
-// prefetchGuess is how many bytes past a member's local header and name
-// reading its npy header usually needs: the extra field (numpy writes a
-// zip64 one of 20 bytes) and a header of the common sizes (numpy pads
-// them to 64 or 128 bytes; wide records take more), or its start when
-// deflated.
-const prefetchGuess = 1 << 10
+// prefetchGuess is how many bytes of a member's data reading its npy
+// header usually needs: a header of the common sizes (numpy pads them to
+// 64 or 128 bytes; wide records take more), or its start when deflated.
+// extraGuess is the extra field of a local header allowed for past its
+// name (numpy writes a zip64 one of 20 bytes).
+const (
+	prefetchGuess = 1 << 10
+	extraGuess    = 64
+)
 
 // headerRead is how many bytes from a member's local header reading its
-// npy header is expected to need (see prefetchGuess).
+// npy header is expected to need.
 func headerRead(m *Member) int64 {
-	return zip.LocalHeaderLen + int64(len(m.Name())) + min(m.e.CompressedSize, prefetchGuess)
+	return zip.LocalHeaderLen + int64(len(m.Name())) + extraGuess + min(m.e.CompressedSize, prefetchGuess)
 }
 
 // prefetchHeaders tells a source that merges requests (source.Prefetcher)

@@ -2,6 +2,7 @@ package npz
 
 import (
 	"container/list"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -144,8 +145,12 @@ func (m *Member) info() *npyInfo {
 	// for again under the lock. A stored member is located by the read
 	// that fetches the start of its data too.
 	var head []byte
-	if m.e.Method == zip.Stored && !m.located() && m.readable() == nil {
-		head = m.locateWithHead()
+	if m.e.Method == zip.Stored && m.readable() == nil && m.IsNPY() {
+		if !m.located() {
+			head = m.locateWithHead()
+		} else {
+			head = m.readHead()
+		}
 	}
 	if _, err := m.dataOffset(); errors.Is(err, source.ErrTransient) {
 		m.unsettle()
@@ -159,6 +164,12 @@ func (m *Member) info() *npyInfo {
 	}
 	ni := &npyInfo{}
 	ni.jsonLen.Store(-1)
+	if f, ok := a.facts.get(head, m.e.Size); ok {
+		ni.dataOff, ni.dataLen, ni.raLen, ni.object = f.dataOff, f.dataLen, f.raLen, f.object
+		m.settle()
+		a.infos.put(m.e.Index, ni)
+		return ni
+	}
 	h, err := m.readNPYFrom(head)
 	if err != nil {
 		ni.err = err
@@ -176,10 +187,88 @@ func (m *Member) info() *npyInfo {
 		if ra, err := h.RawArrayHeader(); err == nil {
 			ni.raLen = int32(len(ra))
 		}
+		a.facts.put(head, npyFacts{size: m.e.Size, dataOff: ni.dataOff, dataLen: ni.dataLen, raLen: ni.raLen, object: ni.object})
 	}
 	m.settle()
 	a.infos.put(m.e.Index, ni)
 	return ni
+}
+
+// npyFacts is what views need of an npy header, which depends on its
+// bytes and its member's size alone.
+type npyFacts struct {
+	size, dataOff, dataLen int64
+	raLen                  int32
+	object                 bool
+}
+
+// factsCacheLen bounds the headers whose facts an archive keeps by their
+// bytes, and factsHeaderLen the length of those kept.
+const (
+	factsCacheLen  = 64
+	factsHeaderLen = 4 << 10
+)
+
+// factsCache keeps the facts of recently parsed npy headers by their
+// bytes: the arrays of an archive of many often share a dtype and shape,
+// hence a header, and one parse then serves them all.
+type factsCache struct {
+	mu sync.Mutex
+	m  map[string]npyFacts
+}
+
+// npyHeaderBytes is the npy header (magic to the end of its padding) at
+// the start of head, when head holds it whole.
+func npyHeaderBytes(head []byte) ([]byte, bool) {
+	if len(head) < 10 || string(head[:len(npy.Magic)]) != npy.Magic {
+		return nil, false
+	}
+	var n int
+	switch head[6] {
+	case 1:
+		n = 10 + int(binary.LittleEndian.Uint16(head[8:]))
+	case 2, 3:
+		if len(head) < 12 {
+			return nil, false
+		}
+		n = 12 + int(binary.LittleEndian.Uint32(head[8:]))
+	default:
+		return nil, false
+	}
+	if n > len(head) || n > factsHeaderLen {
+		return nil, false
+	}
+	return head[:n], true
+}
+
+func (c *factsCache) get(head []byte, size int64) (npyFacts, bool) {
+	hdr, ok := npyHeaderBytes(head)
+	if !ok {
+		return npyFacts{}, false
+	}
+	c.mu.Lock()
+	f, ok := c.m[string(hdr)]
+	c.mu.Unlock()
+	return f, ok && f.size == size
+}
+
+func (c *factsCache) put(head []byte, f npyFacts) {
+	hdr, ok := npyHeaderBytes(head)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]npyFacts{}
+	}
+	if _, ok := c.m[string(hdr)]; !ok && len(c.m) >= factsCacheLen {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[string(hdr)] = f
 }
 
 // infoCacheLen bounds the npy header facts an archive keeps: about 100
