@@ -123,9 +123,10 @@ type Archive struct {
 	folderByPath map[string]int32 // when there are folders besides the root
 	memberIno    uint64           // the first member's first inode number
 
-	infos    infoCache  // what views need of npy headers, bounded
-	facts    factsCache // the same, by the headers' bytes
-	locs     locTable   // deflated members' locations, failed local headers
+	infos    infoCache     // what views need of npy headers, bounded
+	facts    factsCache    // the same, by the headers' bytes
+	ahead    atomic.Uint64 // the folder and kid of the last view asked for (see readAhead)
+	locs     locTable      // deflated members' locations, failed local headers
 	problems []string
 	notes    atomic.Int64 // per-member log lines written (see notef)
 	notesMu  sync.Mutex

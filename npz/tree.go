@@ -194,9 +194,38 @@ func (n *Node) File() *File {
 	case kindFile:
 		return n.member().File()
 	case kindView:
-		return n.member().viewFile(int(n.view))
+		m := n.member()
+		if viewKinds[n.view].beside && n.a.infos.get(m.e.Index) == nil {
+			n.a.readAhead(m)
+		}
+		return m.viewFile(int(n.view))
 	}
 	return nil
+}
+
+// aheadLen is how many arrays' headers readAhead reads at once.
+const aheadLen = 64
+
+// readAhead reads the npy headers of the arrays that follow m in its
+// folder, many at once (Listing.Prepare), when the views beside arrays
+// are being asked for one after the other: that is `ls -l` of a folder
+// whose listing the kernel has kept, which then looks up every name in
+// turn. A view asked for out of turn reads only its own header.
+func (a *Archive) readAhead(m *Member) {
+	f := a.memberFolder(m)
+	kids := a.folders[f].kids
+	k, ok := slices.BinarySearchFunc(kids, m.base(), func(k uint32, name string) int {
+		return strings.Compare(a.kidName(k), name)
+	})
+	if !ok {
+		return
+	}
+	pos := uint64(f)<<32 | uint64(k)
+	if a.ahead.Swap(pos) != pos-1 || k == 0 {
+		return // not the array after the last one asked for
+	}
+	a.ahead.Store(pos + aheadLen - 1)
+	Listing{a: a, kids: kids}.Prepare(k*slotsPerKid, (k+aheadLen)*slotsPerKid)
 }
 
 // Lookup returns the child of a folder by name, or nil. Which names a
