@@ -49,8 +49,8 @@ func newFinderServer(t *testing.T) (*server, *finderRoot) {
 // TestFinderTreeKeepsNoNodes: a tree that finds its own entries by inode
 // number is served with no table of the nodes the kernel holds, folders
 // open without a request (OPENDIR answers ENOSYS: the kernel's no-opendir
-// mode) and are listed by node, and files open with their page cache kept
-// and no flush.
+// mode) and are listed by node, and so do files (OPEN answers ENOSYS:
+// no-open), whose reads name the node and fail when the file is bad.
 func TestFinderTreeKeepsNoNodes(t *testing.T) {
 	s, _ := newFinderServer(t)
 	sub := lookup(t, s, rootID, "sub")
@@ -91,8 +91,15 @@ func TestFinderTreeKeepsNoNodes(t *testing.T) {
 	if n := s.nodes.len(); n != 0 {
 		t.Errorf("%d nodes in the table after readdirplus", n)
 	}
-	if st := s.Open(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}}, &o); !st.Ok() || o.OpenFlags != fuse.FOPEN_KEEP_CACHE|fuse.FOPEN_NOFLUSH {
-		t.Errorf("open: %v flags %#x", st, o.OpenFlags)
+	if st := s.Open(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}}, &o); st != fuse.ENOSYS {
+		t.Errorf("open: %v, want ENOSYS", st)
+	}
+	if r, st := s.Read(nil, &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}, Size: 10}, make([]byte, 10)); !st.Ok() || r.Size() != 10 {
+		t.Errorf("read without an open: %v", st)
+	}
+	bad := lookup(t, s, rootID, "bad.bin")
+	if _, st := s.Read(nil, &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: bad.NodeId}, Size: 10}, make([]byte, 10)); st != fuse.Status(syscall.EIO) {
+		t.Errorf("read of a bad file: %v, want EIO", st)
 	}
 }
 

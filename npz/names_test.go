@@ -186,12 +186,12 @@ func TestNamesCorpus(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("tree:\n%q\nwant:\n%q", got, want)
 	}
-	// A .ra listed for an array that has no RawArray form is a file of 0
-	// bytes whose reads fail, saying why.
+	// A .ra listed for an array that has no RawArray form is a file of 1
+	// byte whose reads fail, saying why.
 	for _, key := range []string{"bad_dict", "bad_magic", "not_npy", "objects", "short_data"} {
 		f := a.Root().Lookup(key + ".ra").File()
 		_, _, _, xerr := f.Extent()
-		if _, err := f.ReadAt(make([]byte, 1), 0); f.Size() != 0 || err == nil || xerr == nil {
+		if _, err := f.ReadAt(make([]byte, 1), 0); f.Size() != 1 || err == nil || xerr == nil {
 			t.Errorf("%s.ra: size %d, read error %v, extent error %v", key, f.Size(), err, xerr)
 		}
 		if r := a.Member(key + ".npy").Reason(); r == "" {

@@ -404,12 +404,14 @@ func (m *Member) RawArray() ([]byte, error) {
 
 // viewFile is the content of view i of the member. A view the array does
 // not have (KEY.ra of an array without a RawArray form, any view of a
-// broken header) is a file of 0 bytes whose opening and reading fail
-// with why.
+// broken header) is a file of 1 byte whose reads fail with why: 1 byte,
+// not 0, so that a read reaches npzfs and fails (EIO) rather than reads
+// as an empty file, where the kernel opens files without asking (see
+// fs.Finder).
 func (m *Member) viewFile(i int) *File {
 	ni := m.info()
 	v := &viewKinds[i]
-	f := &File{m: m, kind: fileView, view: uint8(i)}
+	f := &File{m: m, kind: fileView, view: uint8(i), size: 1}
 	if ni.err != nil {
 		f.err = ni.err
 		return f
@@ -425,6 +427,7 @@ func (m *Member) viewFile(i int) *File {
 	}
 	if v.headLen != nil {
 		if f.head, f.err = v.headLen(m, ni); f.err != nil {
+			f.head = 0
 			return f
 		}
 	}
