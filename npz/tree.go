@@ -594,10 +594,8 @@ func (a *Archive) buildTree() {
 		a.folderByPath = byPath
 	}
 	for f := range a.folders {
-		a.sortKids(&a.folders[f])
-	}
-	for f := range a.folders {
-		a.placeViews(a.folders[f].kids)
+		names := a.sortKids(&a.folders[f])
+		a.placeViews(a.folders[f].kids, names)
 	}
 	a.memberIno = 1 + uint64(len(a.folders))
 	a.maxIno = a.memberIno + uint64(a.n)*inoBlock - 1
@@ -606,10 +604,15 @@ func (a *Archive) buildTree() {
 // sortKids sorts a folder's kids by name and drops the losers of name
 // collisions: folders first, then files from the last entry back, so the
 // first of each name wins. Names as numpy writes them often come sorted
-// already: that is checked first.
-func (a *Archive) sortKids(f *folder) {
-	order := func(x, y uint32) int {
-		if c := strings.Compare(a.kidName(x), a.kidName(y)); c != 0 {
+// already: that is checked first. It returns the kids' names, in a slice
+// made for the tree's building.
+func (a *Archive) sortKids(f *folder) (names []string) {
+	names = make([]string, len(f.kids))
+	for i, k := range f.kids {
+		names[i] = a.kidName(k)
+	}
+	order := func(x, y uint32, xn, yn string) int {
+		if c := strings.Compare(xn, yn); c != 0 {
 			return c
 		}
 		if xd, yd := x&dirKid != 0, y&dirKid != 0; xd != yd {
@@ -620,15 +623,21 @@ func (a *Archive) sortKids(f *folder) {
 		}
 		return cmp.Compare(y, x) // the later member first
 	}
-	if !slices.IsSortedFunc(f.kids, order) {
-		slices.SortFunc(f.kids, order)
+	sorted := true
+	for i := 1; i < len(f.kids) && sorted; i++ {
+		sorted = order(f.kids[i-1], f.kids[i], names[i-1], names[i]) <= 0
 	}
-	out := f.kids[:0]
+	if !sorted {
+		slices.SortFunc(f.kids, func(x, y uint32) int { return order(x, y, a.kidName(x), a.kidName(y)) })
+		for i, k := range f.kids {
+			names[i] = a.kidName(k)
+		}
+	}
+	out, outNames := f.kids[:0], names[:0]
 	var winner uint32
-	var winnerName string
 	for i, k := range f.kids {
-		name := a.kidName(k)
-		if i > 0 && name == winnerName {
+		name := names[i]
+		if len(out) > 0 && name == outNames[len(outNames)-1] {
 			m := a.member(int(k))
 			m.setState(memberShadowed)
 			if winner&dirKid != 0 {
@@ -639,11 +648,12 @@ func (a *Archive) sortKids(f *folder) {
 			a.notef("npz: %q: not served: %s", m.Name(), m.reason())
 			continue
 		}
-		winner, winnerName = k, name
-		out = append(out, k)
+		winner = k
+		out, outNames = append(out, k), append(outNames, name)
 	}
 	clear(f.kids[len(out):])
 	f.kids = out
+	return outNames
 }
 
 // placeViews decides, from the names alone, which arrays among a
@@ -651,24 +661,30 @@ func (a *Archive) sortKids(f *folder) {
 // notes why those that have none do not. A view beside KEY.npy does not
 // need the views folder: only its own name must be free. The names that
 // could take KEY and KEY.ra sort near KEY.npy, so they are looked for
-// from it (findNear), not from the folder's ends.
-func (a *Archive) placeViews(kids []uint32) {
-	for i, k := range kids {
-		if k&dirKid != 0 {
-			continue
+// from it (findNear), not from the folder's ends; names are the kids'.
+func (a *Archive) placeViews(kids []uint32, names []string) {
+	npyKey := func(i int) (*Member, string) {
+		if kids[i]&dirKid != 0 {
+			return nil, ""
 		}
-		m := a.member(int(k))
+		m := a.member(int(kids[i]))
 		if !m.IsNPY() {
+			return nil, ""
+		}
+		return m, strings.TrimSuffix(names[i], ".npy")
+	}
+	for i := range kids {
+		m, key := npyKey(i)
+		if m == nil {
 			continue
 		}
-		key := m.key()
 		if key == "" {
 			a.setReason(m, "no views: the name is only \".npy\"")
 			continue
 		}
-		if t, taken := a.findNear(kids, i, key, "", ""); taken {
+		if j, taken := findNear(names, i, key, "", ""); taken {
 			what := "a member file"
-			if t&dirKid != 0 {
+			if kids[j]&dirKid != 0 {
 				what = "a folder of members"
 			}
 			a.setReason(m, fmt.Sprintf("no views: %s takes the name %q", what, key))
@@ -677,13 +693,9 @@ func (a *Archive) placeViews(kids []uint32) {
 		}
 		m.st.Or(flagViews)
 	}
-	for i, k := range kids {
-		if k&dirKid != 0 {
-			continue
-		}
-		m := a.member(int(k))
-		key := m.key()
-		if !m.IsNPY() || key == "" {
+	for i := range kids {
+		m, key := npyKey(i)
+		if m == nil || key == "" {
 			continue
 		}
 		for _, v := range besideKinds {
@@ -691,11 +703,11 @@ func (a *Archive) placeViews(kids []uint32) {
 			if len(key)+len(suffix) > maxComponent {
 				continue
 			}
-			if _, taken := a.findNear(kids, i, key, suffix, ""); taken {
+			if _, taken := findNear(names, i, key, suffix, ""); taken {
 				continue
 			}
 			// The views folder of KEY.ra.npy takes KEY.ra too.
-			if o, ok := a.findNear(kids, i, key, suffix, ".npy"); ok && o&dirKid == 0 && a.member(int(o)).st.Load()&flagViews != 0 {
+			if j, ok := findNear(names, i, key, suffix, ".npy"); ok && kids[j]&dirKid == 0 && a.member(int(kids[j])).st.Load()&flagViews != 0 {
 				continue
 			}
 			m.st.Or(besideFlag(viewKinds[v].besideIndex))
@@ -703,23 +715,23 @@ func (a *Archive) placeViews(kids []uint32) {
 	}
 }
 
-// findNear finds the kid named key+suffix+ext among kids, sorted by name,
+// findNear finds the name key+suffix+ext among names, which are sorted,
 // starting from position i: it looks at a few neighbours on the side the
 // name sorts to, then searches the rest of that side.
-func (a *Archive) findNear(kids []uint32, i int, key, suffix, ext string) (uint32, bool) {
+func findNear(names []string, i int, key, suffix, ext string) (int, bool) {
 	const near = 4
-	c := compareJoined(a.kidName(kids[i]), key, suffix, ext)
+	c := compareJoined(names[i], key, suffix, ext)
 	if c == 0 {
-		return kids[i], true
+		return i, true
 	}
 	step, lo, hi := 1, 0, i // the name sorts before i: search [lo, hi)
 	if c < 0 {
-		step, lo, hi = -1, i+1, len(kids)
+		step, lo, hi = -1, i+1, len(names)
 	}
 	for n, j := 0, i-step; n < near && j >= lo && j < hi; n, j = n+1, j-step {
-		switch c := compareJoined(a.kidName(kids[j]), key, suffix, ext); {
+		switch c := compareJoined(names[j], key, suffix, ext); {
 		case c == 0:
-			return kids[j], true
+			return j, true
 		case c*step < 0: // passed where it would be
 			return 0, false
 		}
@@ -731,9 +743,9 @@ func (a *Archive) findNear(kids []uint32, i int, key, suffix, ext string) (uint3
 	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		switch c := compareJoined(a.kidName(kids[mid]), key, suffix, ext); {
+		switch c := compareJoined(names[mid], key, suffix, ext); {
 		case c == 0:
-			return kids[mid], true
+			return mid, true
 		case c < 0:
 			lo = mid + 1
 		default:
