@@ -248,6 +248,20 @@ func (t *locTable) put(i int32, l *location) {
 	sh.mu.Unlock()
 }
 
+// all is every location kept, in no particular order.
+func (t *locTable) all() []*location {
+	var out []*location
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.RLock()
+		for _, l := range sh.m {
+			out = append(out, l)
+		}
+		sh.mu.RUnlock()
+	}
+	return out
+}
+
 // lock is the mutex that guards m's lazy resolution.
 func (a *Archive) lock(m *Member) *sync.Mutex {
 	return &a.locks[uint32(m.e.Index)%uint32(len(a.locks))]
@@ -540,8 +554,8 @@ func (a *Archive) Close() error {
 	if !a.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	for i := range a.n {
-		if l := a.member(i).loaded(); l != nil && l.inf != nil {
+	for _, l := range a.locs.all() {
+		if l.inf != nil {
 			l.inf.Release()
 			if l.idx != nil {
 				l.idx.closing()
