@@ -413,14 +413,22 @@ func (l Listing) Prepare(from, to int) {
 // Children lists a folder's children sorted by name, in a new slice
 // (for tools and tests: the mount lists through Listing).
 func (n *Node) Children() []*Node {
+	type named struct {
+		n    *Node
+		name string
+	}
 	l := n.Listing()
-	var out []*Node
+	var kids []named
 	for i := range l.Len() {
 		if c := l.At(i); c != nil {
-			out = append(out, c)
+			kids = append(kids, named{c, c.Name()})
 		}
 	}
-	slices.SortFunc(out, func(x, y *Node) int { return strings.Compare(x.Name(), y.Name()) })
+	slices.SortFunc(kids, func(x, y named) int { return strings.Compare(x.name, y.name) })
+	out := make([]*Node, len(kids))
+	for i, k := range kids {
+		out[i] = k.n
+	}
 	return out
 }
 
