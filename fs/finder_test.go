@@ -263,3 +263,33 @@ func BenchmarkFolder200k(b *testing.B) {
 		})
 	}
 }
+
+// unsettledDir is a folder whose contents may still change.
+type unsettledDir struct{ *memEntry }
+
+func (unsettledDir) Unsettled() bool { return true }
+
+// TestUnsettledFolderShowsItChanged: the kernel keeps a folder's listing
+// while its modification time stays; a folder whose contents may still
+// change is cached for no time and says it changed at each answer, so it
+// is listed again.
+func TestUnsettledFolderShowsItChanged(t *testing.T) {
+	root, err := fakeTree(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &mountState{timeout: time.Hour}
+	var a fuse.Attr
+	before := time.Now()
+	st.fillAttr(unsettledDir{root}, &a)
+	if got := time.Unix(int64(a.Mtime), int64(a.Mtimensec)); got.Before(before) {
+		t.Errorf("unsettled folder's mtime %v, want now (after %v)", got, before)
+	}
+	if d := st.cacheTime(unsettledDir{root}); d != 0 {
+		t.Errorf("unsettled folder cached for %v", d)
+	}
+	st.fillAttr(root, &a)
+	if got := time.Unix(int64(a.Mtime), int64(a.Mtimensec)); !got.Equal(root.mt) {
+		t.Errorf("settled folder's mtime %v, want its own %v", got, root.mt)
+	}
+}
