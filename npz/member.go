@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -429,14 +430,14 @@ func (m *Member) stream() (io.Reader, error) {
 // that also fetches the start of its data, and returns the bytes of its
 // data that read held. On any failure it returns nil, and locate reads
 // again and says why.
-func (m *Member) locateWithHead() []byte {
+func (m *Member) locateWithHead(buf []byte) []byte {
 	a := m.a
 	ze := m.zipEntry()
 	n := min(headerRead(m), a.size-m.e.HeaderOffset)
 	if n <= 0 {
 		return nil
 	}
-	b := make([]byte, n)
+	b := fit(buf, n)
 	if err := zip.ReadAtFull(a.r, b, m.e.HeaderOffset); err != nil {
 		return nil
 	}
@@ -456,17 +457,35 @@ func (m *Member) locateWithHead() []byte {
 }
 
 // readHead reads the start of a stored member's data, as much as
-// locateWithHead does; nil if it cannot (readNPY then says why).
-func (m *Member) readHead() []byte {
+// locateWithHead does, into buf if it is long enough; nil if it cannot
+// (readNPY then says why).
+func (m *Member) readHead(buf []byte) []byte {
 	off, err := m.dataOffset()
 	if err != nil {
 		return nil
 	}
-	b := make([]byte, min(m.e.Size, prefetchGuess))
+	b := fit(buf, min(m.e.Size, prefetchGuess))
 	if zip.ReadAtFull(m.a.r, b, off) != nil {
 		return nil
 	}
 	return b
+}
+
+// headBufLen is the length of the buffers npy headers are read into
+// (headBufs): a local header, a name of several hundred bytes and
+// prefetchGuess bytes of data.
+const headBufLen = 2 << 10
+
+// headBufs recycles the buffers of header reads (see Member.info): a
+// listing with attributes of a million arrays reads a million headers.
+var headBufs = sync.Pool{New: func() any { b := make([]byte, headBufLen); return &b }}
+
+// fit is the first n bytes of buf, or a new slice when buf is shorter.
+func fit(buf []byte, n int64) []byte {
+	if n <= int64(len(buf)) {
+		return buf[:n]
+	}
+	return make([]byte, n)
 }
 
 // zipEntry is what zip needs of the member to read its local header.

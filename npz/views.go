@@ -144,12 +144,16 @@ func (m *Member) info() *npyInfo {
 	// could not be read for now is not kept, so it must not be looked
 	// for again under the lock. A stored member is located by the read
 	// that fetches the start of its data too.
+	// The bytes read are not kept past this call (what is kept of the
+	// header is copied), so their buffer is used again.
 	var head []byte
 	if m.e.Method == zip.Stored && m.readable() == nil && m.IsNPY() {
+		bp := headBufs.Get().(*[]byte)
+		defer headBufs.Put(bp)
 		if !m.located() {
-			head = m.locateWithHead()
+			head = m.locateWithHead(*bp)
 		} else {
-			head = m.readHead()
+			head = m.readHead(*bp)
 		}
 	}
 	if _, err := m.dataOffset(); errors.Is(err, source.ErrTransient) {
