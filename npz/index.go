@@ -208,8 +208,8 @@ func (a *Archive) forgetIndexes() {
 	if a.opts.Indexes == nil {
 		return
 	}
-	for i := range a.n {
-		if l := a.member(i).loaded(); l != nil && l.idx != nil {
+	for _, l := range a.locs.all() {
+		if l.idx != nil {
 			l.idx.forget()
 		}
 	}
