@@ -174,7 +174,7 @@ func (d *Dataset) openFolder(dir string, o *Options) error {
 
 // setArchive makes a the dataset's.
 func (d *Dataset) setArchive(a *npz.Archive) {
-	d.kind, d.archive, d.root = Archive, a, fromNPZ(a.Root())
+	d.kind, d.archive, d.root = Archive, a, npzRoot(a)
 	if a.Bare() {
 		d.kind = NPY
 	}

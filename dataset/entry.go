@@ -10,13 +10,27 @@ import (
 	"github.com/npzfs/npzfs/npz"
 )
 
-// fromNPZ adapts a node of an npz archive's tree (normally Archive.Root())
-// to fs.Entry. It returns nil for a nil node.
+// fromNPZ adapts a node of an npz archive's tree to fs.Entry. It returns
+// nil for a nil node.
 func fromNPZ(n *npz.Node) fs.Entry {
 	if n == nil {
 		return nil
 	}
 	return npzEntry{n}
+}
+
+// npzRoot adapts an archive's root: an archive never changes while
+// mounted, so the mount finds its nodes by inode number (fs.Finder).
+func npzRoot(a *npz.Archive) fs.Entry { return npzTree{npzEntry{a.Root()}, a} }
+
+type npzTree struct {
+	npzEntry
+	a *npz.Archive
+}
+
+func (t npzTree) Find(ino uint64) (fs.Entry, uint64) {
+	n, parent := t.a.Node(ino)
+	return fromNPZ(n), parent
 }
 
 type npzEntry struct{ n *npz.Node }
@@ -30,15 +44,11 @@ func (e npzEntry) Unsettled() bool    { return e.n.Unsettled() }
 
 func (e npzEntry) Lookup(name string) fs.Entry { return fromNPZ(e.n.Lookup(name)) }
 
-func (e npzEntry) Children() []fs.Entry {
-	kids := e.n.Children()
-	out := make([]fs.Entry, 0, len(kids))
-	for _, k := range kids {
-		if k != nil {
-			out = append(out, npzEntry{k})
-		}
+func (e npzEntry) List() fs.Listing {
+	if !e.n.IsDir() {
+		return nil
 	}
-	return out
+	return npzListing{e.n.Listing()}
 }
 
 func (e npzEntry) File() fs.Content {
@@ -49,3 +59,10 @@ func (e npzEntry) File() fs.Content {
 	}
 	return nil
 }
+
+// npzListing adapts a folder's npz.Listing: nothing is copied.
+type npzListing struct{ l npz.Listing }
+
+func (l npzListing) Len() int             { return l.l.Len() }
+func (l npzListing) At(i int) fs.Entry    { return fromNPZ(l.l.At(i)) }
+func (l npzListing) Prepare(from, to int) { l.l.Prepare(from, to) }

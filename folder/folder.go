@@ -498,9 +498,17 @@ type dirNode struct {
 func (d *dirNode) Name() string             { return d.name }
 func (d *dirNode) Ino() uint64              { return d.ino }
 func (d *dirNode) IsDir() bool              { return true }
-func (d *dirNode) ModTime() time.Time       { return d.mtime }
 func (d *dirNode) File() fs.Content         { return nil }
 func (d *dirNode) CacheTime() time.Duration { return d.t.opts.CacheTime }
+
+// ModTime is the folder's on disk now (the root's too, which is made at
+// mount), or when it was found if it cannot be read.
+func (d *dirNode) ModTime() time.Time {
+	if fi, err := os.Stat(filepath.Join(d.t.dir, d.rel)); err == nil {
+		return fi.ModTime()
+	}
+	return d.mtime
+}
 func (d *dirNode) path(name string) (string, string) {
 	rel := name
 	if d.rel != "" {
@@ -661,12 +669,12 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 	return nil
 }
 
-func (d *dirNode) Children() []fs.Entry {
+func (d *dirNode) List() fs.Listing {
 	_, abs := d.path("")
 	ents, err := os.ReadDir(abs)
 	if err != nil {
 		if e := d.unreadable(err); e != nil {
-			return []fs.Entry{e}
+			return fs.Entries{e}
 		}
 		return nil
 	}
@@ -698,7 +706,7 @@ func (d *dirNode) Children() []fs.Entry {
 		}
 	}
 	slices.SortFunc(out, func(x, y fs.Entry) int { return strings.Compare(x.Name(), y.Name()) })
-	return out
+	return fs.Entries(out)
 }
 
 // archNode is the folder NAME.npz/ of an archive file.
@@ -726,21 +734,37 @@ func (n *archNode) Lookup(name string) fs.Entry {
 	return nil
 }
 
-func (n *archNode) Children() []fs.Entry {
+func (n *archNode) List() fs.Listing {
 	a, gen, done, err := n.s.archive()
 	defer done()
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
 			return nil
 		}
-		return []fs.Entry{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}}
+		return fs.Entries{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}}
 	}
-	var out []fs.Entry
-	for _, c := range a.Root().Children() {
-		out = append(out, wrap(n.s, gen, c, ""))
-	}
-	return out
+	return listing{s: n.s, gen: gen, l: a.Root().Listing()}
 }
+
+// listing is the listing of a folder of an archive: its nodes are
+// wrapped as they are listed, not when the folder is opened.
+type listing struct {
+	s      *slot
+	gen    uint64
+	l      npz.Listing
+	parent string // the folder's path in the archive
+}
+
+func (l listing) Len() int { return l.l.Len() }
+
+func (l listing) At(i int) fs.Entry {
+	if c := l.l.At(i); c != nil {
+		return wrap(l.s, l.gen, c, l.parent)
+	}
+	return nil
+}
+
+func (l listing) Prepare(from, to int) { l.l.Prepare(from, to) }
 
 // node is a node of an archive's tree, under the mount's inode numbers.
 // It keeps its path in the archive, so that it finds itself again when
@@ -828,17 +852,13 @@ func (w *node) Lookup(name string) fs.Entry {
 	return nil
 }
 
-func (w *node) Children() []fs.Entry {
+func (w *node) List() fs.Listing {
 	n, gen, done, err := w.resolve()
 	defer done()
-	if err != nil {
+	if err != nil || !n.IsDir() {
 		return nil
 	}
-	var out []fs.Entry
-	for _, c := range n.Children() {
-		out = append(out, wrap(w.s, gen, c, w.path))
-	}
-	return out
+	return listing{s: w.s, gen: gen, l: n.Listing(), parent: w.path}
 }
 
 func (w *node) File() fs.Content {
@@ -891,7 +911,7 @@ func (e *errFile) Ino() uint64            { return e.ino }
 func (e *errFile) IsDir() bool            { return false }
 func (e *errFile) ModTime() time.Time     { return e.mtime }
 func (e *errFile) Lookup(string) fs.Entry { return nil }
-func (e *errFile) Children() []fs.Entry   { return nil }
+func (e *errFile) List() fs.Listing       { return nil }
 func (e *errFile) File() fs.Content       { return textContent(e.err.Error() + "\n") }
 
 type textContent string

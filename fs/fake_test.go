@@ -32,8 +32,11 @@ func (e *memEntry) Lookup(name string) Entry {
 	}
 	return nil
 }
-func (e *memEntry) Children() []Entry {
-	out := make([]Entry, len(e.kids))
+func (e *memEntry) List() Listing {
+	if !e.dir {
+		return nil
+	}
+	out := make(Entries, len(e.kids))
 	for i, k := range e.kids {
 		out[i] = k
 	}

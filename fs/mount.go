@@ -149,8 +149,10 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 		Debug:        cfg.Debug,
 		Logger:       logger,
 		// Plain readdir for big listings unless the caller stats
-		// the entries (ls -l): the kernel decides per request.
-		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO,
+		// the entries (ls -l): the kernel decides per request. Folders
+		// of a tree that never changes open without a request (see
+		// server.OpenDir).
+		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_NO_OPENDIR_SUPPORT,
 	}
 	srv, err := fuse.NewServer(newServer(st), dir, opts)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,41 +118,57 @@ func readdir(t *testing.T, s *server, fh, off uint64, size int, plus bool) []fus
 		if !st.Ok() {
 			t.Fatalf("readdir at %d: %v", off, st)
 		}
-		b := l.Bytes()
-		if len(b) == 0 {
+		ents := parseDirents(t, l.Bytes(), plus)
+		if len(ents) == 0 {
 			return out
 		}
-		for len(b) > 0 {
-			var eo *fuse.EntryOut
-			if plus {
-				eo = (*fuse.EntryOut)(unsafe.Pointer(&b[0]))
-				b = b[unsafe.Sizeof(fuse.EntryOut{}):]
-			}
-			de, n := parseDirent(t, b)
-			b = b[n:]
-			if plus && de.Name != "." && de.Name != ".." && (eo.NodeId != de.Ino || eo.Attr.Ino != de.Ino) {
-				t.Errorf("readdirplus %s: entry node %d attr ino %d, dirent ino %d", de.Name, eo.NodeId, eo.Attr.Ino, de.Ino)
-			}
-			out = append(out, de)
-			off = de.Off
-		}
+		out = append(out, ents...)
+		off = ents[len(ents)-1].Off
 	}
 }
 
-// parseDirent decodes one struct fuse_dirent (ino, off, namelen, type,
-// name padded to 8 bytes) and returns its length.
-func parseDirent(t *testing.T, b []byte) (fuse.DirEntry, int) {
+// parseDirents decodes a readdir reply, and checks that each
+// readdirplus entry's attributes are its own.
+func parseDirents(t *testing.T, b []byte, plus bool) []fuse.DirEntry {
 	t.Helper()
-	if len(b) < 24 {
-		t.Fatalf("dirent of %d bytes", len(b))
+	ents, eos, err := dirents(b, plus)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for i, de := range ents {
+		if eo := eos[i]; plus && de.Name != "." && de.Name != ".." && (eo.NodeId != de.Ino || eo.Attr.Ino != de.Ino) {
+			t.Errorf("readdirplus %s: entry node %d attr ino %d, dirent ino %d", de.Name, eo.NodeId, eo.Attr.Ino, de.Ino)
+		}
+	}
+	return ents
+}
+
+// dirents decodes a readdir reply: struct fuse_dirent (ino, off, namelen,
+// type, name padded to 8 bytes), each after its struct fuse_entry_out
+// when plus.
+func dirents(b []byte, plus bool) ([]fuse.DirEntry, []*fuse.EntryOut, error) {
+	var ents []fuse.DirEntry
+	var eos []*fuse.EntryOut
 	le := binary.LittleEndian
-	nl := int(le.Uint32(b[16:]))
-	n := (24 + nl + 7) &^ 7
-	if n > len(b) {
-		t.Fatalf("dirent of %d bytes in %d", n, len(b))
+	for len(b) > 0 {
+		var eo *fuse.EntryOut
+		if plus {
+			eo = (*fuse.EntryOut)(unsafe.Pointer(&b[0]))
+			b = b[unsafe.Sizeof(fuse.EntryOut{}):]
+		}
+		if len(b) < 24 {
+			return nil, nil, fmt.Errorf("dirent of %d bytes", len(b))
+		}
+		nl := int(le.Uint32(b[16:]))
+		n := (24 + nl + 7) &^ 7
+		if n > len(b) {
+			return nil, nil, fmt.Errorf("dirent of %d bytes in %d", n, len(b))
+		}
+		ents = append(ents, fuse.DirEntry{Ino: le.Uint64(b), Off: le.Uint64(b[8:]), Mode: le.Uint32(b[20:]) << 12, Name: string(b[24 : 24+nl])})
+		eos = append(eos, eo)
+		b = b[n:]
 	}
-	return fuse.DirEntry{Ino: le.Uint64(b), Off: le.Uint64(b[8:]), Mode: le.Uint32(b[20:]) << 12, Name: string(b[24 : 24+nl])}, n
+	return ents, eos, nil
 }
 
 func newTestServer(t *testing.T) (*server, *memEntry) {

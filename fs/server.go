@@ -36,18 +36,21 @@ type mountState struct {
 	countOnce sync.Once
 	count     uint64 // nodes in the tree, for statfs; computed on first use
 	root      Entry
+	// finder is the root's, when the tree never changes (see Finder):
+	// then nodes are found in the tree, not in a table of known ones.
+	finder Finder
 }
 
 // server answers the kernel's requests with go-fuse's raw protocol API.
 //
 // npzfs keeps no inode objects: a node ID is the entry's inode number
 // (unique while mounted: a tree that changes gives new entries new
-// numbers, see Cacher), and the only per-node state is
-// the entry the kernel may still name, in the table of known nodes, with
-// the count of lookups it has not yet forgotten. That is about 70 bytes a
-// node where a go-fuse node-API inode costs several hundred, which is most
-// of the daemon's memory once the files of a 100,000-array archive have
-// been opened.
+// numbers, see Cacher). A tree that never changes finds its entries by
+// number itself (Finder), and the server keeps nothing per node; for
+// other trees the only per-node state is the entry the kernel may still
+// name, in the table of known nodes, with the count of lookups it has
+// not yet forgotten (about 70 bytes a node, where a go-fuse node-API
+// inode costs several hundred).
 type server struct {
 	fuse.RawFileSystem // ENOSYS for what is not below (locks, ioctl, poll, ...)
 
@@ -59,6 +62,7 @@ type server struct {
 var _ fuse.RawFileSystem = (*server)(nil)
 
 func newServer(st *mountState) *server {
+	st.finder, _ = st.root.(Finder)
 	return &server{RawFileSystem: fuse.NewDefaultRawFileSystem(), st: st}
 }
 
@@ -133,6 +137,13 @@ func (s *server) node(id uint64) (Entry, uint64, syscall.Errno) {
 	if id == rootID {
 		return s.st.root, rootID, 0
 	}
+	if s.st.finder != nil {
+		e, parent := s.st.finder.Find(id)
+		if e == nil {
+			return nil, 0, syscall.ESTALE
+		}
+		return e, parent, 0
+	}
 	k, ok := s.nodes.get(id)
 	if !ok {
 		return nil, 0, syscall.ESTALE
@@ -191,6 +202,12 @@ func (st *mountState) fillAttr(e Entry, a *fuse.Attr) {
 	a.Nlink = 1
 	a.Uid, a.Gid = st.uid, st.gid
 	t := e.ModTime()
+	if u, ok := e.(Unsettled); ok && u.Unsettled() && e.IsDir() {
+		// The kernel keeps a folder's listing while the folder's
+		// modification time stays the same: one whose contents may
+		// still change says it changed now, so it is listed again.
+		t = time.Now()
+	}
 	if !t.IsZero() {
 		a.SetTimes(&t, &t, &t)
 	}
@@ -209,7 +226,9 @@ func (s *server) entryOut(e Entry, parent uint64, out *fuse.EntryOut) {
 	s.st.fillAttr(e, &out.Attr)
 	out.SetEntryTimeout(s.st.cacheTime(e))
 	out.SetAttrTimeout(s.st.cacheTime(e))
-	s.nodes.ref(e, parent)
+	if s.st.finder == nil {
+		s.nodes.ref(e, parent)
+	}
 }
 
 // cacheTime is how long the kernel may cache e (see Cacher).
@@ -255,7 +274,9 @@ func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 
 // Forget: the kernel dropped nlookup references to a node.
 func (s *server) Forget(nodeid, nlookup uint64) {
-	s.nodes.forget(nodeid, nlookup)
+	if s.st.finder == nil {
+		s.nodes.forget(nodeid, nlookup)
+	}
 }
 
 // GetAttr answers stat.
@@ -271,15 +292,28 @@ func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 
 // Open opens a file for reading; anything else is EROFS. Files need no
 // handle: reads name the node.
+//
+// In a tree that never changes (Finder) it answers ENOSYS, on purpose:
+// the kernel then opens files without asking (FUSE's no-open mode, which
+// keeps the page cache, as FOPEN_KEEP_CACHE does) and sends no release,
+// which saves two of a small file's five requests (lookup, open, the
+// ioctl of isatty, read, release). A file that cannot be read then fails
+// at its first read rather than at open; the mount being read-only, the
+// kernel refuses opens for writing itself. A tree that changes answers
+// opens, so that a replaced archive's file fails at once.
 func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if s.st.finder != nil {
+		return fuse.ENOSYS
+	}
 	if errno := s.open(&in.InHeader, in.Flags); errno != 0 {
 		return fuse.Status(errno)
 	}
 	// Never direct_io: the page cache is what makes mmap and second
 	// reads work. The content never changes, so keep the cache across
-	// opens.
+	// opens; and there is nothing to flush, so the kernel need not ask
+	// at each close.
 	out.Fh = 0
-	out.OpenFlags = fuse.FOPEN_KEEP_CACHE
+	out.OpenFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
 	return fuse.OK
 }
 
@@ -438,9 +472,11 @@ func (st *mountState) nodeCount() uint64 {
 		var walk func(e Entry) uint64
 		walk = func(e Entry) uint64 {
 			c := uint64(1)
-			if e.IsDir() {
-				for _, k := range e.Children() {
-					c += walk(k)
+			if l := e.List(); e.IsDir() && l != nil {
+				for i := range l.Len() {
+					if k := l.At(i); k != nil {
+						c += walk(k)
+					}
 				}
 			}
 			return c
@@ -548,13 +584,13 @@ func (s *server) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.St
 
 // Folders.
 
-// dirHandle is the listing of one opened folder, taken at opendir.
-// Offsets are positions in it (1 past ".", 2 past "..", then 3+i past
-// child i), so readdir needs no cursor and seekdir/telldir just work.
+// dirHandle is the listing of one opened folder of a tree that changes,
+// taken at opendir. Offsets are positions in it (1 past ".", 2 past "..",
+// then 3+i past position i), so readdir needs no cursor and
+// seekdir/telldir just work.
 type dirHandle struct {
-	kids []Entry
+	kids Listing
 	dots [2]uint64 // inode numbers of "." and ".."
-	self uint64    // node ID of the folder, for readdirplus entries
 }
 
 // dirHandles holds the open folder handles by handle number.
@@ -587,8 +623,13 @@ func (t *dirHandles) remove(fh uint64) {
 	delete(t.m, fh)
 }
 
-// OpenDir lists the folder once per open; the handle serves readdir from
-// that snapshot.
+// OpenDir of a tree that never changes (Finder) answers ENOSYS, on
+// purpose: the kernel then opens folders by itself without asking (and
+// sends no releasedir), keeps their listings in its cache, and reads
+// them by node, so opening a folder costs no round trip and nothing
+// whatever its size. In a tree that changes, the folder is listed once
+// per open, and the handle serves readdir from that snapshot; the kernel
+// keeps the listing only of folders that do not change (not Cachers).
 func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	e, parent, errno := s.resolve(&in.InHeader)
 	if errno != 0 {
@@ -600,59 +641,112 @@ func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 	if in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return fuse.Status(syscall.EISDIR)
 	}
-	d := &dirHandle{kids: e.Children(), dots: [2]uint64{e.Ino(), parent}, self: in.NodeId}
-	out.Fh = s.dirs.add(d)
-	// The listing never changes while mounted: let the kernel cache it.
-	out.OpenFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_CACHE_DIR
+	if s.st.finder != nil {
+		return fuse.ENOSYS
+	}
+	kids := e.List()
+	if kids == nil {
+		kids = Entries(nil)
+	}
+	out.Fh = s.dirs.add(&dirHandle{kids: kids, dots: [2]uint64{e.Ino(), parent}})
+	if s.st.cacheTime(e) >= s.st.timeout {
+		out.OpenFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_CACHE_DIR
+	}
 	return fuse.OK
 }
 
-// entry is the directory entry at position i of the listing.
-func (d *dirHandle) entry(i int) (fuse.DirEntry, Entry) {
-	de := fuse.DirEntry{Off: uint64(i + 1)}
+// listing is what readdir of the request lists: the handle's snapshot,
+// or without a handle (no-opendir), the folder's listing now.
+func (s *server) listing(in *fuse.ReadIn) (*dirHandle, syscall.Errno) {
+	if in.Fh != 0 {
+		if d := s.dirs.get(in.Fh); d != nil {
+			return d, 0
+		}
+		return nil, syscall.EBADF
+	}
+	e, parent, errno := s.resolve(&in.InHeader)
+	if errno != 0 {
+		return nil, errno
+	}
+	if !e.IsDir() {
+		return nil, syscall.ENOTDIR
+	}
+	kids := e.List()
+	if kids == nil {
+		kids = Entries(nil)
+	}
+	return &dirHandle{kids: kids, dots: [2]uint64{e.Ino(), parent}}, 0
+}
+
+// entry is the directory entry at position i of the listing (0 is ".",
+// 1 "..", then the listing's positions), or ok false where the listing
+// has none.
+func (d *dirHandle) entry(i int) (de fuse.DirEntry, e Entry, ok bool) {
+	de = fuse.DirEntry{Off: uint64(i + 1)}
 	switch i {
 	case 0:
 		de.Name, de.Ino, de.Mode = ".", d.dots[0], syscall.S_IFDIR
 	case 1:
 		de.Name, de.Ino, de.Mode = "..", d.dots[1], syscall.S_IFDIR
 	default:
-		e := d.kids[i-2]
+		if e = d.kids.At(i - 2); e == nil {
+			return de, nil, false
+		}
 		de.Name, de.Ino, de.Mode = e.Name(), e.Ino(), modeType(e)
-		return de, e
 	}
-	return de, nil
+	return de, e, true
+}
+
+// first is the position readdir from offset off starts at.
+func (d *dirHandle) first(off uint64) int {
+	return int(min(off, uint64(d.kids.Len()+2)))
 }
 
 // ReadDir fills out with the entries past in.Offset.
 func (s *server) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	d := s.dirs.get(in.Fh)
-	if d == nil {
-		return fuse.Status(syscall.EBADF)
+	d, errno := s.listing(in)
+	if errno != 0 {
+		return fuse.Status(errno)
 	}
-	for i := int(min(in.Offset, uint64(len(d.kids)+2))); i < len(d.kids)+2; i++ {
-		de, _ := d.entry(i)
-		if !out.AddDirEntry(de) {
+	for i := d.first(in.Offset); i < d.kids.Len()+2; i++ {
+		if de, _, ok := d.entry(i); ok && !out.AddDirEntry(de) {
 			break
 		}
 	}
 	return fuse.OK
 }
 
+// direntPlusMin is the least a READDIRPLUS entry takes in the reply: its
+// attributes, the dirent and a name of up to 8 bytes.
+const direntPlusMin = 128 + 24 + 8
+
 // ReadDirPlus is ReadDir with each child's attributes, which the kernel
 // takes as a lookup of it ("." and ".." carry none and are not linked).
+// The attributes of as many entries as the reply can hold are prepared
+// at once first (see Preparer).
 func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	d := s.dirs.get(in.Fh)
-	if d == nil {
-		return fuse.Status(syscall.EBADF)
+	d, errno := s.listing(in)
+	if errno != 0 {
+		return fuse.Status(errno)
 	}
-	for i := int(min(in.Offset, uint64(len(d.kids)+2))); i < len(d.kids)+2; i++ {
-		de, e := d.entry(i)
+	p, _ := d.kids.(Preparer)
+	batch := int(in.Size)/direntPlusMin + 1 // at most the entries the reply holds
+	prepared := 0                           // positions of the listing before it are prepared
+	for i := d.first(in.Offset); i < d.kids.Len()+2; i++ {
+		if p != nil && i >= 2 && i-2 >= prepared {
+			p.Prepare(i-2, i-2+batch)
+			prepared = i - 2 + batch
+		}
+		de, e, ok := d.entry(i)
+		if !ok {
+			continue
+		}
 		eo := out.AddDirLookupEntry(de)
 		if eo == nil {
 			break
 		}
 		if e != nil {
-			s.entryOut(e, d.self, eo)
+			s.entryOut(e, d.dots[0], eo)
 		}
 	}
 	return fuse.OK

@@ -17,10 +17,51 @@ type Entry interface {
 	ModTime() time.Time
 	// Lookup returns the child of a folder by name, or nil.
 	Lookup(name string) Entry
-	// Children lists a folder's children.
-	Children() []Entry
+	// List is a folder's listing (nil for a file). A folder of a tree
+	// that changes (Cacher) is listed once per opening of it; any other
+	// folder at each readdir, so its List should cost nothing (a view
+	// of what the tree holds, not a copy).
+	List() Listing
 	// File is the content of a file, nil for a folder.
 	File() Content
+}
+
+// Listing is a folder's children at fixed positions 0 to Len()-1, At(i)
+// being the child at position i, or nil where there is none. Positions
+// are the offsets readdir resumes from, so a listing is read in any
+// number of requests, each costing what it returns.
+type Listing interface {
+	Len() int
+	At(i int) Entry
+}
+
+// Entries is a Listing of the entries in a slice.
+type Entries []Entry
+
+// Len is the number of entries.
+func (l Entries) Len() int { return len(l) }
+
+// At is entry i.
+func (l Entries) At(i int) Entry { return l[i] }
+
+// Preparer is implemented by listings whose entries' attributes cost a
+// read each (an array's KEY.ra, whose size is in its npy header):
+// Prepare reads those of positions [from, to) at once, before a listing
+// with attributes (READDIRPLUS) asks for them one by one.
+type Preparer interface {
+	Prepare(from, to int)
+}
+
+// Finder is implemented by the root of a tree that never changes while
+// mounted and can find any of its entries by inode number: Find returns
+// the entry and the inode number of the folder holding it (the root's
+// own for the root), or nil. The server then keeps no table of the nodes
+// the kernel holds (it needs none to answer for them), lets the kernel
+// open folders without asking (no-opendir: their listings are cached by
+// the kernel), and reads listings from the tree at each readdir. Trees
+// of entries that are Holders or Cachers must not implement it.
+type Finder interface {
+	Find(ino uint64) (e Entry, parent uint64)
 }
 
 // DiskUser is implemented by entries that say how much they take where
@@ -81,4 +122,20 @@ type Content interface {
 // the head is written into the pipe, then the rest spliced after it.
 type Headed interface {
 	Head() ([]byte, error)
+}
+
+// Children lists the entries of a folder's listing, in a new slice (nil
+// for a file).
+func Children(e Entry) []Entry {
+	l := e.List()
+	if l == nil {
+		return nil
+	}
+	var out []Entry
+	for i := range l.Len() {
+		if c := l.At(i); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }

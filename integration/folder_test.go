@@ -469,3 +469,76 @@ func TestFolderUnreadableSubfolder(t *testing.T) {
 		t.Errorf("logged %d times, want once:\n%s", n, log)
 	}
 }
+
+// listed reports whether a listing of dir (readdir, not a lookup) holds
+// name.
+func listed(t *testing.T, dir, name string) bool {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Errorf("listing %s: %v", dir, err)
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFolderMountListingsChange: files added to or removed from a
+// mounted folder, at its top and in a sub-folder, appear in and vanish
+// from its listings (readdir, not stat, which a kept listing would not
+// answer) once the cache time has passed, however often it was listed
+// before; and a file of a replaced archive open in this process reads
+// its old bytes or EIO, never the new ones, while another process opens
+// and reads the new archive whole.
+func TestFolderMountListingsChange(t *testing.T) {
+	src := shardFolder(t, 4)
+	mnt := mount(t, src)
+	for range 3 {
+		if !listed(t, mnt, "shard0000.npz") || !listed(t, filepath.Join(mnt, "part1"), "shard0001.npz") {
+			t.Fatal("the shards are not listed")
+		}
+	}
+	old, err := os.Open(filepath.Join(mnt, "shard0000.npz", "x", "raw.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if _, err := old.ReadAt(make([]byte, 4), 0); err != nil {
+		t.Fatal(err)
+	}
+	gen := exec.Command(python, "-c", `import numpy as np, os, sys
+d = sys.argv[1]
+np.savez(os.path.join(d, 'new3.npz'), z=np.arange(5))
+np.savez(os.path.join(d, 'part1', 'new4.npz'), z=np.arange(6))
+os.remove(os.path.join(d, 'shard0002.npz'))
+os.remove(os.path.join(d, 'part1', 'shard0001.npz'))
+np.savez(os.path.join(d, 'tmp.npz'), x=np.full((10, 100), 9, '<f4'), y=np.zeros(3))
+os.rename(os.path.join(d, 'tmp.npz'), os.path.join(d, 'shard0000.npz'))`, src)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("changing the folder: %v: %s", err, out)
+	}
+	eventually(t, "new3.npz is listed", func() bool { return listed(t, mnt, "new3.npz") })
+	eventually(t, "part1/new4.npz is listed", func() bool { return listed(t, filepath.Join(mnt, "part1"), "new4.npz") })
+	eventually(t, "shard0002.npz is no longer listed", func() bool { return !listed(t, mnt, "shard0002.npz") })
+	eventually(t, "part1/shard0001.npz is no longer listed", func() bool {
+		return !listed(t, filepath.Join(mnt, "part1"), "shard0001.npz")
+	})
+	// Another process reads the new shard0000.npz whole while this one
+	// still holds the old one's file open.
+	eventually(t, "another process reads the new shard0000.npz", func() bool {
+		out, err := exec.Command(python, "-c", `import numpy as np, sys
+a = np.load(sys.argv[1])
+print(int(a.sum()))`, filepath.Join(mnt, "shard0000.npz", "x.npy")).Output()
+		return err == nil && strings.TrimSpace(string(out)) == "9000"
+	})
+	// The old file's bytes, from the page cache, or EIO; never the new.
+	b := make([]byte, 4)
+	if _, err := old.ReadAt(b, 2000); err == nil && !bytes.Equal(b, []byte{0, 0, 0xfa, 0x43}) || err != nil && !errors.Is(err, syscall.EIO) {
+		t.Errorf("reading on in the replaced archive's open file: % x, %v; want the old bytes or EIO", b, err)
+	}
+	checkSame(t, src, mnt)
+}

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npy"
@@ -108,14 +110,26 @@ type Archive struct {
 	maxIno  uint64
 	closed  atomic.Bool
 
-	members  []Member
-	root     *Node
+	// The member table: chunks of memberChunk members, so that it grows
+	// without copying and never holds more than a chunk it does not use.
+	chunks    [][]Member
+	n         int              // members
+	names     arena            // the members' names
+	nameBytes int64            // bytes of names so far, while the directory is read
+	reasons   map[int32]string // static reasons (flagReason)
+	paths     map[int32]string // served paths other than the name (flagPath)
+
+	folders      []folder         // 0 is the root
+	folderByPath map[string]int32 // when there are folders besides the root
+	memberIno    uint64           // the first member's first inode number
+
+	infos    infoCache     // what views need of npy headers, bounded
+	facts    factsCache    // the same, by the headers' bytes
+	ahead    atomic.Uint64 // the folder and kid of the last view asked for (see readAhead)
+	locs     locTable      // deflated members' locations, failed local headers
 	problems []string
 	notes    atomic.Int64 // per-member log lines written (see notef)
 	notesMu  sync.Mutex
-	// unsettled counts members whose npy header could not be read for
-	// now (source.ErrTransient): what their folders hold may change.
-	unsettled atomic.Int64
 
 	changedLogged atomic.Bool // the source was found changed, and logged
 	opened        atomic.Bool // NewReader is done
@@ -135,6 +149,117 @@ type Archive struct {
 	// longHeaders serialises the parsing of npy headers longer than
 	// shortHeaderLen, so concurrent lookups cannot multiply their cost.
 	longHeaders sync.Mutex
+}
+
+// memberChunk is how many members a chunk of the member table holds.
+const memberChunk = 4096
+
+// member is the member of index i.
+func (a *Archive) member(i int) *Member { return &a.chunks[i/memberChunk][i%memberChunk] }
+
+// addMember appends a member to the table and returns it.
+func (a *Archive) addMember() *Member {
+	if a.n%memberChunk == 0 {
+		a.chunks = append(a.chunks, make([]Member, memberChunk))
+	}
+	m := a.member(a.n)
+	m.a = a
+	m.e.Index = int32(a.n)
+	a.n++
+	return m
+}
+
+// setReason records a static reason on m (why it is not served or has no
+// views).
+func (a *Archive) setReason(m *Member, reason string) {
+	if a.reasons == nil {
+		a.reasons = map[int32]string{}
+	}
+	a.reasons[m.e.Index] = reason
+	m.st.Or(flagReason)
+}
+
+// arena keeps the members' names in a few large blocks, each name where
+// add put it until the archive is closed; a name is known by a uint32
+// (its block, and where it starts in it), so that the member table holds
+// no pointer per name.
+type arena struct {
+	blocks [][]byte
+}
+
+// add copies s into the arena and says where it is; want is how many
+// bytes of names may still come (a hint for the next block's size).
+func (ar *arena) add(s string, want int64) (ref uint32, n uint16) {
+	if len(s) == 0 {
+		return 0, 0
+	}
+	last := len(ar.blocks) - 1
+	if last < 0 || cap(ar.blocks[last])-len(ar.blocks[last]) < len(s) {
+		ar.blocks = append(ar.blocks, make([]byte, 0, max(int64(len(s)), min(want, arenaBlock))))
+		last++
+	}
+	b := &ar.blocks[last]
+	off := len(*b)
+	*b = append(*b, s...)
+	return uint32(last)<<arenaShift | uint32(off), uint16(len(s))
+}
+
+// get is the name of n bytes at ref.
+func (ar *arena) get(ref uint32, n uint16) string {
+	if n == 0 {
+		return ""
+	}
+	return unsafe.String(&ar.blocks[ref>>arenaShift][ref&(arenaBlock-1)], int(n))
+}
+
+// arenaBlock bounds a block of the names arena (names are at most 65,535
+// bytes, so each fits one); arenaShift places the block's number above
+// the offset in it in a name's ref, so there may be 4,096 blocks.
+const (
+	arenaShift = 20
+	arenaBlock = 1 << arenaShift
+)
+
+// locTable keeps the locations of the members that have one
+// (Member.loaded), in shards so that reads of different members rarely
+// wait for each other.
+type locTable struct {
+	shards [16]struct {
+		mu sync.RWMutex
+		m  map[int32]*location
+	}
+}
+
+func (t *locTable) get(i int32) *location {
+	sh := &t.shards[uint32(i)%uint32(len(t.shards))]
+	sh.mu.RLock()
+	l := sh.m[i]
+	sh.mu.RUnlock()
+	return l
+}
+
+func (t *locTable) put(i int32, l *location) {
+	sh := &t.shards[uint32(i)%uint32(len(t.shards))]
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[int32]*location{}
+	}
+	sh.m[i] = l
+	sh.mu.Unlock()
+}
+
+// all is every location kept, in no particular order.
+func (t *locTable) all() []*location {
+	var out []*location
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.RLock()
+		for _, l := range sh.m {
+			out = append(out, l)
+		}
+		sh.mu.RUnlock()
+	}
+	return out
 }
 
 // lock is the mutex that guards m's lazy resolution.
@@ -219,28 +344,36 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 		off, n := z.Directory()
 		p.Prefetch(context.Background(), []source.Range{{Off: off, Len: min(n, maxDirectoryPrefetch, size-off)}})
 	}
-	a.members = make([]Member, 0, z.Declared())
+	left := 0 // entries past what the member table can hold
 	err = z.Entries(func(e *zip.Entry) {
-		if n := len(a.members); n == cap(a.members) && n > 0 {
-			// The declared count, bounded against a lying end
-			// record, may be far short (a 100,000-member archive):
-			// grow once to what the rest of the directory holds at
-			// the entries' size so far, at most doubling (a claimed
-			// directory may be a hole), rather than by append's
-			// quarters, copying the members over and over.
-			done, total := z.Progress()
-			want := int64(n) + 1
-			if done > 0 {
-				est := float64(n) * float64(total) / float64(done)
-				want = max(want, int64(min(est*1.02, 2*float64(n))))
-			}
-			a.members = slices.Grow(a.members, int(want)-n)
+		if a.n >= math.MaxInt32/int(inoBlock) || len(a.names.blocks) >= 1<<(32-arenaShift) {
+			left++ // member indexes, or names' places, would run out
+			return
 		}
-		a.members = append(a.members, Member{a: a, e: *e})
-		a.members[len(a.members)-1].skip(e.Unusable)
+		m := a.addMember()
+		// The next block of names is sized for the names still to come,
+		// at the share of the directory they took so far.
+		done, total := z.Progress()
+		a.nameBytes += int64(len(e.Name))
+		m.e.name, m.e.nameLen = a.names.add(e.Name, (total-done)*a.nameBytes/max(done, 1)*17/16+int64(len(e.Name)))
+		m.e.CompressedSize, m.e.Size, m.e.HeaderOffset = e.CompressedSize, e.Size, e.HeaderOffset
+		m.e.CRC32, m.e.Method, m.e.mtime = e.CRC32, e.Method, packTime(e.Modified)
+		if e.Encrypted() {
+			m.st.Or(flagCrypt)
+		}
+		if e.Flags&zip.FlagUTF8 != 0 {
+			m.st.Or(flagUTF8)
+		}
+		m.skip(e.Unusable)
+		if reason := e.ImpossibleSize(); reason != "" && !isDirName(e.Name) {
+			m.skip(reason)
+		}
 	})
 	if err != nil {
 		return nil, err
+	}
+	if left > 0 {
+		a.problemf("the central directory holds %d more entries than npzfs serves (%d, or 4 GiB of names)", left, a.n)
 	}
 	a.comment = z.Comment()
 	a.prefix = z.Prefix()
@@ -280,21 +413,28 @@ func newArchive(r io.ReaderAt, size int64, opts *Options) *Archive {
 // notes what cannot be served or read.
 func (a *Archive) serve(r io.ReaderAt) {
 	var latest int64
-	for i := range a.members {
-		m := &a.members[i]
-		latest = max(latest, m.e.Modified)
-		if reason := m.e.ImpossibleSize(); reason != "" && !m.skipped() && !isDirName(m.e.Name) {
-			m.skip(reason)
-		}
+	for i := range a.n {
+		m := a.member(i)
+		latest = max(latest, m.modified())
 		if m.skipped() {
-			a.notef("npz: %q: not served: %s", m.e.Name, m.reason)
+			a.notef("npz: %q: not served: %s", m.Name(), m.reason())
 			continue
 		}
-		p, dir, reason := sanitize(m.e.Name)
-		m.path, m.dir = p, dir
+		p, dir, reason := sanitize(m.Name())
+		if dir {
+			m.st.Or(flagDir)
+		}
 		if reason != "" {
 			m.skip(reason)
-			a.notef("npz: %q: not served: %s", m.e.Name, reason)
+			a.notef("npz: %q: not served: %s", m.Name(), reason)
+			continue
+		}
+		if p != strings.TrimSuffix(m.Name(), "/") {
+			if a.paths == nil {
+				a.paths = map[int32]string{}
+			}
+			a.paths[m.e.Index] = p
+			m.st.Or(flagPath)
 		}
 	}
 	if mt, ok := r.(source.ModTimer); ok {
@@ -304,11 +444,11 @@ func (a *Archive) serve(r io.ReaderAt) {
 		a.modTime = time.Unix(latest, 0).UTC()
 	}
 	a.buildTree()
-	for i := range a.members {
-		m := &a.members[i]
-		if m.state == memberServed && !m.dir {
+	for i := range a.n {
+		m := a.member(i)
+		if m.state() == memberServed && !m.IsDir() {
 			if err := m.readable(); err != nil {
-				a.notef("npz: %q: every read fails: %s", m.e.Name, reasonText(err))
+				a.notef("npz: %q: every read fails: %s", m.Name(), reasonText(err))
 			}
 		}
 	}
@@ -402,7 +542,7 @@ func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, 
 }
 
 // Bare reports an archive that is a bare .npy file (NewNPY), not a zip.
-func (a *Archive) Bare() bool { return len(a.members) == 1 && a.members[0].bare }
+func (a *Archive) Bare() bool { return a.n == 1 && a.member(0).st.Load()&flagBare != 0 }
 
 // Close closes the archive file (and its sidecar) when Open opened it. Reads after Close
 // fail (those that would splice from its file with ErrClosed), and what
@@ -414,8 +554,8 @@ func (a *Archive) Close() error {
 	if !a.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	for i := range a.members {
-		if l := a.members[i].loc.Load(); l != nil && l.inf != nil {
+	for _, l := range a.locs.all() {
+		if l.inf != nil {
 			l.inf.Release()
 			if l.idx != nil {
 				l.idx.closing()
@@ -438,13 +578,13 @@ var ErrClosed = errors.New("npz: the archive is closed")
 func (a *Archive) MaxIno() uint64 { return a.maxIno }
 
 // Root is the top folder of the served tree; its inode number is 1.
-func (a *Archive) Root() *Node { return a.root }
+func (a *Archive) Root() *Node { return &Node{a: a, kind: kindDir} }
 
 // Members lists every central directory entry in order, served or not.
 func (a *Archive) Members() []*Member {
-	out := make([]*Member, len(a.members))
-	for i := range a.members {
-		out[i] = &a.members[i]
+	out := make([]*Member, a.n)
+	for i := range a.n {
+		out[i] = a.member(i)
 	}
 	return out
 }
@@ -453,10 +593,10 @@ func (a *Archive) Members() []*Member {
 // the one served, else the last of that name; nil if there is none.
 func (a *Archive) Member(name string) *Member {
 	var found *Member
-	for i := len(a.members) - 1; i >= 0; i-- {
-		m := &a.members[i]
-		if m.e.Name == name || (m.path == name && m.state != memberSkipped) {
-			if m.state == memberServed {
+	for i := a.n - 1; i >= 0; i-- {
+		m := a.member(i)
+		if m.Name() == name || (m.state() != memberSkipped && m.path() == name) {
+			if m.state() == memberServed {
 				return m
 			}
 			if found == nil {
@@ -495,18 +635,10 @@ func (a *Archive) problemf(format string, args ...any) {
 }
 
 // unsettle records that m's header could not be read for now.
-func (a *Archive) unsettle(m *Member) {
-	if !m.unsettled.Swap(true) {
-		a.unsettled.Add(1)
-	}
-}
+func (m *Member) unsettle() { m.st.Or(flagUnsettled) }
 
 // settle records that m's header was read (or found bad for good).
-func (a *Archive) settle(m *Member) {
-	if m.unsettled.Swap(false) {
-		a.unsettled.Add(-1)
-	}
-}
+func (m *Member) settle() { m.st.And(^uint32(flagUnsettled)) }
 
 // maxOpenNotes is how many member notes (not served, unreadable, no
 // views, a failed read) an archive writes to the log; past it one line

@@ -24,12 +24,16 @@ func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, er
 	if err := zip.ReadAtFull(a.r, magic, 0); err != nil || string(magic) != npy.Magic {
 		return nil, &FormatError{Offset: 0, Msg: "not a .npy file (no \\x93NUMPY magic)", Err: err}
 	}
-	a.members = []Member{{a: a, e: zip.Entry{Name: name, CompressedSize: size, Size: size, Method: zip.Stored}, bare: true}}
-	m := &a.members[0]
+	m := a.addMember()
+	m.e.name, m.e.nameLen = a.names.add(name, int64(len(name)))
+	m.e.CompressedSize, m.e.Size, m.e.Method = size, size, zip.Stored
 	if mt, ok := r.(source.ModTimer); ok {
-		m.e.Modified = mt.ModTime().Unix()
+		m.e.mtime = packTime(mt.ModTime().Unix())
+	} else {
+		m.e.mtime = packTime(0)
 	}
-	m.loc.Store(&location{}) // its data starts at byte 0: there is no local header
+	// Its data starts at byte 0: there is no local header.
+	m.st.Or(flagBare | flagLocated)
 	a.serve(r)
 	return a, nil
 }

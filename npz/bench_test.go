@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+
+	"github.com/npzfs/npzfs/zip"
 )
 
 var bigMember = flag.Bool("npz.big", false, "benchmark ReadAt in a 256 MiB deflated member instead of 8 MiB")
@@ -36,8 +38,14 @@ func BenchmarkOpen100k(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if list {
-					if n := len(a.Root().Children()); n != 300_000 { // KEY, KEY.npy, KEY.ra
+				if list { // as a mount lists it: KEY, KEY.npy, KEY.ra
+					l, n := a.Root().Listing(), 0
+					for i := range l.Len() {
+						if c := l.At(i); c != nil && c.Name() != "" {
+							n++
+						}
+					}
+					if n != 300_000 {
 						b.Fatalf("%d children", n)
 					}
 				}
@@ -104,7 +112,8 @@ func BenchmarkReadAtDeflated(b *testing.B) {
 
 // memberMemory opens an archive of n tiny stored arrays and reports the
 // heap it holds per member after opening, and after every views folder
-// has been looked into (what `find` over a mount does).
+// has been looked into and every view's size asked for (what a listing
+// with attributes and `find` over a mount do).
 func memberMemory(tb testing.TB, n int) (open, views uint64) {
 	z := manyMembers(tb, n)
 	var b0, b1, b2 runtime.MemStats
@@ -116,9 +125,18 @@ func memberMemory(tb testing.TB, n int) (open, views uint64) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&b1)
-	for _, c := range a.Root().Children() {
-		for _, v := range c.Children() {
-			v.File()
+	l := a.Root().Listing()
+	for i := 0; i < l.Len(); i += 1024 {
+		l.Prepare(i, i+1024)
+		for j := i; j < min(i+1024, l.Len()); j++ {
+			if c := l.At(j); c != nil {
+				if f := c.File(); f != nil {
+					f.Size()
+				}
+				for _, v := range c.Children() {
+					v.File()
+				}
+			}
 		}
 	}
 	runtime.GC()
@@ -131,26 +149,90 @@ func memberMemory(tb testing.TB, n int) (open, views uint64) {
 	return per(b1), per(b2)
 }
 
-// BenchmarkMemberMemory reports the heap an archive holds per member:
-// once open (central directory, members, tree) and once every views
-// folder has been looked into (each member's views then keep what they
-// need of its npy header).
+// BenchmarkMemberMemory reports the heap an archive of 1,000,000 arrays
+// holds per member: once open (central directory, member table, folders)
+// and once every view has been looked at (the views' facts stay in a
+// bounded cache).
 func BenchmarkMemberMemory(b *testing.B) {
 	for b.Loop() {
-		open, views := memberMemory(b, 100_000)
+		open, views := memberMemory(b, 1_000_000)
 		b.ReportMetric(float64(open), "B/member-open")
 		b.ReportMetric(float64(views), "B/member-views")
 	}
 }
 
-// TestMemberMemory: an archive of 100,000 arrays holds at most 340 bytes
-// a member once open (311 measured: the central directory's names and
-// fixed fields, the member, its file and views folder nodes) and 440 once
-// every views folder has been looked into (391 measured). It was 400 and
-// well over 1,000.
+// TestMemberMemory: an archive of 100,000 arrays holds at most 90 bytes
+// a member once open (the member table's 64 bytes, its name in the arena
+// of names, its place in its folder), and once every view has been
+// looked at, at most 2 MB more, the bound of the views' facts kept.
 func TestMemberMemory(t *testing.T) {
-	open, views := memberMemory(t, 100_000)
-	if open > 340 || views > 440 {
-		t.Errorf("%d bytes a member once open, %d once views are read; want at most 340 and 440", open, views)
+	const n = 100_000
+	open, views := memberMemory(t, n)
+	if open > 90 || views > open+(2<<20)/n {
+		t.Errorf("%d bytes a member once open, %d once views are read; want at most 90 and %d", open, views, open+(2<<20)/n)
 	}
+}
+
+// TestOpenAllocations: opening an archive allocates at most twice its
+// central directory's bytes, whatever the order of its names.
+func TestOpenAllocations(t *testing.T) {
+	z := manyMembers(t, 100_000)
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dir := zr.Directory()
+	var b0, b1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&b0)
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	runtime.ReadMemStats(&b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(a)
+	if got := b1.TotalAlloc - b0.TotalAlloc; got > 2*uint64(dir) {
+		t.Errorf("opening allocated %d bytes for a central directory of %d (%.2fx); want at most 2x", got, dir, float64(got)/float64(dir))
+	}
+}
+
+// folderOf opens an archive of n tiny arrays in one folder.
+func folderOf(b *testing.B, n int) *Archive {
+	z := manyMembers(b, n)
+	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+// BenchmarkListing lists a folder of 200,000 entries (about 66,667
+// arrays, each with KEY/ and KEY.ra): opening it (making its Listing),
+// and listing it whole by name, as a plain readdir does.
+func BenchmarkListing(b *testing.B) {
+	a := folderOf(b, 200_000/3)
+	b.Run("open", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if l := a.Root().Listing(); l.Len() == 0 {
+				b.Fatal("empty")
+			}
+		}
+	})
+	b.Run("list", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l := a.Root().Listing()
+			n := 0
+			for i := range l.Len() {
+				if c := l.At(i); c != nil && c.Name() != "" {
+					n++
+				}
+			}
+			if n != 3*(200_000/3) {
+				b.Fatalf("%d entries", n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/200_000, "ns/entry")
+	})
 }

@@ -237,7 +237,7 @@ func checkViews(t *testing.T, a *Archive, m *Member, member []byte, npyWant *str
 	if err != nil || json.Unmarshal(js, &parsed) != nil {
 		t.Errorf("%q: header.json %q does not parse (%v)", m.Name(), js, err)
 	}
-	if !m.Served() || m.views == nil {
+	if !m.Served() || m.st.Load()&flagViews == 0 {
 		// No views folder: not served, or its name is taken or empty.
 		if m.HasViews() || (m.Served() && m.Reason() == "") {
 			t.Errorf("%q: views %v, reason %q", m.Name(), m.HasViews(), m.Reason())

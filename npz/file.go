@@ -25,6 +25,7 @@ type File struct {
 	head int64 // fileView: the head's length
 	base int64 // where the range starts in the member's bytes
 	size int64 // the file's size: head plus range
+	err  error // fileView: why the array has no such view (every read fails)
 }
 
 var errNegativeOffset = errors.New("npz: negative offset")
@@ -45,6 +46,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errNegativeOffset
+	}
+	if f.err != nil {
+		return 0, f.err
 	}
 	if off >= f.size {
 		if len(p) == 0 {
@@ -89,7 +93,7 @@ func (f *File) Head() ([]byte, error) {
 	}
 	if int64(len(head)) != f.head {
 		// Rendering is deterministic: the member's bytes changed.
-		return nil, fmt.Errorf("npz: %q: %s renders a head of %d bytes now, %d before", f.m.e.Name, v.name, len(head), f.head)
+		return nil, fmt.Errorf("npz: %q: %s renders a head of %d bytes now, %d before", f.m.Name(), v.name, len(head), f.head)
 	}
 	return head, nil
 }
@@ -101,14 +105,18 @@ func (f *File) Head() ([]byte, error) {
 // members, and archives whose source is not a source.FileBacked (a local
 // file); err reports a stored member whose local header cannot be
 // resolved, or an archive file that changed since it was opened
-// (ErrChanged).
+// (ErrChanged), or, for a view the array does not have, why (see
+// Member.viewFile).
 func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
+	if f.err != nil {
+		return 0, 0, false, f.err
+	}
 	if f.kind == fileView && !viewKinds[f.view].data || f.m.e.Method != zip.Stored || f.m.readable() != nil {
 		return 0, 0, false, nil
 	}
-	l := f.m.locate()
-	if l.err != nil {
-		return 0, 0, false, l.err
+	dataOff, err := f.m.dataOffset()
+	if err != nil {
+		return 0, 0, false, err
 	}
 	a := f.m.a
 	if !a.hasFD {
@@ -119,5 +127,5 @@ func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
 	if err := a.check(); err != nil {
 		return 0, 0, false, err
 	}
-	return a.fd, a.fdBase + l.dataOff + f.base, true, nil
+	return a.fd, a.fdBase + dataOff + f.base, true, nil
 }

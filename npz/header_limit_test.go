@@ -92,7 +92,7 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		if !bytes.Equal(js, want) {
 			t.Fatalf("%s: HeaderJSON differs from rendering the header", c.name)
 		}
-		if kept := a.jsonCache.get(m) != nil; kept != c.kept || (len(js) >= keepJSON) != c.kept {
+		if kept := a.jsonCache.get(m.e.Index) != nil; kept != c.kept || (len(js) >= keepJSON) != c.kept {
 			t.Errorf("%s: %d bytes of header.json, kept %v, want kept %v", c.name, len(js), kept, c.kept)
 		}
 		f := a.Root().Lookup(c.name).Lookup("header.json").File()

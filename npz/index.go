@@ -179,10 +179,10 @@ func (x *memberIndex) key() string {
 		e := &x.m.e
 		h := sha256.New()
 		h.Write([]byte("npzfs member index v1\x00"))
-		h.Write([]byte(e.Name))
+		h.Write([]byte(x.m.Name()))
 		var fixed [8 + 4 + 8 + 8 + 2 + 8]byte
 		le := binary.LittleEndian
-		le.PutUint64(fixed[0:], uint64(len(e.Name)))
+		le.PutUint64(fixed[0:], uint64(len(x.m.Name())))
 		le.PutUint32(fixed[8:], e.CRC32)
 		le.PutUint64(fixed[12:], uint64(e.CompressedSize))
 		le.PutUint64(fixed[20:], uint64(e.Size))
@@ -225,8 +225,8 @@ func (a *Archive) forgetIndexes() {
 	if a.opts.Indexes == nil {
 		return
 	}
-	for i := range a.members {
-		if l := a.members[i].loc.Load(); l != nil && l.idx != nil {
+	for _, l := range a.locs.all() {
+		if l.idx != nil {
 			l.idx.forget()
 		}
 	}
@@ -249,7 +249,7 @@ func (x *memberIndex) damaged(err error) bool {
 	}
 	if !x.damageLogged.Swap(true) {
 		x.m.a.notef("npz: %q: the archive is damaged: bytes %d to %d of the member (from archive byte %d) do not inflate to what its saved index records (%v); reads of them and of every later byte fail (the index is kept)",
-			x.m.e.Name, de.Offset, de.End, x.off+de.CompOffset, de.Err)
+			x.m.Name(), de.Offset, de.End, x.off+de.CompOffset, de.Err)
 	}
 	return true
 }
@@ -268,7 +268,7 @@ func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 	f, err := x.s.dir.Open(name)
 	if err != nil {
 		if !errors.Is(err, iofs.ErrNotExist) {
-			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.e.Name, err)
+			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.Name(), err)
 		}
 		return x.loadSidecar(name)
 	}
@@ -352,7 +352,7 @@ func (x *memberIndex) put(name string, snap *inflate.IndexSnapshot, complete boo
 		defer x.saveWG.Done()
 		err := x.s.dir.PutFrom(name, snap)
 		if err != nil {
-			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.e.Name, err)
+			x.m.a.notef("npz: %q: cannot save its index: %v", x.m.Name(), err)
 		}
 		changed := x.changed()
 		if changed && err == nil {
@@ -422,13 +422,13 @@ func (x *memberIndex) bad(err error) {
 		x.s.refused.Add(1)
 	}
 	if sidecar {
-		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.e.Name, x.sc.Path(), err)
+		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.Name(), x.sc.Path(), err)
 		return
 	}
 	if x.s == nil {
 		return
 	}
-	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.e.Name, x.s.dir.Path()+"/"+x.key(), err)
+	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.Name(), x.s.dir.Path()+"/"+x.key(), err)
 	if name := x.key(); name != "" {
 		x.s.dir.Remove(name)
 	}
@@ -488,7 +488,7 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		return res, newInflateError(m.e.Name, l.dataOff, m.e.Size, err)
+		return res, newInflateError(m.Name(), l.dataOff, m.e.Size, err)
 	}
 	res.Loaded = l.inf.Progress().Loaded
 	if x != nil {
@@ -506,7 +506,7 @@ func (m *Member) Indexed() int64 {
 	if m.e.Method != zip.Deflated {
 		return m.e.Size
 	}
-	l := m.loc.Load()
+	l := m.loaded()
 	if l == nil || l.inf == nil {
 		return 0
 	}

@@ -169,21 +169,34 @@ func TestNamesCorpus(t *testing.T) {
 		"abs/", "abs/header.json", "abs/raw.bin", "abs.npy", "abs.ra",
 		"b/", "b/c/", "b/c/header.json", "b/c/raw.bin", "b/c.npy", "b/c.ra",
 		`back\slash/`, `back\slash/header.json`, `back\slash/raw.bin`, `back\slash.npy`, `back\slash.ra`,
-		"bad_dict/", "bad_dict.npy", "bad_magic/", "bad_magic.npy", // empty views folders, no .ra: broken headers
+		// Empty views folders, and a .ra whose reads fail: broken headers.
+		"bad_dict/", "bad_dict.npy", "bad_dict.ra", "bad_magic/", "bad_magic.npy", "bad_magic.ra",
 		"c", "c.npy", "c.ra",
 		"café/", "café/header.json", "café/raw.bin", "café.npy", "café.ra",
 		"deep/", "deep/er/", "deep/er/" + y + "/", "deep/er/" + y + "/header.json", "deep/er/" + y + "/raw.bin", "deep/er/" + y + ".npy", "deep/er/" + y + ".ra",
 		"dir/",
 		"dot/", "dot/x/", "dot/x/header.json", "dot/x/raw.bin", "dot/x.npy", "dot/x.ra",
 		"dup/", "dup/header.json", "dup/raw.bin", "dup.npy", "dup.ra",
-		"not_npy/", "not_npy.npy", "notes.txt",
-		"objects/", "objects/header.json", "objects.npy", // no raw.bin, no .ra: a pickle
-		"short_data/", "short_data.npy",
+		"not_npy/", "not_npy.npy", "not_npy.ra", "notes.txt",
+		"objects/", "objects/header.json", "objects.npy", "objects.ra", // no raw.bin; a .ra whose reads fail: a pickle
+		"short_data/", "short_data.npy", "short_data.ra",
 		"snow☃/", "snow☃/header.json", "snow☃/raw.bin", "snow☃.npy", "snow☃.ra",
 	}
 	got := walk(t, a)
 	if !slices.Equal(got, want) {
 		t.Errorf("tree:\n%q\nwant:\n%q", got, want)
+	}
+	// A .ra listed for an array that has no RawArray form is a file of 1
+	// byte whose reads fail, saying why.
+	for _, key := range []string{"bad_dict", "bad_magic", "not_npy", "objects", "short_data"} {
+		f := a.Root().Lookup(key + ".ra").File()
+		_, _, _, xerr := f.Extent()
+		if _, err := f.ReadAt(make([]byte, 1), 0); f.Size() != 1 || err == nil || xerr == nil {
+			t.Errorf("%s.ra: size %d, read error %v, extent error %v", key, f.Size(), err, xerr)
+		}
+		if r := a.Member(key + ".npy").Reason(); r == "" {
+			t.Errorf("%s.npy: no reason", key)
+		}
 	}
 	// The member dup.npy that is served is the second (deflated) one.
 	if m := a.Member("dup.npy"); m == nil || m.Index() != 4 || !m.Served() {
@@ -194,8 +207,8 @@ func TestNamesCorpus(t *testing.T) {
 // TestListingsAgreeWithLookups: every name a folder of .npy members lists
 // is found, and every name found is listed, whatever was read first: a
 // broken member's views folder is there and empty (its reason says why),
-// it has no .ra, and the listing never changes. Lookups made before the
-// first listing give what it then lists.
+// its .ra is there and fails its reads, and the listing never changes.
+// Lookups made before the first listing give what it then lists.
 func TestListingsAgreeWithLookups(t *testing.T) {
 	for _, n := range []int{10, 1030} {
 		ents := make([]zent, 0, n)
@@ -208,12 +221,15 @@ func TestListingsAgreeWithLookups(t *testing.T) {
 			ents = append(ents, zent{name: name, data: data})
 		}
 		a := openBytes(t, makeZip(t, ents))
-		if a.Root().Lookup("m7.ra") != nil || a.Root().Lookup("m8.ra") == nil {
-			t.Error("before listing: m7.ra (broken) found, or m8.ra not found")
+		if a.Root().Lookup("m7.ra") == nil || a.Root().Lookup("m8.ra") == nil {
+			t.Error("before listing: m7.ra (broken) or m8.ra not found")
 		}
 		first := a.Root().Children()
-		if len(first) != 3*n-1 {
-			t.Fatalf("%d children, want %d", len(first), 3*n-1)
+		if len(first) != 3*n {
+			t.Fatalf("%d children, want %d", len(first), 3*n)
+		}
+		if _, err := a.Root().Lookup("m7.ra").File().ReadAt(make([]byte, 1), 0); err == nil {
+			t.Error("m7.ra reads")
 		}
 		m7 := a.Root().Lookup("m7")
 		if m7 == nil || !m7.IsDir() || len(m7.Children()) != 0 || m7.Lookup("raw.bin") != nil {

@@ -54,7 +54,7 @@ func OpenIndexSidecar(name string) (*IndexSidecar, error) {
 				bad = err
 				return
 			}
-			s.files[e.Name] = sidecarEntry{off: off, size: e.Size}
+			s.files[strings.Clone(e.Name)] = sidecarEntry{off: off, size: e.Size}
 		})
 		if err == nil {
 			err = bad
@@ -91,7 +91,7 @@ func (s *IndexSidecar) lookup(name string) (io.ReaderAt, int64) {
 // it, for WriteIndexSidecar.
 func (m *Member) SavedIndex() (name string, b []byte, err error) {
 	if m.e.Method != zip.Deflated {
-		return "", nil, fmt.Errorf("%s is not deflated", m.e.Name)
+		return "", nil, fmt.Errorf("%s is not deflated", m.Name())
 	}
 	l := m.locate()
 	if l.err != nil {

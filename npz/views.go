@@ -2,11 +2,11 @@ package npz
 
 import (
 	"container/list"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/source"
@@ -30,17 +30,19 @@ type viewKind struct {
 	// has reports whether an array with this header has the view.
 	has func(info *npyInfo) bool
 	// headLen is the length of the head; head renders it.
-	headLen func(info *npyInfo) int64
+	headLen func(m *Member, info *npyInfo) (int64, error)
 	head    func(m *Member) ([]byte, error)
 	// data reports whether the array's data bytes follow the head.
 	data bool
+	// besideIndex numbers the views beside KEY.npy (see besideFlag).
+	besideIndex int
 }
 
 var viewKinds = []viewKind{
 	{
 		name:    "header.json",
 		has:     func(*npyInfo) bool { return true },
-		headLen: func(info *npyInfo) int64 { return info.jsonLen },
+		headLen: (*Member).jsonLen,
 		head:    (*Member).HeaderJSON,
 	},
 	{
@@ -55,22 +57,39 @@ var viewKinds = []viewKind{
 		name:    ".ra",
 		beside:  true,
 		has:     func(info *npyInfo) bool { return info.raLen > 0 },
-		headLen: func(info *npyInfo) int64 { return int64(info.raLen) },
+		headLen: func(_ *Member, info *npyInfo) (int64, error) { return int64(info.raLen), nil },
 		head:    (*Member).RawArray,
 		data:    true,
 	},
 }
 
-// nBeside is how many kinds of view lie beside KEY.npy; each .npy file
-// node is followed by as many inode numbers for them.
-var nBeside = func() (n int) {
-	for _, v := range viewKinds {
-		if v.beside {
-			n++
+// nBeside is how many kinds of view lie beside KEY.npy, and besideKinds
+// their indexes in viewKinds; each has a bit of a member's state saying
+// whether the member has it (besideFlag).
+var nBeside, besideKinds = func() (int, []int) {
+	var ks []int
+	for i := range viewKinds {
+		if viewKinds[i].beside {
+			viewKinds[i].besideIndex = len(ks)
+			ks = append(ks, i)
 		}
 	}
-	return n
+	if len(ks) > maxBeside {
+		panic("npz: too many kinds of view beside KEY.npy for the member's state bits")
+	}
+	return len(ks), ks
 }()
+
+// besideKind is the index in viewKinds of the view beside KEY.npy whose
+// name is KEY+suffix.
+func besideKind(suffix string) int {
+	for _, i := range besideKinds {
+		if viewKinds[i].name == suffix {
+			return i
+		}
+	}
+	return -1
+}
 
 // ViewNames are the names a views folder may hold, in the order of the
 // table (which is the order of their inode numbers after the folder's).
@@ -100,64 +119,205 @@ func BesideSuffixes() []string {
 // its views folder, the views in it and those beside it.
 func NodesPerArray() int { return 2 + len(viewKinds) }
 
-// npyInfo is what a member's views need of its npy header, read once and
-// kept small: the parsed header is read again when asked for (Header,
-// header.json), so views cost about 48 bytes a member, need no budget, and
-// which members have them never depends on what was read before.
+// npyInfo is what a member's views need of its npy header, kept small:
+// the parsed header is read again when asked for (Header, header.json).
+// Which views exist never depends on it (see Node.Lookup), only what
+// the views folder holds and the views' sizes, so it is kept in a
+// bounded cache (infoCache) and read again after it falls out.
 type npyInfo struct {
 	err     error // why the member has no views
 	dataOff int64 // where the array data starts in the member
 	dataLen int64
-	jsonLen int64 // length of header.json
-	raLen   int32 // length of KEY.ra's header; 0 when it has none
-	object  bool  // an object array (no raw bytes)
+	jsonLen atomic.Int64 // length of header.json, once rendered; -1 before
+	raLen   int32        // length of KEY.ra's header; 0 when it has none
+	object  bool         // an object array (no raw bytes)
 }
 
-// info reads (once) the member's npy header for its views.
+// info reads the member's npy header for its views, or finds what was
+// read in the archive's cache of them.
 func (m *Member) info() *npyInfo {
-	if ni := m.ni.Load(); ni != nil {
+	a := m.a
+	if ni := a.infos.get(m.e.Index); ni != nil {
 		return ni
 	}
 	// Before taking the lock, which locate takes too: a location that
 	// could not be read for now is not kept, so it must not be looked
-	// for again under the lock.
-	if l := m.locate(); errors.Is(l.err, source.ErrTransient) {
-		m.a.unsettle(m)
-		return &npyInfo{err: l.err}
+	// for again under the lock. A stored member is located by the read
+	// that fetches the start of its data too.
+	// The bytes read are not kept past this call (what is kept of the
+	// header is copied), so their buffer is used again.
+	var head []byte
+	if m.e.Method == zip.Stored && m.readable() == nil && m.IsNPY() {
+		bp := headBufs.Get().(*[]byte)
+		defer headBufs.Put(bp)
+		if !m.located() {
+			head = m.locateWithHead(*bp)
+		} else {
+			head = m.readHead(*bp)
+		}
 	}
-	mu := m.a.lock(m)
+	if _, err := m.dataOffset(); errors.Is(err, source.ErrTransient) {
+		m.unsettle()
+		return &npyInfo{err: err}
+	}
+	mu := a.lock(m)
 	mu.Lock()
 	defer mu.Unlock()
-	if ni := m.ni.Load(); ni != nil {
+	if ni := a.infos.get(m.e.Index); ni != nil {
 		return ni
 	}
 	ni := &npyInfo{}
-	h, err := m.readNPY()
-	var js []byte
-	if err == nil {
-		js, err = m.renderJSON(h)
+	ni.jsonLen.Store(-1)
+	if f, ok := a.facts.get(head, m.e.Size); ok {
+		ni.dataOff, ni.dataLen, ni.raLen, ni.object = f.dataOff, f.dataLen, f.raLen, f.object
+		m.settle()
+		a.infos.put(m.e.Index, ni)
+		return ni
 	}
+	h, err := m.readNPYFrom(head)
 	if err != nil {
 		ni.err = err
-		if m.views != nil && m.state == memberServed {
-			m.a.notef("npz: %q: no views: %v", m.e.Name, err)
-		}
 		if errors.Is(err, source.ErrTransient) {
 			// Not kept: the next look reads the header again.
-			m.a.unsettle(m)
+			m.unsettle()
 			return ni
+		}
+		if m.st.Load()&flagViews != 0 && m.state() == memberServed && m.st.Or(flagNoted)&flagNoted == 0 {
+			a.notef("npz: %q: no views: %v", m.Name(), err)
 		}
 	} else {
 		ni.dataOff, ni.dataLen = h.DataOffset, h.DataLength(m.e.Size)
-		ni.jsonLen, ni.object = int64(len(js)), h.DType.HasObject
+		ni.object = h.DType.HasObject
 		if ra, err := h.RawArrayHeader(); err == nil {
 			ni.raLen = int32(len(ra))
 		}
-		m.a.jsonCache.put(m, js)
+		a.facts.put(head, npyFacts{size: m.e.Size, dataOff: ni.dataOff, dataLen: ni.dataLen, raLen: ni.raLen, object: ni.object})
 	}
-	m.a.settle(m)
-	m.ni.Store(ni)
+	m.settle()
+	a.infos.put(m.e.Index, ni)
 	return ni
+}
+
+// npyFacts is what views need of an npy header, which depends on its
+// bytes and its member's size alone.
+type npyFacts struct {
+	size, dataOff, dataLen int64
+	raLen                  int32
+	object                 bool
+}
+
+// factsCacheLen bounds the headers whose facts an archive keeps by their
+// bytes, and factsHeaderLen the length of those kept.
+const (
+	factsCacheLen  = 64
+	factsHeaderLen = 4 << 10
+)
+
+// factsCache keeps the facts of recently parsed npy headers by their
+// bytes: the arrays of an archive of many often share a dtype and shape,
+// hence a header, and one parse then serves them all.
+type factsCache struct {
+	mu sync.Mutex
+	m  map[string]npyFacts
+}
+
+// npyHeaderBytes is the npy header (magic to the end of its padding) at
+// the start of head, when head holds it whole.
+func npyHeaderBytes(head []byte) ([]byte, bool) {
+	if len(head) < 10 || string(head[:len(npy.Magic)]) != npy.Magic {
+		return nil, false
+	}
+	var n int
+	switch head[6] {
+	case 1:
+		n = 10 + int(binary.LittleEndian.Uint16(head[8:]))
+	case 2, 3:
+		if len(head) < 12 {
+			return nil, false
+		}
+		n = 12 + int(binary.LittleEndian.Uint32(head[8:]))
+	default:
+		return nil, false
+	}
+	if n > len(head) || n > factsHeaderLen {
+		return nil, false
+	}
+	return head[:n], true
+}
+
+func (c *factsCache) get(head []byte, size int64) (npyFacts, bool) {
+	hdr, ok := npyHeaderBytes(head)
+	if !ok {
+		return npyFacts{}, false
+	}
+	c.mu.Lock()
+	f, ok := c.m[string(hdr)]
+	c.mu.Unlock()
+	return f, ok && f.size == size
+}
+
+func (c *factsCache) put(head []byte, f npyFacts) {
+	hdr, ok := npyHeaderBytes(head)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]npyFacts{}
+	}
+	if _, ok := c.m[string(hdr)]; !ok && len(c.m) >= factsCacheLen {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[string(hdr)] = f
+}
+
+// infoCacheLen bounds the npy header facts an archive keeps: about 100
+// bytes each. A listing with attributes of a folder of a million arrays
+// reads every header once, a batch at a time (Listing.Prepare), and
+// keeps the last ones.
+const infoCacheLen = 1 << 14
+
+// infoCache keeps members' npyInfo, at most infoCacheLen of them, in
+// shards so that concurrent header reads rarely wait for each other; a
+// full shard drops an entry it holds (the map's iteration order picks
+// which) for each it takes.
+type infoCache struct {
+	shards [16]infoShard
+}
+
+type infoShard struct {
+	mu sync.Mutex
+	m  map[int32]*npyInfo
+}
+
+func (c *infoCache) shard(i int32) *infoShard { return &c.shards[uint32(i)%uint32(len(c.shards))] }
+
+func (c *infoCache) get(i int32) *npyInfo {
+	sh := c.shard(i)
+	sh.mu.Lock()
+	ni := sh.m[i]
+	sh.mu.Unlock()
+	return ni
+}
+
+func (c *infoCache) put(i int32, ni *npyInfo) {
+	sh := c.shard(i)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m == nil {
+		sh.m = make(map[int32]*npyInfo)
+	}
+	if len(sh.m) >= infoCacheLen/len(c.shards) {
+		for k := range sh.m {
+			delete(sh.m, k)
+			break
+		}
+	}
+	sh.m[i] = ni
 }
 
 // Header reads and returns the member's npy header, or why it is not a
@@ -175,7 +335,7 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	if ni.err != nil {
 		return nil, ni.err
 	}
-	if js := m.a.jsonCache.get(m); js != nil {
+	if js := m.a.jsonCache.get(m.e.Index); js != nil {
 		return js, nil
 	}
 	h, err := m.readNPY()
@@ -186,11 +346,11 @@ func (m *Member) HeaderJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(js)) != ni.jsonLen {
+	if n := int64(len(js)); !ni.jsonLen.CompareAndSwap(-1, n) && ni.jsonLen.Load() != n {
 		// Rendering is deterministic: the member's bytes changed.
-		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.e.Name, len(js), ni.jsonLen)
+		return nil, fmt.Errorf("npz: %q: header.json renders to %d bytes now, %d before", m.Name(), n, ni.jsonLen.Load())
 	}
-	m.a.jsonCache.put(m, js)
+	m.a.jsonCache.put(m.e.Index, js)
 	return js, nil
 }
 
@@ -209,66 +369,28 @@ func (m *Member) renderJSON(h *npy.Header) ([]byte, error) {
 // ok is false otherwise (deflated, remote, or not located). It reads
 // nothing: the member is located first.
 func (m *Member) archiveOffset() (int64, bool) {
-	l := m.loc.Load()
-	if !m.a.hasFD || m.e.Method != zip.Stored || l == nil || l.err != nil {
+	if !m.a.hasFD || m.e.Method != zip.Stored || !m.located() {
 		return 0, false
 	}
-	return m.a.fdBase + l.dataOff, true
+	return m.a.fdBase + m.e.HeaderOffset + int64(m.lhLen), true
 }
 
 // HasViews reports whether the member's KEY/ folder holds views; it reads
 // the npy header if needed. (The folder itself is served for every served
 // .npy member whose key is free, views or not: see Node.Lookup.)
 func (m *Member) HasViews() bool {
-	return m.state == memberServed && m.views != nil && m.info().err == nil
+	return m.state() == memberServed && m.st.Load()&flagViews != 0 && m.info().err == nil
 }
 
-// viewNodes makes the nodes of the member's views folder, sorted by name.
-// They are made on demand: only the kernel's table of known nodes keeps
-// them.
-func (m *Member) viewNodes() []*Node {
-	ni := m.info()
-	v := m.views
-	if ni.err != nil || v == nil {
-		return nil
+// jsonLen is the length of the member's header.json, rendered the first
+// time it is asked for (a listing needs the sizes of views beside an
+// array, not this).
+func (m *Member) jsonLen(ni *npyInfo) (int64, error) {
+	if n := ni.jsonLen.Load(); n >= 0 {
+		return n, nil
 	}
-	var out []*Node
-	for i := range viewKinds {
-		if !viewKinds[i].beside && viewKinds[i].has(ni) {
-			out = append(out, &Node{name: viewKinds[i].name, ino: v.ino + 1 + uint64(i), kind: kindView, view: uint8(i), m: m})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
-
-// besideNodes makes the nodes of the views beside file, the node of a
-// served .npy member, whose names are free in the folder whose children
-// are kids. The views are made on demand, as viewNodes are; whether they
-// exist depends on the npy header, which this reads.
-func besideNodes(file *Node, kids []*Node) []*Node {
-	m := file.m
-	key, ok := strings.CutSuffix(file.name, ".npy")
-	if !ok || key == "" || m.state != memberServed {
-		return nil
-	}
-	var out []*Node
-	j := uint64(0)
-	for i := range viewKinds {
-		v := &viewKinds[i]
-		if !v.beside {
-			continue
-		}
-		j++
-		name := key + v.name
-		if _, taken := findNode(kids, name); taken || len(name) > maxComponent {
-			continue
-		}
-		if ni := m.info(); ni.err == nil && v.has(ni) {
-			out = append(out, &Node{name: name, ino: file.ino + j, kind: kindView, view: uint8(i), m: m})
-		}
-	}
-	return out
+	js, err := m.HeaderJSON()
+	return int64(len(js)), err
 }
 
 // RawArray is the RawArray header of the member's array (the head of
@@ -284,13 +406,34 @@ func (m *Member) RawArray() ([]byte, error) {
 	return h.RawArrayHeader()
 }
 
-// viewFile is the content of view i of the member.
+// viewFile is the content of view i of the member. A view the array does
+// not have (KEY.ra of an array without a RawArray form, any view of a
+// broken header) is a file of 1 byte whose reads fail with why: 1 byte,
+// not 0, so that a read reaches npzfs and fails (EIO) rather than reads
+// as an empty file, where the kernel opens files without asking (see
+// fs.Finder).
 func (m *Member) viewFile(i int) *File {
 	ni := m.info()
 	v := &viewKinds[i]
-	f := &File{m: m, kind: fileView, view: uint8(i)}
+	f := &File{m: m, kind: fileView, view: uint8(i), size: 1}
+	if ni.err != nil {
+		f.err = ni.err
+		return f
+	}
+	if !v.has(ni) {
+		if v.head != nil {
+			_, f.err = v.head(m) // why it has none
+		}
+		if f.err == nil {
+			f.err = fmt.Errorf("npz: %q has no %s", m.Name(), v.name)
+		}
+		return f
+	}
 	if v.headLen != nil {
-		f.head = v.headLen(ni)
+		if f.head, f.err = v.headLen(m, ni); f.err != nil {
+			f.head = 0
+			return f
+		}
 	}
 	f.size = f.head
 	if v.data {
@@ -306,24 +449,24 @@ func (m *Member) viewFile(i int) *File {
 const jsonCacheBytes = 16 << 20
 
 // jsonCache keeps the longest-lived of the rendered header.json documents
-// of keepJSON bytes or more, least recently used out first. It changes no
-// answer, only how fast long ones are given.
+// of keepJSON bytes or more, least recently used out first, by member
+// index. It changes no answer, only how fast long ones are given.
 type jsonCache struct {
 	mu    sync.Mutex
 	bytes int64
 	order list.List // of *jsonEntry, most recent first
-	byM   map[*Member]*list.Element
+	byM   map[int32]*list.Element
 }
 
 type jsonEntry struct {
-	m  *Member
+	m  int32
 	js []byte
 }
 
 // keepJSON is the length from which a rendered header.json is cached.
 const keepJSON = 16 << 10
 
-func (c *jsonCache) get(m *Member) []byte {
+func (c *jsonCache) get(m int32) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byM[m]; ok {
@@ -333,14 +476,14 @@ func (c *jsonCache) get(m *Member) []byte {
 	return nil
 }
 
-func (c *jsonCache) put(m *Member, js []byte) {
+func (c *jsonCache) put(m int32, js []byte) {
 	if len(js) < keepJSON || len(js) > jsonCacheBytes/4 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byM == nil {
-		c.byM = map[*Member]*list.Element{}
+		c.byM = map[int32]*list.Element{}
 	}
 	if _, ok := c.byM[m]; ok {
 		return

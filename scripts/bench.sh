@@ -43,9 +43,9 @@ gotime=${BENCH_GOTIME:-200ms}
 # Every npzfs step is bounded too, so a hung mount cannot hang the run.
 guard=(timeout "${BENCH_GUARD:-300}")
 case "$size" in
-  full) params='{"stored_bytes":1073741824,"deflated_bytes":268435456,"bigdefl_bytes":1073741824,"many_count":100000}'
+  full) params='{"stored_bytes":1073741824,"deflated_bytes":268435456,"bigdefl_bytes":1073741824,"many_count":100000,"million_count":1000000}'
         write_md=${BENCH_WRITE:-1} ;;
-  small) params='{"stored_bytes":67108864,"deflated_bytes":33554432,"bigdefl_bytes":67108864,"many_count":10000}'
+  small) params='{"stored_bytes":67108864,"deflated_bytes":33554432,"bigdefl_bytes":67108864,"many_count":10000,"million_count":100000}'
         write_md=${BENCH_WRITE:-0} ;;
   *) die "BENCH_SIZE must be full or small" ;;
 esac
@@ -208,7 +208,7 @@ rec meta.load "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 say "data in $data"
 gen_pids=()
-for name in stored deflated bigdefl many; do
+for name in stored deflated bigdefl many million; do
   if "$py" scripts/bench/gen.py --check "$data" "$name" "$params"; then
     continue
   fi
@@ -221,6 +221,7 @@ done
 for p in "${gen_pids[@]}"; do wait "$p" || die "gen.py failed"; done
 gen_pids=()
 stored="$data/stored.npz" deflated="$data/deflated.npz" bigdefl="$data/bigdefl.npz" many="$data/many.npz"
+million="$data/million.npz"
 raw_off=$(layout stored raw_offset) raw_size=$(layout stored raw_size)
 npy_off=$(layout stored npy_offset) npy_size=$(layout stored npy_size)
 rec meta.stored "$(du -h --apparent-size "$stored" | cut -f1) np.savez, one float32 array x of $raw_size bytes"
@@ -240,6 +241,8 @@ EOF
 many_count=$(wc -l <"$work/many.names")
 many_bytes=$(cat "$work/many.bytes")
 rec meta.many "$(du -h --apparent-size "$many" | cut -f1) np.savez, $many_count float32 arrays of 4 elements"
+million_count=$(layout million members)
+rec meta.million "$(du -h --apparent-size "$million" | cut -f1) np.savez, $million_count float32 arrays of 4 elements"
 mnt="$work/mnt"
 mkdir -p "$mnt"
 list_in() { sed "s|^|$1/|" "$work/many.names" >"$work/many.list.$2"; }
@@ -603,6 +606,97 @@ else
   rec s5.npzall.skipped "est_secs=$est max_secs=$np_full_max"
 fi
 rec s5.expect "files=$many_count bytes=$many_bytes"
+
+# ------------------- 5b. many arrays beside a local folder of the same files
+
+say "5b. $many_count small arrays beside a local folder of the same files: ls -l, opening folders, np.load per file"
+# The same files in a local folder, in the page cache like the archive.
+rm -rf "$work/local-all"
+mkdir -p "$work/local-all"
+(cd "$work/local-all" && unzip -q "$many")
+ls -f "$work/local-all" >/dev/null
+# 2,000 keys drawn at random, seeded: the same ones everywhere.
+"$py" -c 'import random, sys
+names = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+random.seed(2222)
+print("\n".join(random.sample(names, min(2000, len(names)))))' "$work/many.names" >"$work/many.rand"
+sed "s|^|$mnt/|" "$work/many.rand" >"$work/many.rand.mnt"
+sed "s|^|$work/local-all/|" "$work/many.rand" >"$work/many.rand.local"
+first_key=$(head -n 1 "$work/many.names")
+opendirs() { # DIR N: open(O_DIRECTORY) and close DIR N times
+  "$py" -c 'import os, sys, time
+p, n = sys.argv[1], int(sys.argv[2])
+t = time.perf_counter()
+for _ in range(n):
+    os.close(os.open(p, os.O_RDONLY | os.O_DIRECTORY))
+print("secs=%.6f n=%d" % (time.perf_counter() - t, n))' "$1" "$2"
+}
+for r in $(seq "$rounds5"); do
+  # ls -l of the root, fresh mount, and of the local folder, side by side.
+  if start_fs npzfs "$many" "$mnt"; then
+    t0=$EPOCHREALTIME rc=0
+    n=$("${guard[@]}" ls -l "$mnt" | wc -l) || rc=$?
+    if [ $rc = 0 ]; then rec s5.lsl "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$((n - 1))"
+    else rec s5.lsl.err "ls -l failed (exit status $rc)"; fi
+    stop_fs "$mnt" many-ls
+  fi
+  t0=$EPOCHREALTIME
+  n=$(ls -l "$work/local-all" | wc -l)
+  rec s5.lsl.local "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$((n - 1))"
+  # Opening the root 200 times, and a folder of 2 entries (an array's
+  # views folder) as often, on a fresh mount.
+  if start_fs npzfs "$many" "$mnt"; then
+    out=$(opendirs "$mnt" 200) && rec s5.opendir.root "$out"
+    out=$(opendirs "$mnt/${first_key%.npy}" 200) && rec s5.opendir.small "$out"
+    stop_fs "$mnt"
+  fi
+  # np.load of the 2,000 random keys: fresh mount; fresh mount after a
+  # listing of the root; the local folder.
+  if start_fs npzfs "$many" "$mnt"; then
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirall "$work/many.rand.mnt" 2>"$work/err") && rec s5.nprand.fresh "$out" \
+      || rec s5.nprand.fresh.err "$(head -n 1 "$work/err")"
+    stop_fs "$mnt" many-read
+  fi
+  if start_fs npzfs "$many" "$mnt"; then
+    ls "$mnt" >/dev/null
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirall "$work/many.rand.mnt" 2>"$work/err") && rec s5.nprand.listed "$out" \
+      || rec s5.nprand.listed.err "$(head -n 1 "$work/err")"
+    stop_fs "$mnt" many-read
+  fi
+  out=$("$py" scripts/bench/npbench.py dirall "$work/many.rand.local" 2>"$work/err") && rec s5.nprand.local "$out" \
+    || rec s5.nprand.local.err "$(head -n 1 "$work/err")"
+done
+rm -rf "$work/local-all"
+
+# --------------------------------------- 5c. a million small arrays
+
+say "5c. $million_count small arrays: mount, ls -l, find"
+warm "$million"
+for r in $(seq "$rounds5"); do
+  t0=$EPOCHREALTIME
+  if "${guard[@]}" "$npzfs" mount "$million" "$mnt" >>"$work/npzfs.log" 2>&1; then
+    rec s5m.mount "secs=$(elapsed "$t0" "$EPOCHREALTIME")"
+    timeout 30 "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || unmount_any "$mnt"
+  else
+    rec s5m.mount.err "npzfs mount failed: $(tail -n 1 "$work/npzfs.log")"
+    unmount_any "$mnt"
+  fi
+done
+# Resident memory after ls -l of the root (every name's attributes,
+# every array's header read), then find over the whole tree, which also
+# lists every views folder. Bounded at 15 minutes each.
+if start_fs npzfs "$million" "$mnt"; then
+  t0=$EPOCHREALTIME rc=0
+  n=$(timeout 900 ls -l "$mnt" | wc -l) || rc=$?
+  rss=$(awk '/^VmRSS:/{print $2}' "/proc/$DPID/status" 2>/dev/null || echo 0)
+  if [ $rc = 0 ]; then rec s5m.lsl "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$((n - 1)) rss_kb=$rss"
+  else rec s5m.lsl.err "ls -l failed (exit status $rc)"; fi
+  t0=$EPOCHREALTIME rc=0
+  n=$(timeout 900 find "$mnt" -name '*.npy' | wc -l) || rc=$?
+  if [ $rc = 0 ]; then rec s5m.find "secs=$(elapsed "$t0" "$EPOCHREALTIME") found=$n expected=$million_count"
+  else rec s5m.find.err "find failed or timed out (exit status $rc)"; fi
+  stop_fs "$mnt" million
+fi
 
 # ------------------------------------------- 6. the other FUSE mounters
 

@@ -56,10 +56,11 @@ func (e *Entry) ImpossibleSize() string {
 	return ""
 }
 
-// dirChunk is how much of the central directory is read at once. A
-// directory's size is only a claim: it is read as its entries are, so one
-// that says it is 1 GiB but ends after a few entries costs a chunk.
-const dirChunk = 4 << 20
+// dirChunk is how much of the central directory is read at once, into
+// one buffer used again for every chunk. A directory's size is only a
+// claim: it is read as its entries are, so one that says it is 1 GiB but
+// ends after a few entries costs a chunk.
+const dirChunk = 1 << 20
 
 // Reader is an open zip archive: what its end records say, and a way to
 // read its central directory.
@@ -93,7 +94,8 @@ func (z *Reader) Declared() int {
 }
 
 // Entries reads the central directory, calling each with every entry in
-// order (the Entry is reused: copy what is kept). Entries are read while
+// order. The Entry and the bytes of its Name are reused for the next
+// entry: copy what is kept (strings.Clone for the name). Entries are read while
 // the signature matches and inside the directory's declared length, as
 // Python's zipfile reads them, whatever count the end record claims:
 // archives with more than 65,535 entries written without zip64 (whose
@@ -132,9 +134,9 @@ func (z *Reader) problemf(format string, args ...any) {
 }
 
 func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
-	// buf holds directory bytes [base, base+len(buf)). The names are
-	// substrings of all, a string over buf, which is never written again:
-	// this saves a copy per name.
+	// buf holds directory bytes [base, base+len(buf)), read again for
+	// every chunk. Names are strings over buf (no copy per name), valid
+	// until the next chunk is read: each entry is handed on before that.
 	var buf []byte
 	var all string
 	var base int64
@@ -143,7 +145,11 @@ func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
 		if pos >= base && pos+k <= base+int64(len(buf)) {
 			return nil
 		}
-		buf = make([]byte, min(max(k, dirChunk), d.size-pos))
+		n := min(max(k, dirChunk), d.size-pos)
+		if int64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
 		base = pos
 		if err := ReadAtFull(z.r, buf, d.offset+pos); err != nil {
 			return &FormatError{Offset: d.offset + pos, Msg: "cannot read the central directory", Err: err}
@@ -310,15 +316,31 @@ func (z *Reader) DataOffset(e *Entry) (int64, error) {
 func DataOffset(r io.ReaderAt, size int64, e *Entry) (int64, error) {
 	// The header and, in the same read, the name it should hold (a name
 	// decoded from CP437 is longer than its bytes, never shorter).
-	b := make([]byte, min(int64(localLen+len(e.Name)), max(size-e.HeaderOffset, localLen)))
+	b := make([]byte, LocalHeaderRead(size, e))
 	if err := ReadAtFull(r, b, e.HeaderOffset); err != nil {
 		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("cannot read the local header of %q", e.Name), Err: err}
+	}
+	return ParseLocalHeader(b, size, e)
+}
+
+// LocalHeaderRead is how many bytes from e's local header
+// ParseLocalHeader needs, in an archive of size bytes.
+func LocalHeaderRead(size int64, e *Entry) int64 {
+	return min(int64(localLen+len(e.Name)), max(size-e.HeaderOffset, localLen))
+}
+
+// ParseLocalHeader is DataOffset for the bytes b of the archive (of size
+// bytes) from e's local header on, of which it needs LocalHeaderRead (a
+// caller may read more at once, as what follows the header).
+func ParseLocalHeader(b []byte, size int64, e *Entry) (int64, error) {
+	if int64(len(b)) < LocalHeaderRead(size, e) {
+		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("cannot read the local header of %q", e.Name), Err: io.ErrUnexpectedEOF}
 	}
 	if le.Uint32(b) != sigLocal {
 		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("bad local header signature for %q", e.Name)}
 	}
 	nameLen := int(le.Uint16(b[26:]))
-	if localLen+nameLen > len(b) {
+	if localLen+nameLen > len(b) || int64(localLen+nameLen) > LocalHeaderRead(size, e) {
 		return 0, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("local header of %q has a name of %d bytes, not the central directory's", e.Name, nameLen)}
 	}
 	if name, _ := DecodeName(string(b[localLen:localLen+nameLen]), e.Flags); name != e.Name {

@@ -36,6 +36,10 @@ const (
 
 )
 
+// FlagUTF8 is the general-purpose flag bit saying an entry's name is
+// UTF-8 (see DecodeName).
+const FlagUTF8 = flagUTF8
+
 // Compression methods npzfs reads.
 const (
 	Stored   = 0

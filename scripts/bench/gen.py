@@ -9,6 +9,7 @@ NAME is one of:
   bigdefl    np.savez_compressed(z=float32[n])      quantised to 1/16: deflates
                                                     to about a quarter, slowly
   many       np.savez(a000000=float32[4], ...)      100,000 small arrays
+  million    np.savez(a0000000=float32[4], ...)     1,000,000 small arrays
 
 PARAMS_JSON holds the sizes ({"stored_bytes": ..., ...}). Each archive gets a
 sidecar OUTDIR/NAME.json recording the parameters it was written with, its
@@ -58,6 +59,11 @@ def write(outdir, name, p):
         k = p["many_count"]
         vals = rng.standard_normal((k, 4), dtype=np.float32)
         np.savez(tmp, **{"a%06d" % i: vals[i] for i in range(k)})
+    elif name == "million":
+        rng = np.random.default_rng(5)
+        k = p["million_count"]
+        vals = rng.standard_normal((k, 4), dtype=np.float32)
+        np.savez(tmp, **{"a%07d" % i: vals[i] for i in range(k)})
     else:
         raise SystemExit("gen.py: unknown archive " + name)
     os.replace(tmp, path)
@@ -110,7 +116,7 @@ def main(argv):
     outdir, name, params = argv[0], argv[1], json.loads(argv[2])
     # Only the parameters this archive depends on decide whether it is reused.
     keys = {"stored": ["stored_bytes"], "deflated": ["deflated_bytes"],
-            "bigdefl": ["bigdefl_bytes"], "many": ["many_count"]}[name]
+            "bigdefl": ["bigdefl_bytes"], "many": ["many_count"], "million": ["million_count"]}[name]
     params = {k: params[k] for k in keys}
     if check:
         return 0 if sidecar_ok(outdir, name, params) else 1

@@ -338,6 +338,53 @@ def build(r, gobench):
     rss = max(rss_many) / 1024 if rss_many else None
     row("5", "  daemon peak RSS (ls, read every member)", rss, "s5.readall", "MiB", None, None, None, None, None,
         "<= 100 MiB", None if rss is None else rss <= 100)
+    # 5b. beside fuse-zip and a local folder of the same files (issue 22)
+    n, ne = r.med("s5.ls-f", "secs"), r.med("s5.ls-f", "entries")
+    f, fe = r.med("o.fuse-zip.ls-f", "secs"), r.med("o.fuse-zip.ls-f", "entries")
+    a, b = div(n, ne), div(f, fe)
+    q = div(b, a)
+    row("5b", "  `ls -f` of the root, per entry listed", None if a is None else a * 1e6, "s5.ls-f", "µs",
+        None if b is None else b * 1e6, "o.fuse-zip.ls-f", "µs", "fuse-zip, same archive", q,
+        "<= 1.5x fuse-zip's", None if a is None or b is None else a <= 1.5 * b, digits=2)
+    n, d = r.med("s5.lsl", "secs"), r.med("s5.lsl.local", "secs")
+    q = div(d, n)
+    row("5b", "  `ls -l` of the root, fresh mount", n, "s5.lsl", "s", d, "s5.lsl.local", "s",
+        "ls -l of a local folder of the same files", q, "<= 2x as long", None if q is None else q >= 0.5)
+    ne, de = r.med("s5.lsl", "entries"), r.med("s5.lsl.local", "entries")
+    a, b = div(n, ne), div(d, de)
+    row("5b", "  `ls -l` of the root, per entry (%s entries; the local folder %s)" % (
+        "?" if ne is None else "%d" % ne, "?" if de is None else "%d" % de),
+        None if a is None else a * 1e6, "s5.lsl", "µs", None if b is None else b * 1e6, "s5.lsl.local", "µs",
+        "local folder", div(b, a), "—", None, digits=2)
+    n, d = r.med("s5.opendir.root", "secs"), r.med("s5.opendir.small", "secs")
+    q = div(d, n)
+    row("5b", "  opening the root 200 times, fresh mount", None if n is None else n * 1e3, "s5.opendir.root", "ms",
+        None if d is None else d * 1e3, "s5.opendir.small", "ms", "a folder of 2 entries, as often", q,
+        "<= 3x as long", None if q is None else q >= 1 / 3)
+    loc = r.med("s5.nprand.local", "secs")
+    for key, name, tgt, t in (("s5.nprand.listed", "after a listing of the root", "<= 1.3x as long", 1.3),
+                              ("s5.nprand.fresh", "fresh mount, no listing", "<= 1.5x as long", 1.5)):
+        n, k = r.med(key, "secs"), r.med(key, "arrays")
+        kl = r.med("s5.nprand.local", "arrays")
+        a, b = div(n, k), div(loc, kl)
+        q = div(b, a)
+        row("5b", "  np.load of 2,000 random KEY.npy, per file, %s" % name, None if a is None else a * 1e6, key, "µs",
+            None if b is None else b * 1e6, "s5.nprand.local", "µs", "the same files in a local folder", q,
+            tgt, None if q is None else q >= 1 / t)
+    # 5c. a million arrays
+    n = r.med("s5m.mount", "secs")
+    row("5c", "1,000,000 arrays: `npzfs mount` (background) returns", n, "s5m.mount", "s", None, None, None, None,
+        None, "<= 1 s", None if n is None else n <= 1)
+    rss = r.med("s5m.lsl", "rss_kb")
+    n = r.med("s5m.lsl", "secs")
+    row("5c", "  daemon resident memory after `ls -l` of the root (%s s)" % ("?" if n is None else "%.0f" % n),
+        None if rss is None else rss * 1024 / 1e6, "s5m.lsl", "MB", None, None, None, None, None, "<= 200 MB",
+        None if rss is None else rss * 1024 <= 200e6)
+    fnd = parse_kv(r.one("s5m.find"))
+    n = r.med("s5m.find", "secs")
+    ok = None if not fnd else fnd.get("found") == fnd.get("expected")
+    row("5c", "  `find MNT -name '*.npy' | wc -l` (found %s of %s)" % (fnd.get("found", "?"), fnd.get("expected", "?")),
+        n, "s5m.find", "s", None, None, None, None, None, "finishes, right", ok)
     return rows
 
 
@@ -367,7 +414,7 @@ def ceiling(r):
 
 
 def rss_table(r):
-    labels = ["stored-seq", "mmap", "deflated-seq", "deflated-indexed", "deflated-rand", "bigdefl", "many-ls", "many-read"]
+    labels = ["stored-seq", "mmap", "deflated-seq", "deflated-indexed", "deflated-rand", "bigdefl", "many-ls", "many-read", "million"]
     out = []
     for lab in labels:
         cells = []
@@ -531,7 +578,7 @@ def main(argv):
     run = "%s, commit %s, size %s, %s, medians; whole run %.0f s; %s, numpy %s, fuse-zip %s, archivemount %s" % (
         one("meta.date"), one("meta.commit"), one("meta.size"), one("meta.rounds", "?"),
         float(one("meta.wall", "0") or 0), one("meta.go"), one("meta.numpy"), one("meta.fusezip"), one("meta.archivemount"))
-    data = [one("meta.stored"), one("meta.deflated"), one("meta.bigdefl"), one("meta.many")]
+    data = [one("meta.stored"), one("meta.deflated"), one("meta.bigdefl"), one("meta.many"), one("meta.million")]
     probes = []
     probes.append("fuse bdi %s as npzfs mounts it: read_ahead_kb %s, max_read %s" % (
         one("s1.bdi", "?"), one("s1.read_ahead_kb", "?"), one("s1.max_read", "?")))

@@ -1,0 +1,295 @@
+package fs
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// finderRoot serves a memEntry tree as one that never changes: it finds
+// entries by inode number (Finder).
+type finderRoot struct {
+	*memEntry
+	byIno map[uint64][2]any // entry, parent inode number
+}
+
+func newFinderRoot(root *memEntry) *finderRoot {
+	r := &finderRoot{memEntry: root, byIno: map[uint64][2]any{}}
+	var walk func(e *memEntry)
+	walk = func(e *memEntry) {
+		for _, k := range e.kids {
+			r.byIno[k.ino] = [2]any{k, e.ino}
+			walk(k)
+		}
+	}
+	walk(root)
+	return r
+}
+
+func (r *finderRoot) Find(ino uint64) (Entry, uint64) {
+	if v, ok := r.byIno[ino]; ok {
+		return v[0].(*memEntry), v[1].(uint64)
+	}
+	return nil, 0
+}
+
+func newFinderServer(t *testing.T) (*server, *finderRoot) {
+	t.Helper()
+	root, err := fakeTree(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newFinderRoot(root)
+	return newServer(&mountState{root: r, timeout: time.Hour}), r
+}
+
+// TestFinderTreeKeepsNoNodes: a tree that finds its own entries by inode
+// number is served with no table of the nodes the kernel holds, folders
+// open without a request (OPENDIR answers ENOSYS: the kernel's no-opendir
+// mode) and are listed by node, and so do files (OPEN answers ENOSYS:
+// no-open), whose reads name the node and fail when the file is bad.
+func TestFinderTreeKeepsNoNodes(t *testing.T) {
+	s, _ := newFinderServer(t)
+	sub := lookup(t, s, rootID, "sub")
+	deep := lookup(t, s, sub.NodeId, "deep.bin")
+	many := lookup(t, s, rootID, "many")
+	if n := s.nodes.len(); n != 0 {
+		t.Errorf("%d nodes in the table", n)
+	}
+	s.Forget(deep.NodeId, 5)
+	var a fuse.AttrOut
+	if st := s.GetAttr(nil, &fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}}, &a); !st.Ok() || a.Size != 70000 {
+		t.Errorf("getattr deep.bin after a forget: %v size %d", st, a.Size)
+	}
+	if up := lookup(t, s, sub.NodeId, ".."); up.NodeId != rootID {
+		t.Errorf(`lookup ".." in sub: node %d`, up.NodeId)
+	}
+	if st := s.GetAttr(nil, &fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: 999999}}, &a); st != fuse.Status(syscall.ESTALE) {
+		t.Errorf("getattr of an unknown node: %v, want ESTALE", st)
+	}
+	var o fuse.OpenOut
+	if st := s.OpenDir(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: many.NodeId}}, &o); st != fuse.ENOSYS {
+		t.Errorf("opendir: %v, want ENOSYS", st)
+	}
+	for _, plus := range []bool{false, true} {
+		ents := readdirNode(t, s, many.NodeId, 0, 4096, plus)
+		if len(ents) != 1002 || ents[0].Name != "." || ents[1].Ino != rootID || ents[2].Name != "f0000" || ents[1001].Name != "f0999" {
+			t.Fatalf("plus=%v: %d entries", plus, len(ents))
+		}
+		for i, e := range ents {
+			if e.Off != uint64(i+1) {
+				t.Fatalf("plus=%v: entry %d has offset %d", plus, i, e.Off)
+			}
+		}
+		if rest := readdirNode(t, s, many.NodeId, ents[500].Off, 4096, plus); len(rest) != 501 || rest[0].Name != ents[501].Name {
+			t.Errorf("plus=%v: from offset %d: %d entries", plus, ents[500].Off, len(rest))
+		}
+	}
+	if n := s.nodes.len(); n != 0 {
+		t.Errorf("%d nodes in the table after readdirplus", n)
+	}
+	if st := s.Open(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}}, &o); st != fuse.ENOSYS {
+		t.Errorf("open: %v, want ENOSYS", st)
+	}
+	if r, st := s.Read(nil, &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: deep.NodeId}, Size: 10}, make([]byte, 10)); !st.Ok() || r.Size() != 10 {
+		t.Errorf("read without an open: %v", st)
+	}
+	bad := lookup(t, s, rootID, "bad.bin")
+	if _, st := s.Read(nil, &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: bad.NodeId}, Size: 10}, make([]byte, 10)); st != fuse.Status(syscall.EIO) {
+		t.Errorf("read of a bad file: %v, want EIO", st)
+	}
+}
+
+// readdirNode lists a folder by node, with no handle (no-opendir).
+func readdirNode(t *testing.T, s *server, node, off uint64, size int, plus bool) []fuse.DirEntry {
+	t.Helper()
+	var out []fuse.DirEntry
+	for {
+		l := fuse.NewDirEntryList(make([]byte, size), off)
+		in := &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: node}, Offset: off, Size: uint32(size)}
+		var st fuse.Status
+		if plus {
+			st = s.ReadDirPlus(nil, in, l)
+		} else {
+			st = s.ReadDir(nil, in, l)
+		}
+		if !st.Ok() {
+			t.Fatalf("readdir at %d: %v", off, st)
+		}
+		ents := parseDirents(t, l.Bytes(), plus)
+		if len(ents) == 0 {
+			return out
+		}
+		out = append(out, ents...)
+		off = ents[len(ents)-1].Off
+	}
+}
+
+// changing is a folder of a tree that changes (Cacher).
+type changing struct{ *memEntry }
+
+func (changing) CacheTime() time.Duration { return time.Second }
+
+// TestChangingFoldersAreNotCached: a folder of a tree that changes is
+// listed at each open, and the kernel is not asked to keep its listing
+// (FOPEN_CACHE_DIR) as it is for the folders of a tree that does not.
+func TestChangingFoldersAreNotCached(t *testing.T) {
+	root, err := fakeTree(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		root  Entry
+		flags uint32
+	}{{root, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_CACHE_DIR}, {changing{root}, 0}} {
+		s := newServer(&mountState{root: tc.root, timeout: time.Hour})
+		var o fuse.OpenOut
+		if st := s.OpenDir(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: rootID}}, &o); !st.Ok() || o.OpenFlags != tc.flags {
+			t.Errorf("%T: opendir %v flags %#x, want %#x", tc.root, st, o.OpenFlags, tc.flags)
+		}
+		s.ReleaseDir(&fuse.ReleaseIn{Fh: o.Fh})
+	}
+}
+
+// preparing is a listing of n generated files that records what was
+// prepared before each entry's attributes were asked for.
+type preparing struct {
+	n        int
+	prepared []bool
+	asked    int // entries whose attributes were asked before being prepared
+}
+
+func (l *preparing) Len() int { return l.n }
+func (l *preparing) At(i int) Entry {
+	if i%3 == 2 {
+		return nil // a position with no entry
+	}
+	return &preparedEntry{memEntry{name: fmt.Sprintf("e%06d", i), ino: uint64(100 + i), c: &memContent{}}, l, i}
+}
+func (l *preparing) Prepare(from, to int) {
+	for i := from; i < min(to, l.n); i++ {
+		l.prepared[i] = true
+	}
+}
+
+type preparedEntry struct {
+	memEntry
+	l *preparing
+	i int
+}
+
+func (e *preparedEntry) File() Content {
+	if !e.l.prepared[e.i] {
+		e.l.asked++
+	}
+	return e.memEntry.File()
+}
+
+type listedRoot struct {
+	memEntry
+	l *preparing
+}
+
+func (r *listedRoot) List() Listing               { return r.l }
+func (r *listedRoot) Find(uint64) (Entry, uint64) { return nil, 0 }
+
+// TestReadDirPlusPreparesItsEntries: a listing with attributes prepares
+// the entries a reply will hold before it asks for their attributes, and
+// positions without an entry are skipped.
+func TestReadDirPlusPreparesItsEntries(t *testing.T) {
+	l := &preparing{n: 3000, prepared: make([]bool, 3000)}
+	root := &listedRoot{memEntry{ino: 1, dir: true}, l}
+	s := newServer(&mountState{root: root, timeout: time.Hour})
+	ents := readdirNode(t, s, rootID, 0, 4096, true)
+	if len(ents) != 2+2000 {
+		t.Fatalf("%d entries", len(ents))
+	}
+	if l.asked != 0 {
+		t.Errorf("%d entries' attributes asked for before they were prepared", l.asked)
+	}
+	if plain := readdirNode(t, s, rootID, 0, 4096, false); len(plain) != len(ents) || plain[len(plain)-1].Name != ents[len(ents)-1].Name {
+		t.Errorf("readdir: %d entries, readdirplus %d", len(plain), len(ents))
+	}
+}
+
+// BenchmarkFolder200k opens a folder of 200,000 entries of a tree that
+// never changes and lists it, plainly and with attributes, in the
+// replies of 128 KiB a kernel asks for.
+func BenchmarkFolder200k(b *testing.B) {
+	const n = 200_000
+	l := &preparing{n: n * 3 / 2, prepared: make([]bool, n*3/2)}
+	root := &listedRoot{memEntry{ino: 1, dir: true}, l}
+	s := newServer(&mountState{root: root, timeout: time.Hour})
+	b.Run("opendir", func(b *testing.B) {
+		for b.Loop() {
+			var o fuse.OpenOut
+			if st := s.OpenDir(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: rootID}}, &o); st != fuse.ENOSYS {
+				b.Fatal(st)
+			}
+		}
+	})
+	buf := make([]byte, 128<<10)
+	for _, plus := range []bool{false, true} {
+		b.Run(fmt.Sprintf("list/plus=%v", plus), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				got := 0
+				for off := uint64(0); ; {
+					out := fuse.NewDirEntryList(buf, off)
+					in := &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: rootID}, Offset: off, Size: uint32(len(buf))}
+					if plus {
+						s.ReadDirPlus(nil, in, out)
+					} else {
+						s.ReadDir(nil, in, out)
+					}
+					if len(out.Bytes()) == 0 {
+						break
+					}
+					ents, _, err := dirents(out.Bytes(), plus)
+					if err != nil {
+						b.Fatal(err)
+					}
+					off = ents[len(ents)-1].Off
+					got += len(ents)
+				}
+				if got != 2+n {
+					b.Fatalf("%d entries", got)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/entry")
+		})
+	}
+}
+
+// unsettledDir is a folder whose contents may still change.
+type unsettledDir struct{ *memEntry }
+
+func (unsettledDir) Unsettled() bool { return true }
+
+// TestUnsettledFolderShowsItChanged: the kernel keeps a folder's listing
+// while its modification time stays; a folder whose contents may still
+// change is cached for no time and says it changed at each answer, so it
+// is listed again.
+func TestUnsettledFolderShowsItChanged(t *testing.T) {
+	root, err := fakeTree(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &mountState{timeout: time.Hour}
+	var a fuse.Attr
+	before := time.Now()
+	st.fillAttr(unsettledDir{root}, &a)
+	if got := time.Unix(int64(a.Mtime), int64(a.Mtimensec)); got.Before(before) {
+		t.Errorf("unsettled folder's mtime %v, want now (after %v)", got, before)
+	}
+	if d := st.cacheTime(unsettledDir{root}); d != 0 {
+		t.Errorf("unsettled folder cached for %v", d)
+	}
+	st.fillAttr(root, &a)
+	if got := time.Unix(int64(a.Mtime), int64(a.Mtimensec)); !got.Equal(root.mt) {
+		t.Errorf("settled folder's mtime %v, want its own %v", got, root.mt)
+	}
+}
