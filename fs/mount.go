@@ -80,6 +80,7 @@ type Config struct {
 // Server is a live mount.
 type Server struct {
 	srv *fuse.Server
+	st  *mountState
 	dir string
 	// For a handed FUSE device (FDMountpoint), which npzfs cannot
 	// unmount: closed by Unmount, to stop serving.
@@ -162,11 +163,22 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if err := srv.WaitMount(); err != nil {
 		return nil, err
 	}
-	s := &Server{srv: srv, dir: dir}
+	s := &Server{srv: srv, st: st, dir: dir}
 	if _, ok := FDMountpoint(dir); ok {
 		s.stopped = make(chan struct{})
 	}
 	return s, nil
+}
+
+// Stats are what a Server has answered since it was mounted.
+type Stats struct {
+	Reads int64 // reads answered with data
+	Bytes int64 // their bytes
+}
+
+// Stats reports what the server has answered so far.
+func (s *Server) Stats() Stats {
+	return Stats{Reads: s.st.reads.Load(), Bytes: s.st.bytes.Load()}
 }
 
 // Wait returns when the file system is unmounted, or for a handed FUSE

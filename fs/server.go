@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,9 @@ type mountState struct {
 	// finder is the root's, when the tree never changes (see Finder):
 	// then nodes are found in the tree, not in a table of known ones.
 	finder Finder
+
+	// Reads answered, and their bytes (Server.Stats).
+	reads, bytes atomic.Int64
 }
 
 // server answers the kernel's requests with go-fuse's raw protocol API.
@@ -364,6 +368,10 @@ func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 		buf = buf[:in.Size]
 	}
 	r, errno := readContent(request(cancel, &in.InHeader), f, buf, int64(in.Offset))
+	if errno == 0 {
+		s.st.reads.Add(1)
+		s.st.bytes.Add(int64(r.Size()))
+	}
 	return r, fuse.Status(errno)
 }
 
