@@ -107,9 +107,8 @@ func (ix *indexing) stats() *IndexingStats {
 func (d *Dataset) Stats() Stats {
 	st := Stats{Source: d.name, Kind: [...]string{Archive: "archive", NPY: "npy", Folder: "folder"}[d.kind]}
 	if a := d.archive; a != nil {
-		ms := a.Members()
-		st.Members = len(ms)
-		for _, m := range ms {
+		st.Members = a.Len()
+		for m := range a.All() {
 			if !m.Served() || m.ReadError() != nil {
 				st.Failing++
 			}

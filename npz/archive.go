@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"os"
 	"path"
@@ -588,6 +589,22 @@ func (a *Archive) Members() []*Member {
 	}
 	return out
 }
+
+// All yields every central directory entry in order, as Members lists
+// them, without making a slice of a million pointers for an archive of a
+// million members.
+func (a *Archive) All() iter.Seq[*Member] {
+	return func(yield func(*Member) bool) {
+		for i := range a.n {
+			if !yield(a.member(i)) {
+				return
+			}
+		}
+	}
+}
+
+// Len is how many central directory entries the archive has.
+func (a *Archive) Len() int { return a.n }
 
 // Member finds a member by its name in the archive or its served path:
 // the one served, else the last of that name; nil if there is none.

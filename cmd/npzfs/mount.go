@@ -388,11 +388,14 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	go unmountOnSignal(sig, srv, mnt, self, stop, logger)
 	started := time.Now()
 	stopStatus, err := serveStatus(func() mountStats {
-		return mountStats{
+		st := mountStats{
 			Mountpoint: mnt, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
 			Uptime: time.Since(started).Seconds(), Options: ma.shownOptions(), Log: ma.logTarget,
 			Stats: d.Stats(), Answering: true,
 		}
+		served := srv.Stats()
+		st.Served.Reads, st.Served.Bytes = served.Reads, served.Bytes
+		return st
 	})
 	if err != nil {
 		logger.Printf("npzfs status will not see this mount: %v", err)
@@ -402,10 +405,9 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	unlock()
 	st := mountStatus{archive: d.Name(), mountpoint: mnt, hidden: hidden}
 	if a := d.Archive(); a != nil {
-		ms := a.Members()
-		st.members, st.unreadable = len(ms), unreadableMembers(ms)
+		st.members, st.unreadable = a.Len(), unreadableMembers(a.All())
 		if !ma.buildIndex {
-			st.unindexed, st.unindexedBytes = unindexedMembers(ms)
+			st.unindexed, st.unindexedBytes = unindexedMembers(a.All())
 		}
 	}
 	ready(st)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,8 +33,8 @@ const bigMember = 256 << 20
 
 // unindexedMembers counts the deflated members over bigMember bytes that
 // have no saved index (npz.Member.HasSavedIndex), and their bytes.
-func unindexedMembers(members []*npz.Member) (n int, bytes int64) {
-	for _, m := range members {
+func unindexedMembers(members iter.Seq[*npz.Member]) (n int, bytes int64) {
+	for m := range members {
 		if m.Method() == zip.Deflated && m.Served() && m.Size() > bigMember && !m.HasSavedIndex() {
 			n++
 			bytes += m.Size()
@@ -97,9 +98,9 @@ func parseReady(line string) (st mountStatus, ok bool) {
 
 // unreadableMembers counts the members a mount does not serve or
 // cannot read a byte of (folders aside).
-func unreadableMembers(members []*npz.Member) int {
+func unreadableMembers(members iter.Seq[*npz.Member]) int {
 	n := 0
-	for _, m := range members {
+	for m := range members {
 		if !m.Served() || m.ReadError() != nil {
 			n++
 		}
