@@ -121,9 +121,9 @@ type memberIndex struct {
 	noteMu        sync.Mutex // one note acts at a time
 
 	mu          sync.Mutex
-	file        *os.File // the saved index loaded, read for its windows
-	fromSidecar bool     // the index loaded came from the sidecar
-	fromStore   bool     // an index was loaded from the store, or saved to it
+	file        *os.File       // the saved index loaded, read for its windows
+	fromSidecar bool           // the index loaded came from the sidecar
+	fromStore   bool           // an index was loaded from the store, or saved to it
 	saved       bool           // the complete index was written to the store
 	saveErr     error          // why the last save failed
 	saveWG      sync.WaitGroup // saves under way, for BuildIndex to wait for

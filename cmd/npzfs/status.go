@@ -38,6 +38,11 @@ type mountStats struct {
 	Uptime     float64   `json:"uptime_seconds"`
 	Options    []string  `json:"options"`
 	Log        string    `json:"log"`
+	// Served counts the reads answered with data, and their bytes.
+	Served struct {
+		Reads int64 `json:"reads"`
+		Bytes int64 `json:"bytes"`
+	} `json:"served"`
 	dataset.Stats
 	// Answering is false for a mount of this user's whose daemon did not
 	// answer (only its mount point and source are known).
@@ -229,6 +234,7 @@ func writeStatus(w io.Writer, st *mountStats) {
 	line := func(what, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
 	}
+	line("served", "%s in %d reads", humanSize(st.Served.Bytes), st.Served.Reads)
 	switch st.Kind {
 	case "folder":
 		line("archives", "%d open", st.ArchivesOpen)

@@ -30,6 +30,7 @@ func TestStatusJSONGolden(t *testing.T) {
 		},
 		Answering: true,
 	}
+	st.Served.Reads, st.Served.Bytes = 3456, 1<<30
 	var out bytes.Buffer
 	if err := writeJSON(&out, struct {
 		Mounts []mountStats `json:"mounts"`
