@@ -23,11 +23,11 @@ type sparseEncoder struct {
 // deflate deflates the window w into one dynamic Huffman block, appended
 // to dst. Its matches are runs of zeros only, each a literal zero then
 // copies from 1 back, found eight bytes at a time; every other byte is a
-// literal. Where compress/flate (BestSpeed, which packed windows before)
-// hashes every position, this costs a scan and a Huffman code of at most
-// 286 symbols: about 40% of the time (BenchmarkPackWindow). Its output is larger when the bytes
-// read repeat among themselves (a random walk's windows: 13%), smaller
-// when they do not (the bench's 1 GiB member: 2%).
+// literal. Where compress/flate hashes every position, this costs a scan
+// and a Huffman code of at most 286 symbols (BenchmarkPackWindow compares
+// the two). Its output is larger than compress/flate's when the bytes
+// read repeat among themselves (a random walk's windows), smaller when
+// they do not.
 func (s *sparseEncoder) deflate(dst, w []byte) []byte {
 	s.tokens = s.tokens[:0]
 	s.litFreq = [maxLit]uint32{}

@@ -24,11 +24,11 @@ import (
 )
 
 // DefaultSpanSize is the default distance between checkpoints in deflated
-// members. A random read inflates half a span on average; with the sparse
-// windows the index keeps, halving the span from 1 MiB cost no sequential
-// throughput and about 30 KB of index per GiB, and made random 4 KiB reads
-// of a 256 MiB member about a quarter faster (inflate's
-// BenchmarkReadAtRandom4K and BenchmarkReadAtSequential128K compare spans).
+// members. A random read inflates half a span on average, and each
+// checkpoint keeps the window bytes its span reads: shorter spans make
+// random reads cheaper for a larger index (inflate's
+// BenchmarkReadAtRandom4K and BenchmarkReadAtSequential128K compare
+// spans; BENCHMARKS.md has the figures behind this one).
 const DefaultSpanSize = 512 << 10
 
 // DefaultCacheBytes is the default budget of inflated spans shared by the
