@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/npzfs/npzfs/dataset"
 	"io"
 	"log"
 	"log/syslog"
@@ -21,6 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/npzfs/npzfs/dataset"
 	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
@@ -67,9 +69,34 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("mount", stdout, stderr)
 	var ma mountArgs
 	var opts []string
+	ma.addFlags(fl, &opts)
+	if code, done := parseFlags(fl, args); done {
+		return code
+	}
+	if fl.NArg() != 2 {
+		return argsError(stderr, "mount", fl.Args(), 2, "ARCHIVE and MOUNTPOINT")
+	}
+	ma.archive, ma.mountpoint = fl.Arg(0), fl.Arg(1)
+	if err := ma.takeOptions(fl, opts); err != nil {
+		return usageError(stderr, "mount", err.Error())
+	}
+	if err := ma.check(fl); err != nil {
+		return usageError(stderr, "mount", err.Error())
+	}
+	switch {
+	case ma.readyFD > 0:
+		return runDaemon(&ma)
+	case ma.foreground:
+		return runForeground(&ma, stderr)
+	}
+	return startDaemon(&ma, args, stderr)
+}
+
+// addFlags defines mount's flags on fl; -o's values go to opts.
+func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	fl.BoolVarP(&ma.foreground, "foreground", "f", false, "stay attached: serve until SIGINT/SIGTERM or unmount, log to stderr")
 	fl.BoolVar(&ma.debug, "debug", false, "log every FUSE request and reply")
-	fl.StringArrayVarP(&opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
+	fl.StringArrayVarP(opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
 	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
 	fl.IntVar(&ma.memoryMB, "memory-mb", 0, "the daemon's memory target, in `MiB`: the caches below not given are shares of it, and it is Go's soft memory limit (default 512, or 7/8 of the cgroup's memory limit where that is less)")
 	fl.IntVar(&ma.cacheMB, "cache-mb", 0, "memory for inflated spans of deflated members, in `MiB` (default 1/32 of --memory-mb)")
@@ -83,13 +110,12 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
-	if code, done := parseFlags(fl, args); done {
-		return code
-	}
-	if fl.NArg() != 2 {
-		return argsError(stderr, "mount", fl.Args(), 2, "ARCHIVE and MOUNTPOINT")
-	}
-	ma.archive, ma.mountpoint = fl.Arg(0), fl.Arg(1)
+}
+
+// takeOptions takes -o's values: mount options passed through, or flags
+// given as options (-o cache_mb=256, as fstab lines give them), which a
+// flag given as a flag overrides.
+func (ma *mountArgs) takeOptions(fl *pflag.FlagSet, opts []string) error {
 	var flagOpts [][2]string
 	for _, o := range opts {
 		for _, opt := range strings.Split(o, ",") {
@@ -97,88 +123,85 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			switch {
 			case opt == "":
 			case opt == "rw":
-				return usageError(stderr, "mount", `mount option "rw" is refused: npzfs is read-only`)
+				return errors.New(`mount option "rw" is refused: npzfs is read-only`)
 			case allowedOptions[opt]:
 				ma.options = append(ma.options, opt)
 			default:
 				name, value, ok, err := flagOption(fl, opt)
 				if err != nil {
-					return usageError(stderr, "mount", err.Error())
+					return err
 				}
 				if !ok {
-					return usageError(stderr, "mount", fmt.Sprintf("unsupported mount option %q", opt))
+					return fmt.Errorf("unsupported mount option %q", opt)
 				}
 				flagOpts = append(flagOpts, [2]string{name, value})
 			}
 		}
 	}
-	// Flags given as options (-o cache_mb=256, as fstab lines give them);
-	// a flag given as a flag wins.
 	for _, nv := range flagOpts {
 		if fl.Changed(nv[0]) {
 			continue
 		}
 		if err := fl.Set(nv[0], nv[1]); err != nil {
-			return usageError(stderr, "mount", fmt.Sprintf("mount option %s=%s: %v", strings.ReplaceAll(nv[0], "-", "_"), nv[1], err))
+			return fmt.Errorf("mount option %s=%s: %v", strings.ReplaceAll(nv[0], "-", "_"), nv[1], err)
 		}
 	}
-	if ma.readAheadKB < 0 {
-		return usageError(stderr, "mount", "--readahead-kb must not be negative")
-	}
-	if ma.maxHeaderKB < 1 {
-		return usageError(stderr, "mount", "--max-header-kb must be at least 1")
+	return nil
+}
+
+// check refuses flag values that cannot work, in one line.
+func (ma *mountArgs) check(fl *pflag.FlagSet) error {
+	switch {
+	case ma.readAheadKB < 0:
+		return errors.New("--readahead-kb must not be negative")
+	case ma.maxHeaderKB < 1:
+		return errors.New("--max-header-kb must be at least 1")
+	case ma.maxOpen < 1:
+		return errors.New("--max-open must be at least 1")
 	}
 	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
 		if v, _ := fl.GetInt(f); fl.Changed(f) && v < 1 {
-			return usageError(stderr, "mount", "--"+f+" must be at least 1")
+			return errors.New("--" + f + " must be at least 1")
 		}
-	}
-	if ma.maxOpen < 1 {
-		return usageError(stderr, "mount", "--max-open must be at least 1")
 	}
 	if _, err := ma.memory(); err != nil {
-		return usageError(stderr, "mount", err.Error())
+		return err
 	}
 	if err := ma.remote.check(); err != nil {
-		return usageError(stderr, "mount", err.Error())
+		return err
 	}
-	if err := ma.index.check(); err != nil {
-		return usageError(stderr, "mount", err.Error())
-	}
+	return ma.index.check()
+}
 
-	if ma.readyFD > 0 {
-		return runDaemon(&ma)
-	}
-	if ma.foreground {
-		var logw io.Writer = stderr
-		if ma.logFile != "" {
-			f, err := os.OpenFile(ma.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-			if err != nil {
-				return fail(stderr, "mount", fmt.Errorf("cannot open the log file: %v", err))
-			}
-			defer f.Close()
-			logw = f
-		}
-		logger := log.New(logw, "npzfs: ", log.LstdFlags)
-		ma.logTarget = cmp.Or(ma.logFile, "stderr")
-		err := serve(&ma, logger, func(st mountStatus) {
-			logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.archive, st.mountpoint)
-			for _, w := range st.warnings() {
-				fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
-			}
-			if ma.logFile != "" {
-				// From now on the Go runtime's own output (a panic, the
-				// goroutine dump of SIGQUIT) goes to the log too, not
-				// to the terminal.
-				redirectStderr(logw.(*os.File))
-			}
-		})
+// runForeground serves in this process (-f), logging to stderr or --log.
+func runForeground(ma *mountArgs, stderr io.Writer) int {
+	var logw io.Writer = stderr
+	if ma.logFile != "" {
+		f, err := os.OpenFile(ma.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
-			return fail(stderr, "mount", err)
+			return fail(stderr, "mount", fmt.Errorf("cannot open the log file: %v", err))
 		}
-		return exitOK
+		defer f.Close()
+		logw = f
 	}
-	return startDaemon(&ma, args, stderr)
+	logger := log.New(logw, "npzfs: ", log.LstdFlags)
+	ma.logTarget = cmp.Or(ma.logFile, "stderr")
+	err := serve(ma, logger, func(st mountStatus) {
+		logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.archive, st.mountpoint)
+		for _, w := range st.warnings() {
+			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
+		}
+		if ma.logFile != "" {
+			// From now on the Go runtime's own output (a panic, the
+			// goroutine dump of SIGQUIT) goes to the log too, not to
+			// the terminal.
+			redirectStderr(logw.(*os.File))
+		}
+	})
+	if err != nil {
+		return fail(stderr, "mount", err)
+	}
+	return exitOK
 }
 
 // memory is the daemon's memory target and budgets, from the flags.
@@ -318,24 +341,10 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	// Two mounts started together on one mount point must not both pass
-	// the check below and stack: hold a lock on the mount point's folder
-	// from the check until this mount is live (or has failed).
-	fd, handed := npzfs.FDMountpoint(ma.mountpoint) // see fs/fdmount.go
-	unlock, mnt, hidden := func() {}, ma.mountpoint, 0
-	var err error
-	if handed {
-		err = npzfs.CheckFD(fd)
-	} else {
-		unlock = lockMountpoint(ma.mountpoint)
-		mnt, err = checkMountpoint(ma.mountpoint)
-	}
-	defer unlock()
+	mp, err := takeMountpoint(ma.mountpoint)
+	defer mp.unlock()
 	if err != nil {
 		return err
-	}
-	if !handed {
-		hidden = entriesIn(mnt)
 	}
 	mem, err := ma.memory()
 	if err != nil {
@@ -351,66 +360,20 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 	defer d.Close() // its problems are already in the log, through Logf
-	if d.Kind() == dataset.Folder && within(mnt, d.Name()) {
-		return fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mnt)
-	}
-	if !handed {
-		if err := checkFuse(); err != nil {
-			return err
-		}
-	}
-	srv, err := mountCapturingStderr(mnt, d.Root(), npzfs.Config{
-		Source:      d.Name(),
-		ArchiveSize: d.Size(),
-		Files:       d.Nodes(),
-		UID:         uint32(os.Getuid()),
-		GID:         uint32(os.Getgid()),
-		Options:     ma.options,
-		Debug:       ma.debug,
-		Logger:      logger,
-	})
+	srv, err := mp.mount(ma, d, logger)
 	if err != nil {
-		// A mount made before a later step failed must not stay.
-		if m, ok := mountinfo.Find(mnt); ok && m.FSType == "fuse."+npzfs.FSType && m.Source == d.Name() {
-			npzfs.LazyUnmount(mnt)
-		}
 		return err
 	}
-	// Hold no folder busy.
-	os.Chdir("/")
-	if ma.readAheadKB > 0 && os.Geteuid() == 0 && !handed {
-		if err := setReadAhead(mnt, ma.readAheadKB); err != nil {
-			logger.Printf("cannot set readahead: %v", err)
-		}
-	}
-	self, _ := mountinfo.Find(mnt) // to know the mount once detached
+	self, _ := mountinfo.Find(mp.dir) // to know the mount once detached
 	stop := make(chan struct{})
-	go unmountOnSignal(sig, srv, mnt, self, stop, logger)
-	started := time.Now()
-	stopStatus, err := serveStatus(func() mountStats {
-		st := mountStats{
-			Mountpoint: mnt, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
-			Uptime: time.Since(started).Seconds(), Options: ma.shownOptions(), Log: ma.logTarget,
-			Stats: d.Stats(), Answering: true,
-		}
-		served := srv.Stats()
-		st.Served.Reads, st.Served.Bytes = served.Reads, served.Bytes
-		return st
-	})
-	if err != nil {
+	go unmountOnSignal(sig, srv, mp.dir, self, stop, logger)
+	if stopStatus, err := serveStatus(ma.statusOf(mp.dir, d, srv)); err != nil {
 		logger.Printf("npzfs status will not see this mount: %v", err)
 	} else {
 		defer stopStatus()
 	}
-	unlock()
-	st := mountStatus{archive: d.Name(), mountpoint: mnt, hidden: hidden}
-	if a := d.Archive(); a != nil {
-		st.members, st.unreadable = a.Len(), unreadableMembers(a.All())
-		if !ma.buildIndex {
-			st.unindexed, st.unindexedBytes = unindexedMembers(a.All())
-		}
-	}
-	ready(st)
+	mp.unlock()
+	ready(ma.readyStatus(mp, d))
 	logger.Print(mem)
 	if ma.buildIndex {
 		stop := indexInBackground(d, logger)
@@ -423,10 +386,103 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	}()
 	select {
 	case <-served:
-		logger.Printf("unmounted %s", mnt)
+		logger.Printf("unmounted %s", mp.dir)
 	case <-stop:
 	}
 	return nil
+}
+
+// mountpoint is where a mount goes: a folder (locked from its check
+// until the mount is live, so that two mounts started together on it
+// cannot both pass the check and stack) or a FUSE device handed over
+// (/dev/fd/N, see fs/fdmount.go).
+type mountpoint struct {
+	dir    string // absolute, links resolved; or /dev/fd/N
+	handed bool
+	hidden int // entries of the folder the mount hides
+	unlock func()
+}
+
+// takeMountpoint checks that a mount can go on dir and locks it.
+func takeMountpoint(dir string) (*mountpoint, error) {
+	mp := &mountpoint{dir: dir, unlock: func() {}}
+	fd, handed := npzfs.FDMountpoint(dir)
+	if handed {
+		mp.handed = true
+		return mp, npzfs.CheckFD(fd)
+	}
+	mp.unlock = lockMountpoint(dir)
+	var err error
+	if mp.dir, err = checkMountpoint(dir); err != nil {
+		return mp, err
+	}
+	mp.hidden = entriesIn(mp.dir)
+	return mp, nil
+}
+
+// mount mounts d's tree on the mount point, with what the flags ask.
+func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, logger *log.Logger) (*npzfs.Server, error) {
+	if d.Kind() == dataset.Folder && within(mp.dir, d.Name()) {
+		return nil, fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mp.dir)
+	}
+	if !mp.handed {
+		if err := checkFuse(); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := mountCapturingStderr(mp.dir, d.Root(), npzfs.Config{
+		Source:      d.Name(),
+		ArchiveSize: d.Size(),
+		Files:       d.Nodes(),
+		UID:         uint32(os.Getuid()),
+		GID:         uint32(os.Getgid()),
+		Options:     ma.options,
+		Debug:       ma.debug,
+		Logger:      logger,
+	})
+	if err != nil {
+		// A mount made before a later step failed must not stay.
+		if m, ok := mountinfo.Find(mp.dir); ok && m.FSType == "fuse."+npzfs.FSType && m.Source == d.Name() {
+			npzfs.LazyUnmount(mp.dir)
+		}
+		return nil, err
+	}
+	// Hold no folder busy.
+	os.Chdir("/")
+	if ma.readAheadKB > 0 && os.Geteuid() == 0 && !mp.handed {
+		if err := setReadAhead(mp.dir, ma.readAheadKB); err != nil {
+			logger.Printf("cannot set readahead: %v", err)
+		}
+	}
+	return srv, nil
+}
+
+// statusOf is what npzfs status is told of the mount on dir, as it is
+// when asked.
+func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, srv *npzfs.Server) func() mountStats {
+	started := time.Now()
+	return func() mountStats {
+		st := mountStats{
+			Mountpoint: dir, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
+			Uptime: time.Since(started).Seconds(), Options: ma.shownOptions(), Log: ma.logTarget,
+			Stats: d.Stats(), Answering: true,
+		}
+		served := srv.Stats()
+		st.Served.Reads, st.Served.Bytes = served.Reads, served.Bytes
+		return st
+	}
+}
+
+// readyStatus is what npzfs mount says of a mount once it is live.
+func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus {
+	st := mountStatus{archive: d.Name(), mountpoint: mp.dir, hidden: mp.hidden}
+	if a := d.Archive(); a != nil {
+		st.members, st.unreadable = a.Len(), unreadableMembers(a.All())
+		if !ma.buildIndex {
+			st.unindexed, st.unindexedBytes = unindexedMembers(a.All())
+		}
+	}
+	return st
 }
 
 // datasetOptions are what the flags ask of the dataset a mount serves.
