@@ -170,7 +170,7 @@ func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 	s := &Source{b: b, opts: opts.withDefaults(), blocks: make(map[int64]*block)}
 	s.sem = make(chan struct{}, s.opts.Requests)
 	var tail []byte
-	err := s.retry(ctx, "the end of the archive", func(ctx context.Context) error {
+	err := retry(ctx, &s.opts, s.b, "the end of the archive", &s.retries, func(ctx context.Context) error {
 		s.requests.Add(1)
 		obj, t, err := b.Tail(ctx, s.opts.TailBytes)
 		if err == nil && (int64(len(t)) > obj.Size || int64(len(t)) != min(s.opts.TailBytes, obj.Size)) {
@@ -532,7 +532,7 @@ func (s *Source) fetchRemote(bs []*block) {
 	defer cancel()
 	next := 0 // first block not yet complete
 	what := fmt.Sprintf("bytes %d-%d", off, end-1)
-	err := s.retry(ctx, what, func(ctx context.Context) error {
+	err := retry(ctx, &s.opts, s.b, what, &s.retries, func(ctx context.Context) error {
 		pos := bs[next].idx * s.opts.BlockSize
 		s.requests.Add(1)
 		body, err := s.b.Fetch(ctx, s.obj, pos, end-pos)
@@ -607,9 +607,11 @@ func (s *Source) fail(bs []*block, err error) {
 }
 
 // retry runs do until it succeeds, fails permanently or has been tried
-// 1+Retries times, sleeping a jittered, doubling backoff in between.
-func (s *Source) retry(ctx context.Context, what string, do func(context.Context) error) error {
-	backoff := s.opts.Backoff
+// 1+o.Retries times, sleeping a jittered, doubling backoff in between;
+// each retry is counted in retries (if not nil) and logged, naming what
+// of b.
+func retry(ctx context.Context, o *Options, b fmt.Stringer, what string, retries *atomic.Int64, do func(context.Context) error) error {
+	backoff := o.Backoff
 	for attempt := 0; ; attempt++ {
 		err := do(ctx)
 		if err == nil {
@@ -617,16 +619,20 @@ func (s *Source) retry(ctx context.Context, what string, do func(context.Context
 		}
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%s: %s: gave up after %v: %w", s.b, what, s.opts.ReadTimeout, err)
+				return fmt.Errorf("%s: %s: gave up after %v: %w", b, what, o.ReadTimeout, err)
 			}
 			return err
 		}
-		if IsPermanent(err) || attempt >= s.opts.Retries {
+		if IsPermanent(err) || attempt >= o.Retries {
 			return err
 		}
 		d := backoff/2 + rand.N(backoff)
-		s.retries.Add(1)
-		s.logf("%s: %s: %v; trying again in %v (%d of %d)", s.b, what, err, d.Round(time.Millisecond), attempt+1, s.opts.Retries)
+		if retries != nil {
+			retries.Add(1)
+		}
+		if o.Logf != nil {
+			o.Logf("%s: %s: %v; trying again in %v (%d of %d)", b, what, err, d.Round(time.Millisecond), attempt+1, o.Retries)
+		}
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():

@@ -46,15 +46,9 @@ type Backend struct {
 
 // New returns a Backend for the object at rawURL (http or https).
 func New(rawURL string, opts *Options) (*Backend, error) {
-	u, err := url.Parse(rawURL)
+	u, err := parseHTTP(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("not a URL: %s", Redact(rawURL))
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%s: not an http or https URL", Redact(rawURL))
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("%s: no host", Redact(rawURL))
+		return nil, err
 	}
 	if strings.HasSuffix(u.Path, "/") {
 		return nil, fmt.Errorf("%s names a folder (it ends in /), not an archive: give the URL of an archive in it", Redact(rawURL))
@@ -71,6 +65,38 @@ func New(rawURL string, opts *Options) (*Backend, error) {
 		b.client = NewClient()
 	}
 	return b, nil
+}
+
+// parseHTTP parses an http or https URL with a host.
+func parseHTTP(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("not a URL: %s", Redact(rawURL))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%s: not an http or https URL", Redact(rawURL))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: no host", Redact(rawURL))
+	}
+	return u, nil
+}
+
+// Sibling implements remote.Sibling: the object name beside b's, in the
+// same folder of the same server, with the same headers and client (and
+// query string, so a signed URL's signature is sent, and refused).
+func (b *Backend) Sibling(name string) remote.Backend {
+	u, err := url.Parse(b.url)
+	if err != nil {
+		return b
+	}
+	dir := u.EscapedPath()[:strings.LastIndex(u.EscapedPath(), "/")+1]
+	u.Path, u.RawPath = "", ""
+	if v, err := url.Parse(dir + url.PathEscape(name)); err == nil {
+		u.Path, u.RawPath = v.Path, v.RawPath
+	}
+	s := u.String()
+	return &Backend{url: s, shown: Redact(s), header: b.header, client: b.client}
 }
 
 // NewClient returns the client New uses by default.
