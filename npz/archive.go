@@ -87,6 +87,12 @@ type Options struct {
 	// Sidecars has Open look for the archive's sidecar beside its file
 	// when Sidecar is not set.
 	Sidecars bool
+	// FindSidecar, when set and Sidecar is not, finds the archive's
+	// sidecar the first time a member needs a saved index the
+	// IndexStore lacks (nil, nil when there is none): a remote
+	// archive's, whose lookup is a request, made only then. It is
+	// called at most once; the archive closes what it returns.
+	FindSidecar func() (*IndexSidecar, error)
 	// Helpers is how many goroutines may help a first read deep into a
 	// deflated member, indexing parts of it ahead at once (see
 	// inflate.Options.Helpers); 0 means none.
@@ -134,6 +140,11 @@ type Archive struct {
 
 	changedLogged atomic.Bool // the source was found changed, and logged
 	opened        atomic.Bool // NewReader is done
+
+	// The sidecar Options.FindSidecar found, once looked for.
+	sidecarOnce sync.Once
+	sidecarMu   sync.Mutex
+	found       *IndexSidecar // closed by Close, or at once after it
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
@@ -568,7 +579,49 @@ func (a *Archive) Close() error {
 	for _, c := range a.closers {
 		err = cmp.Or(err, c.Close())
 	}
+	a.sidecarMu.Lock()
+	if a.found != nil {
+		err = cmp.Or(err, a.found.Close())
+		a.found = nil
+	}
+	a.sidecarMu.Unlock()
 	return err
+}
+
+// IndexSidecar is the archive's sidecar of saved indexes: Options.Sidecar,
+// or the one Options.FindSidecar finds (looked for now, the first time),
+// or nil.
+func (a *Archive) IndexSidecar() *IndexSidecar {
+	if a.opts.Sidecar != nil || a.opts.FindSidecar == nil {
+		return a.opts.Sidecar
+	}
+	a.sidecarOnce.Do(func() {
+		sc, err := a.opts.FindSidecar()
+		if err != nil {
+			a.logf("npz: %v; not used", err)
+		}
+		a.sidecarMu.Lock()
+		defer a.sidecarMu.Unlock()
+		if sc != nil && a.closed.Load() {
+			sc.Close()
+			return
+		}
+		a.found = sc
+	})
+	a.sidecarMu.Lock()
+	defer a.sidecarMu.Unlock()
+	return a.found
+}
+
+// knownSidecar is the archive's sidecar when it is known without a
+// request: Options.Sidecar, or one found already.
+func (a *Archive) knownSidecar() *IndexSidecar {
+	if a.opts.Sidecar != nil {
+		return a.opts.Sidecar
+	}
+	a.sidecarMu.Lock()
+	defer a.sidecarMu.Unlock()
+	return a.found
 }
 
 // ErrClosed is the error of reads of a closed Archive.

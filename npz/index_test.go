@@ -279,6 +279,135 @@ func TestIndexSidecar(t *testing.T) {
 	}
 }
 
+// prefetchReader is a sidecar's bytes that count reads and record what
+// they are told to prefetch (as a remote source is).
+type prefetchReader struct {
+	countingReader
+	mu     sync.Mutex
+	ranges []source.Range
+	closed atomic.Bool
+}
+
+func (p *prefetchReader) Prefetch(_ context.Context, rs []source.Range) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ranges = append(p.ranges, rs...)
+}
+
+func (p *prefetchReader) Close() error {
+	p.closed.Store(true)
+	return nil
+}
+
+// TestFindSidecarIsLazy: a sidecar found by Options.FindSidecar (a
+// remote one) is looked for once, at the first read of a deflated member
+// past its first span, not at open nor for reads of the first span; its
+// entry's local header and table are prefetched in one range and only
+// its index is read, not the whole sidecar; the archive closes it. A
+// sidecar of another archive, a truncated one or one with flipped bytes
+// is said in the log and not used, and every byte is right.
+func TestFindSidecarIsLazy(t *testing.T) {
+	b, members := indexedArchive(t)
+	good := sidecarOf(t, b)
+
+	open := func(side []byte) (*Archive, *atomic.Int64, *prefetchReader, *logLinesOf) {
+		var finds atomic.Int64
+		pr := &prefetchReader{countingReader: countingReader{r: bytes.NewReader(side)}}
+		var log logLinesOf
+		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: log.logf, FindSidecar: func() (*IndexSidecar, error) {
+			finds.Add(1)
+			return NewIndexSidecar(pr, int64(len(side)), "https://host/x.npzidx")
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a, &finds, pr, &log
+	}
+	data := members["a.npy"]
+	deep := int64(len(data)) - 5000
+	a, finds, pr, log := open(good)
+	readMember(t, a, "a.npy", 0, 128)
+	readMember(t, a, "b.npy", 1000, 128)
+	if finds.Load() != 0 || pr.calls.Load() != 0 {
+		t.Errorf("reads of the first span looked for the sidecar (%d finds, %d reads)", finds.Load(), pr.calls.Load())
+	}
+	if got := readMember(t, a, "a.npy", deep, 4096); !bytes.Equal(got, data[deep:deep+4096]) {
+		t.Fatal("wrong bytes")
+	}
+	if got := readMember(t, a, "b.npy", deep, 4096); !bytes.Equal(got, members["b.npy"][deep:deep+4096]) {
+		t.Fatal("wrong bytes")
+	}
+	if finds.Load() != 1 || log.String() != "" {
+		t.Errorf("%d finds for two members; log %q", finds.Load(), log.String())
+	}
+	pr.mu.Lock()
+	if len(pr.ranges) != 2 || pr.ranges[0].Len > 64<<10 {
+		t.Errorf("prefetched %+v, want one small range per index", pr.ranges)
+	}
+	pr.mu.Unlock()
+	// Its directory (end record, central directory), then for each
+	// index its local header, header, table and the one window read.
+	if calls := pr.calls.Load(); calls > 3+2*4 {
+		t.Errorf("%d reads of the sidecar for two deep reads", calls)
+	}
+	a.Close()
+	if !pr.closed.Load() {
+		t.Error("the sidecar was not closed with the archive")
+	}
+
+	flipped := bytes.Clone(good)
+	i := bytes.Index(flipped, []byte("NPZFSIDX"))
+	flipped[i+48+9] ^= 0x20 // a bit position in its table
+	for _, tc := range []struct {
+		name, side, want string
+	}{
+		{"foreign", string(foreignSidecar(t)), "holds no index of it"},
+		{"truncated", string(good[:len(good)-100]), "not used"},
+		{"flipped", string(flipped), "x.npzidx not used"},
+	} {
+		a, finds, _, log := open([]byte(tc.side))
+		if got := readMember(t, a, "a.npy", deep, 4096); !bytes.Equal(got, data[deep:deep+4096]) {
+			t.Fatalf("%s: wrong bytes", tc.name)
+		}
+		if finds.Load() != 1 || !strings.Contains(log.String(), tc.want) {
+			t.Errorf("%s: %d finds, log %q, want %q", tc.name, finds.Load(), log.String(), tc.want)
+		}
+	}
+}
+
+// foreignSidecar is a sidecar of another archive than indexedArchive's:
+// its members are named alike but hold other bytes.
+func foreignSidecar(t *testing.T) []byte {
+	var ents []zent
+	for _, name := range []string{"a.npy", "b.npy"} {
+		data := make([]byte, 3<<20)
+		for j := range data {
+			data[j] = byte(j*7) & 0x3f
+		}
+		ents = append(ents, zent{name: name, data: data, method: 8})
+	}
+	return sidecarOf(t, makeZip(t, ents))
+}
+
+// sidecarOf is a sidecar of every member of the archive b.
+func sidecarOf(t *testing.T, b []byte) []byte {
+	a, s, _, _ := mountWithIndexes(t, b, t.TempDir())
+	defer s.Close()
+	defer a.Close()
+	ms := a.Members()
+	for _, m := range ms {
+		if _, err := m.BuildIndex(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteIndexSidecarTo(&buf, ms); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // TestPartialIndexSavedAtClose: a member read part way has its index
 // saved when the archive closes; a later archive reads within that part
 // at once, and past it from its frontier, not from the start.
