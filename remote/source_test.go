@@ -414,7 +414,53 @@ func TestStats(t *testing.T) {
 	}
 	readBack(t, s, f, 500000, 10) // a miss, fetched on the second try
 	st := s.Stats()
-	if st.BlockMisses != 3 || st.BlockHits != 2 || st.Retries != 1 || st.Requests != 1+int64(f.count()) || st.BytesFetched != 8192+3*4096 || st.CachedBytes != 3*4096 {
+	if st.BlockMisses != 3 || st.BlockHits != 2 || st.Retries != 1 || st.Requests != 1+int64(f.count()) || st.BytesFetched != 8192+3*4096 || st.CachedBytes != 8192+3*4096 {
 		t.Errorf("stats %+v, fetches %d", st, f.count())
+	}
+}
+
+// TestSharedCacheBoundsSources: sources sharing a Cache keep their
+// blocks, their tails' whole blocks among them, within its bound
+// together, the least recently used of any going first; every byte reads
+// right, and a source closed gives its blocks back.
+func TestSharedCacheBoundsSources(t *testing.T) {
+	c := NewCache(64 << 10) // 16 blocks of 4 KiB
+	var fakes []*fake
+	var srcs []*Source
+	for i := range 3 {
+		f := newFake((256 << 10) * (i + 1))
+		fakes = append(fakes, f)
+		srcs = append(srcs, open(t, f, &Options{BlockSize: 4096, TailBytes: 10000, Cache: c, Backoff: time.Millisecond, StallTimeout: time.Second}))
+	}
+	if used := c.Used(); used != 3*8192 {
+		t.Errorf("after three opens the cache holds %d bytes, want their tails' two whole blocks each", used)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		i := r.IntN(3)
+		off := r.Int64N(int64(len(fakes[i].data)))
+		readBack(t, srcs[i], fakes[i], off, 1+r.Int64N(9000))
+		if used := c.Used(); used > c.Max() {
+			t.Fatalf("the cache holds %d bytes, more than its %d", used, c.Max())
+		}
+	}
+	var sum int64
+	for _, s := range srcs {
+		sum += s.Stats().CachedBytes
+	}
+	if sum != c.Used() {
+		t.Errorf("the sources hold %d bytes, the cache %d", sum, c.Used())
+	}
+	// The tail's bytes before its first block boundary read without a
+	// request, even once its blocks went.
+	before := fakes[0].count()
+	readBack(t, srcs[0], fakes[0], int64(len(fakes[0].data))-10000, 100)
+	if fakes[0].count() != before {
+		t.Error("a read of the tail fetched")
+	}
+	left := c.Used() - srcs[1].Stats().CachedBytes
+	srcs[1].Close()
+	if c.Used() != left {
+		t.Errorf("after Close the cache holds %d bytes, want %d", c.Used(), left)
 	}
 }
