@@ -59,6 +59,15 @@ type PutCondition struct {
 	IfMatch     string
 }
 
+// ErrNotFound and ErrDenied are wrapped by a Backend's errors for an
+// object that is not there (404) and one it may not read (401, 403), so
+// that a caller may tell them apart: a sidecar that is not there is no
+// error.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrDenied   = errors.New("access denied")
+)
+
 // ErrConflict is the error of a Put whose condition failed: another
 // writer put an object there (IfNoneMatch), or replaced the one that was
 // (IfMatch).

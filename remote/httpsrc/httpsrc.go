@@ -276,16 +276,15 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 // retry could help (5xx, 429, 408).
 func (b *Backend) statusError(resp *http.Response, what string) error {
 	code := resp.StatusCode
-	var msg string
+	var err error
 	switch code {
 	case http.StatusNotFound, http.StatusGone:
-		msg = "not found"
+		err = fmt.Errorf("%s: %s%w (HTTP %d)", b.shown, what, remote.ErrNotFound, code)
 	case http.StatusUnauthorized, http.StatusForbidden:
-		msg = "access denied"
+		err = fmt.Errorf("%s: %s%w (HTTP %d)", b.shown, what, remote.ErrDenied, code)
 	default:
-		msg = "the server answered " + http.StatusText(code)
+		err = fmt.Errorf("%s: %sthe server answered %s (HTTP %d)", b.shown, what, http.StatusText(code), code)
 	}
-	err := fmt.Errorf("%s: %s%s (HTTP %d)", b.shown, what, msg, code)
 	if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout {
 		return err
 	}

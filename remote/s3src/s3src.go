@@ -249,7 +249,7 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 	})
 	if err != nil {
 		err = b.explain(ctx, err, "")
-		if errors.Is(err, errNotFound) && b.named && b.isPrefix(ctx) {
+		if errors.Is(err, remote.ErrNotFound) && b.named && b.isPrefix(ctx) {
 			return obj, nil, remote.Permanent(fmt.Errorf("%s is not an object but a prefix (a folder of objects): give it with a trailing / (%s/) to serve it as a folder, or name an archive in it, as %s/NAME.npz", b, b, b))
 		}
 		return obj, nil, err
@@ -336,10 +336,10 @@ func (c *Client) explain(ctx context.Context, name fmt.Stringer, bucket string, 
 	case code == "NoSuchBucket":
 		return remote.Permanent(fmt.Errorf("%s: no such bucket %q", b, bucket))
 	case code == "NoSuchKey" || status == http.StatusNotFound:
-		return remote.Permanent(fmt.Errorf("%s: %w", b, errNotFound))
+		return remote.Permanent(fmt.Errorf("%s: %w", b, remote.ErrNotFound))
 	case code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" ||
 		code == "ExpiredToken" || code == "InvalidToken" || status == http.StatusForbidden || status == http.StatusUnauthorized:
-		return remote.Permanent(fmt.Errorf("%s: %saccess denied (%s; credentials: %s)", b, what, orStatus(code, status), c.credentialSource(ctx)))
+		return remote.Permanent(fmt.Errorf("%s: %s%w (%s; credentials: %s)", b, what, remote.ErrDenied, orStatus(code, status), c.credentialSource(ctx)))
 	case code == "PermanentRedirect" || status == http.StatusMovedPermanently:
 		return remote.Permanent(fmt.Errorf("%s: the bucket is in another region: set AWS_REGION (or region in the profile) to it", b))
 	case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
@@ -381,9 +381,6 @@ func errorCode(err error) (status int, code string) {
 	}
 	return status, code
 }
-
-// errNotFound is the cause of a Tail of an object that does not exist.
-var errNotFound = errors.New("not found")
 
 // isPrefix reports whether objects lie under the key as a prefix (KEY/):
 // the user named a folder where an object was wanted.
