@@ -588,6 +588,11 @@ func (a *Archive) Close() error {
 	return err
 }
 
+// Own has Close close c too, after what the archive opened itself: what
+// its bytes are read from, opened for it (a remote object's source). It
+// is called before the archive is used.
+func (a *Archive) Own(c io.Closer) { a.closers = append(a.closers, c) }
+
 // IndexSidecar is the archive's sidecar of saved indexes: Options.Sidecar,
 // or the one Options.FindSidecar finds (looked for now, the first time),
 // or nil.

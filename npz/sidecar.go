@@ -98,6 +98,9 @@ func (s *IndexSidecar) Close() error {
 	return s.c.Close()
 }
 
+// Source is what the sidecar is read from.
+func (s *IndexSidecar) Source() io.ReaderAt { return s.r }
+
 // Path is the sidecar's file name, or URL.
 func (s *IndexSidecar) Path() string { return s.path }
 
