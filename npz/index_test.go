@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -283,9 +284,18 @@ func TestIndexSidecar(t *testing.T) {
 // they are told to prefetch (as a remote source is).
 type prefetchReader struct {
 	countingReader
-	mu     sync.Mutex
-	ranges []source.Range
-	closed atomic.Bool
+	mu      sync.Mutex
+	ranges  []source.Range
+	closed  atomic.Bool
+	changed atomic.Bool // reads fail as a remote object replaced does
+}
+
+func (p *prefetchReader) ReadAt(b []byte, off int64) (int, error) {
+	if p.changed.Load() {
+		p.calls.Add(1)
+		return 0, fmt.Errorf("sidecar: %w", source.ErrChanged)
+	}
+	return p.countingReader.ReadAt(b, off)
 }
 
 func (p *prefetchReader) Prefetch(_ context.Context, rs []source.Range) {
@@ -304,8 +314,9 @@ func (p *prefetchReader) Close() error {
 // past its first span, not at open nor for reads of the first span; its
 // entry's local header and table are prefetched in one range and only
 // its index is read, not the whole sidecar; the archive closes it. A
-// sidecar of another archive, a truncated one or one with flipped bytes
-// is said in the log and not used, and every byte is right.
+// sidecar of another archive, a truncated one, one with flipped bytes or
+// one replaced while in use is said in the log and not used (no
+// longer), and every byte is right.
 func TestFindSidecarIsLazy(t *testing.T) {
 	b, members := indexedArchive(t)
 	good := sidecarOf(t, b)
@@ -359,6 +370,35 @@ func TestFindSidecarIsLazy(t *testing.T) {
 	flipped := bytes.Clone(good)
 	i := bytes.Index(flipped, []byte("NPZFSIDX"))
 	flipped[i+48+9] ^= 0x20 // a bit position in its table
+	// Replaced under the mount: the windows not yet read cannot be, the
+	// index is dropped and the member inflated from its start. (Words
+	// repeated at random: every span refers back into its window.)
+	words := make([]byte, 4<<20)
+	r := rand.New(rand.NewPCG(5, 5))
+	for j := 0; j < len(words); j += 8 {
+		binary.LittleEndian.PutUint64(words[j:], uint64(r.IntN(512))*0x9e3779b97f4a7c15)
+	}
+	wb := makeZip(t, []zent{{name: "w.npy", data: words, method: 8}})
+	pr = &prefetchReader{countingReader: countingReader{r: bytes.NewReader(sidecarOf(t, wb))}}
+	log = &logLinesOf{}
+	a, err := NewReader(bytes.NewReader(wb), int64(len(wb)), &Options{Logf: log.logf, FindSidecar: func() (*IndexSidecar, error) {
+		return NewIndexSidecar(pr, pr.r.(*bytes.Reader).Size(), "s3://b/w.npzidx")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	readMember(t, a, "w.npy", int64(len(words))-5000, 4096)
+	pr.changed.Store(true)
+	for _, off := range []int64{1 << 20, 3 << 20} {
+		if got := readMember(t, a, "w.npy", off, 4096); !bytes.Equal(got, words[off:off+4096]) {
+			t.Fatalf("after the sidecar changed: wrong bytes at %d", off)
+		}
+	}
+	if !strings.Contains(log.String(), "s3://b/w.npzidx not used") {
+		t.Errorf("the changed sidecar: log %q", log.String())
+	}
+
 	for _, tc := range []struct {
 		name, side, want string
 	}{
