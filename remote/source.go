@@ -51,6 +51,10 @@ type Options struct {
 	// request: the end records and, for most archives, the whole central
 	// directory.
 	TailBytes int64
+	// Head has Open fetch the object's first TailBytes instead, when the
+	// backend can (HeadReader): for an object read from its start (a
+	// sidecar, whose first index may be the one wanted).
+	Head bool
 	// Retries is how many times a failed request is tried again (a 5xx,
 	// a throttling answer, a reset connection, a short body, a stall),
 	// after a jittered backoff that starts at Backoff and doubles; a
@@ -181,21 +185,30 @@ func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 		s.cache = NewCache(s.opts.CacheBytes)
 	}
 	s.sem = make(chan struct{}, s.opts.Requests)
-	var tail []byte
-	err := retry(ctx, &s.opts, s.b, "the end of the archive", &s.retries, func(ctx context.Context) error {
+	first, what, which := b.Tail, "the end of the archive", "last"
+	h, head := b.(HeadReader)
+	if head = head && s.opts.Head; head {
+		first, what, which = h.Head, "the start of the object", "first"
+	}
+	var edge []byte
+	err := retry(ctx, &s.opts, s.b, what, &s.retries, func(ctx context.Context) error {
 		s.requests.Add(1)
-		obj, t, err := b.Tail(ctx, s.opts.TailBytes)
+		obj, t, err := first(ctx, s.opts.TailBytes)
 		if err == nil && (int64(len(t)) > obj.Size || int64(len(t)) != min(s.opts.TailBytes, obj.Size)) {
-			err = fmt.Errorf("%s: the server sent %d bytes for the last %d of a %d-byte object", b, len(t), min(s.opts.TailBytes, obj.Size), obj.Size)
+			err = fmt.Errorf("%s: the server sent %d bytes for the %s %d of a %d-byte object", b, len(t), which, min(s.opts.TailBytes, obj.Size), obj.Size)
 		}
-		s.obj, tail = obj, t
+		s.obj, edge = obj, t
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.fetched.Add(int64(len(tail)))
-	s.keepTail(tail)
+	s.fetched.Add(int64(len(edge)))
+	if head {
+		s.keep(0, edge)
+	} else {
+		s.keep(s.obj.Size-int64(len(edge)), edge)
+	}
 	if s.opts.Disk != nil {
 		if s.obj.ETag == "" && s.obj.Version == "" && s.obj.LastModified.IsZero() {
 			s.logf("%s: the server gives no ETag or Last-Modified: the disk cache is not used", b)
@@ -207,18 +220,31 @@ func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 	return s, nil
 }
 
-// keepTail keeps the object's last bytes, fetched at Open: those in
-// whole blocks as cached blocks (each a copy, so that each can go on its
-// own), the few before the first block boundary in them as the tail,
-// kept while the source is.
-func (s *Source) keepTail(tail []byte) {
+// keep keeps bytes [off, off+len(data)) of the object, fetched at Open
+// (its first or its last bytes): those in whole blocks (the object's
+// last, shorter block too) as cached blocks, each a copy so that each
+// can go on its own; the bytes at either end that fill no whole block as
+// the source's own range [tailOff, tailEnd), kept while the source is.
+func (s *Source) keep(off int64, data []byte) {
 	size, bs := s.obj.Size, s.opts.BlockSize
-	s.tailOff = size - int64(len(tail))
-	first := (s.tailOff + bs - 1) / bs
-	s.tailEnd = min(first*bs, size)
-	s.tail = bytes.Clone(tail[:s.tailEnd-s.tailOff])
-	for i := first; i*bs < size; i++ {
-		data := bytes.Clone(tail[i*bs-s.tailOff : min((i+1)*bs, size)-s.tailOff])
+	end := off + int64(len(data))
+	first, last := (off+bs-1)/bs, end/bs // whole blocks: first to last-1
+	if end == size {
+		last = (size + bs - 1) / bs
+	}
+	switch {
+	case first*bs > off: // the last bytes, from inside a block
+		s.tailOff, s.tailEnd = off, min(first*bs, end)
+	case last*bs < end: // the first bytes, to inside a block
+		s.tailOff, s.tailEnd = last*bs, end
+	default:
+		s.tailOff, s.tailEnd = size, size
+	}
+	if s.tailEnd > s.tailOff {
+		s.tail = bytes.Clone(data[s.tailOff-off : s.tailEnd-off])
+	}
+	for i := first; i < last; i++ {
+		data := bytes.Clone(data[i*bs-off : min((i+1)*bs, size)-off])
 		b := &block{src: s, idx: i, data: data, done: make(chan struct{})}
 		close(b.done)
 		s.mu.Lock()
@@ -342,7 +368,11 @@ func (s *Source) readBlocks(ctx context.Context, p []byte, off int64) (int, erro
 	end := off + int64(len(p))
 	bs := s.opts.BlockSize
 	first, last := off/bs, (end-1)/bs
-	raFrom, raTo := s.readAhead(off, end)
+	limit, ok := source.ReadLimit(ctx)
+	if !ok {
+		limit = s.obj.Size
+	}
+	raFrom, raTo := s.readAhead(off, end, limit)
 	blocks, err := s.get(first, last, raFrom, raTo)
 	if err != nil {
 		return 0, err
@@ -413,8 +443,9 @@ func (s *Source) Prefetch(ctx context.Context, ranges []source.Range) {
 // readAhead notes a read of [off, end) and returns the blocks past last
 // to fetch ahead of it: none for a random reader; for a sequential one,
 // once it has read 4 blocks in a row, a window that doubles, up to
-// MaxReadAhead.
-func (s *Source) readAhead(off, end int64) (from, to int64) {
+// MaxReadAhead, and never past limit (the read's source.ReadLimit: the
+// end of what it reads).
+func (s *Source) readAhead(off, end, limit int64) (from, to int64) {
 	bs := s.opts.BlockSize
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -442,7 +473,7 @@ func (s *Source) readAhead(off, end int64) (from, to int64) {
 			return 0, 0
 		}
 		lo := max(st.ahead, st.next)
-		hi := min(st.next+st.window, s.obj.Size)
+		hi := min(st.next+st.window, limit, s.obj.Size)
 		if hi <= lo {
 			return 0, 0
 		}

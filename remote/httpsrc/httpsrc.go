@@ -173,8 +173,23 @@ func (b *Backend) clean(err error) error {
 
 // Tail implements remote.Backend with a suffix range request.
 func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, false)
+}
+
+// Head implements remote.HeadReader with a range request from byte 0.
+func (b *Backend) Head(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, true)
+}
+
+// edge fetches the object's last n bytes, or its first with head, and
+// says what the object is.
+func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, []byte, error) {
 	var obj remote.Object
-	req, err := b.request(ctx, "bytes=-"+strconv.FormatInt(n, 10))
+	rng := "bytes=-" + strconv.FormatInt(n, 10)
+	if head {
+		rng = "bytes=0-" + strconv.FormatInt(n-1, 10)
+	}
+	req, err := b.request(ctx, rng)
 	if err != nil {
 		return obj, nil, err
 	}
@@ -207,8 +222,8 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 	if total < 0 {
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server does not say how large the object is (Content-Range %q)", b.shown, resp.Header.Get("Content-Range")))
 	}
-	if last != total-1 || first != max(total-n, 0) {
-		return obj, nil, fmt.Errorf("%s: asked for the last %d bytes, got bytes %d-%d of %d", b.shown, n, first, last, total)
+	if err := remote.CheckEdge(first, last, total, n, head); err != nil {
+		return obj, nil, fmt.Errorf("%s: %v", b.shown, err)
 	}
 	obj = remote.Object{Size: total, ETag: strongETag(resp.Header.Get("ETag"))}
 	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {

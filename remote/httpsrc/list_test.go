@@ -156,7 +156,7 @@ func TestListerAgainstNginx(t *testing.T) {
 	if err != nil || len(items) != 1 || items[0].Name != "b c.npz" || items[0].Size != 7000 {
 		t.Fatalf("sub-folder: %+v, %v", items, err)
 	}
-	s, err := remote.Open(ctx, l.Object("sub dir/b c.npz"), nil)
+	s, err := remote.Open(ctx, l.Object("sub dir/b c.npz"), &remote.Options{Head: true, TailBytes: 3000, BlockSize: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,5 +167,8 @@ func TestListerAgainstNginx(t *testing.T) {
 	got := make([]byte, 7000)
 	if _, err := s.ReadAt(got, 0); err != nil || !bytes.Equal(got, randomBytes(7000, 2)) {
 		t.Errorf("read back: %v", err)
+	}
+	if st := s.Stats(); st.Requests != 2 || st.BytesFetched < 7000 {
+		t.Errorf("opened with its first 3000 bytes, then read whole: %+v", st)
 	}
 }

@@ -242,10 +242,24 @@ func (b *Backend) String() string { return "s3://" + b.bucket + "/" + b.key }
 
 // Tail implements remote.Backend with a suffix range.
 func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, false)
+}
+
+// Head implements remote.HeadReader with a range from byte 0.
+func (b *Backend) Head(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, true)
+}
+
+// edge fetches the object's last n bytes, or its first with head, and
+// says what the object is.
+func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, []byte, error) {
 	var obj remote.Object
+	rng := "bytes=-" + strconv.FormatInt(n, 10)
+	if head {
+		rng = "bytes=0-" + strconv.FormatInt(n-1, 10)
+	}
 	out, err := b.c.client.GetObject(ctx, &s3.GetObjectInput{
-		Bucket: aws.String(b.bucket), Key: aws.String(b.key),
-		Range: aws.String("bytes=-" + strconv.FormatInt(n, 10)),
+		Bucket: aws.String(b.bucket), Key: aws.String(b.key), Range: aws.String(rng),
 	})
 	if err != nil {
 		err = b.explain(ctx, err, "")
@@ -259,8 +273,8 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 	if err != nil || total < 0 {
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server ignores byte ranges (no Content-Range with the object's size in its answer)", b))
 	}
-	if last != total-1 || first != max(total-n, 0) {
-		return obj, nil, fmt.Errorf("%s: asked for the last %d bytes, got bytes %d-%d of %d", b, n, first, last, total)
+	if err := remote.CheckEdge(first, last, total, n, head); err != nil {
+		return obj, nil, fmt.Errorf("%s: %v", b, err)
 	}
 	obj = remote.Object{Size: total, ETag: aws.ToString(out.ETag), Version: aws.ToString(out.VersionId)}
 	if obj.Version == "null" { // a bucket that never kept versions

@@ -228,13 +228,19 @@ func TestListerAgainstVersityGW(t *testing.T) {
 	// What the listing says is what an opened object is.
 	l := c.Lister("lst", "ds/")
 	items, _ := l.List(ctx, "")
-	s, err := remote.Open(ctx, l.Object("a.npz"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.Object().Same(items[0].Object) {
-		t.Errorf("opened %+v, listed %+v", s.Object(), items[0].Object)
+	for _, head := range []bool{false, true} {
+		s, err := remote.Open(ctx, l.Object("a.npz"), &remote.Options{Head: head, TailBytes: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Object().Same(items[0].Object) {
+			t.Errorf("opened %+v, listed %+v", s.Object(), items[0].Object)
+		}
+		got := make([]byte, 100)
+		if _, err := s.ReadAt(got, 0); err != nil || !bytes.Equal(got, data(100)) {
+			t.Errorf("head %v: read back: %v", head, err)
+		}
+		s.Close()
 	}
 	if _, err := c.Lister("nobucket", "").List(ctx, ""); err == nil || !strings.Contains(err.Error(), "no such bucket") || !remote.IsPermanent(err) {
 		t.Errorf("listing a missing bucket: %v", err)
