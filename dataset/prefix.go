@@ -43,12 +43,13 @@ func (d *Dataset) openPrefix(ctx context.Context, url string, env *remoteEnv, o 
 	return nil
 }
 
-// shardTail is what is fetched of an archive of a remote folder when it
-// is opened: its end records and a central directory of up to some 2,000
-// members, in one block (a larger one takes one more request). A remote
+// smallTail is what is fetched of an archive of a remote folder, or of a
+// sidecar, when it is opened: its end records (whose search reads its
+// last 64 KiB) and a central directory of up to 64 KiB (some 600
+// members), in one request (a larger one takes one more). A remote
 // archive mounted alone gets remote.DefaultTailBytes, for up to some
-// 60,000.
-const shardTail = remote.DefaultBlockSize
+// 60,000 members.
+const smallTail = 128 << 10
 
 // prefixStore is a remote folder as a folder.Store: its listings are a
 // remote.Folder's (kept for the list TTL), and its objects are opened as
@@ -97,7 +98,7 @@ func (p *prefixStore) Stat(ctx context.Context, rel string) (folder.Entry, error
 // listed again at the next look.
 func (p *prefixStore) Open(ctx context.Context, rel string, e folder.Entry, opts *npz.Options) (*npz.Archive, error) {
 	b := p.f.Lister().Object(rel)
-	src, err := p.env.open(ctx, b, shardTail)
+	src, err := p.env.open(ctx, b, remote.Options{TailBytes: smallTail})
 	if err != nil {
 		if errors.Is(err, remote.ErrNotFound) {
 			p.f.Forget(parent(rel))
@@ -189,7 +190,7 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 	}
 	// Another machine put one meanwhile: kept if it holds every index.
 	if x.env != nil {
-		if sc, _ := x.env.findSidecar(x.backend)(); sc != nil {
+		if sc, _ := x.env.findSidecar(x.backend)(0); sc != nil {
 			defer sc.Close()
 			if holdsAll(sc, x.members) {
 				return name, false, nil

@@ -84,7 +84,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	if err != nil {
 		return err
 	}
-	src, err := env.open(ctx, b, 0)
+	src, err := env.open(ctx, b, remote.Options{})
 	if err != nil {
 		return err
 	}
@@ -164,14 +164,11 @@ func (d *Dataset) remoteEnv(r *Remote) (*remoteEnv, error) {
 	return env, nil
 }
 
-// sidecarTail is what is fetched of a remote sidecar at first: its end
-// records and central directory (about 120 bytes an index).
-const sidecarTail = 64 << 10
-
-// open opens b's object, fetching its last tail bytes (0: remote's
-// default).
-func (e *remoteEnv) open(ctx context.Context, b remote.Backend, tail int64) (*envSource, error) {
-	src, err := remote.Open(ctx, b, &remote.Options{Cache: e.cache, CacheBytes: e.cache.Max(), TailBytes: tail, Disk: e.disk, Logf: e.logf})
+// open opens b's object with o (its TailBytes, Head and BlockSize; the
+// rest are the environment's).
+func (e *remoteEnv) open(ctx context.Context, b remote.Backend, o remote.Options) (*envSource, error) {
+	o.Cache, o.CacheBytes, o.Disk, o.Logf = e.cache, e.cache.Max(), e.disk, e.logf
+	src, err := remote.Open(ctx, b, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -182,11 +179,17 @@ func (e *remoteEnv) open(ctx context.Context, b remote.Backend, tail int64) (*en
 	return s, nil
 }
 
+// sidecarBlock is a remote sidecar's block: a read of one span needs
+// its window, a few KiB, from it.
+const sidecarBlock = 64 << 10
+
 // findSidecar is npz.Options.FindSidecar for the archive b is: the
 // sidecar beside it (npz.SidecarPath), which it looks for with one
-// request; one that is not there, or may not be read, is none.
-func (e *remoteEnv) findSidecar(b remote.Backend) func() (*npz.IndexSidecar, error) {
-	return func() (*npz.IndexSidecar, error) {
+// request, for the head bytes at its start when told them (the lookup's
+// local header and table), else for its end (its central directory);
+// one that is not there, or may not be read, is none.
+func (e *remoteEnv) findSidecar(b remote.Backend) func(head int64) (*npz.IndexSidecar, error) {
+	return func(head int64) (*npz.IndexSidecar, error) {
 		sib, ok := b.(remote.Sibling)
 		if !ok {
 			return nil, nil
@@ -195,19 +198,18 @@ func (e *remoteEnv) findSidecar(b remote.Backend) func() (*npz.IndexSidecar, err
 		sb := sib.Sibling(npz.SidecarPath(name[strings.LastIndex(name, "/")+1:]))
 		ctx, cancel := context.WithTimeout(context.Background(), remote.DefaultReadTimeout)
 		defer cancel()
-		src, err := e.open(ctx, sb, sidecarTail)
+		o := remote.Options{TailBytes: smallTail, BlockSize: sidecarBlock}
+		if head > 0 {
+			o.TailBytes, o.Head = head, true
+		}
+		src, err := e.open(ctx, sb, o)
 		switch {
 		case errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrDenied):
 			return nil, nil
 		case err != nil:
 			return nil, err
 		}
-		sc, err := npz.NewIndexSidecar(src, src.Size(), src.String())
-		if err != nil {
-			src.Close()
-			return nil, err
-		}
-		return sc, nil
+		return npz.NewIndexSidecar(src, src.Size(), src.String()), nil
 	}
 }
 

@@ -58,8 +58,8 @@ func noiseInS3(t *testing.T, bucket, key string) (*testserver.S3, []byte, []byte
 // sidecar beside an S3 archive; on another (a fresh index folder) a run
 // finds it there, holding every index, and keeps it; a mount on a third
 // reads 4 KiB at 90% of the deflated member with at most 4 requests (the
-// sidecar's end, its table, the span's window, the span) and every
-// byte right.
+// sidecar's start, with its first index's table, then at once the
+// span's window and the span) and every byte right.
 func TestRemoteSidecarShared(t *testing.T) {
 	needFuse(t)
 	s3, raw, _ := noiseInS3(t, "side", "ds/noise.npz")

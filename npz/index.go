@@ -289,11 +289,12 @@ func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 // store comes first: an index rebuilt after the sidecar's failed is
 // there.)
 func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
-	sc := x.m.a.IndexSidecar()
+	head := inflate.IndexHeadLen(x.m.e.Size, x.m.a.opts.SpanSize)
+	sc := x.m.a.sidecar(int64(zip.LocalHeaderLen+len(path.Base(name))) + head)
 	if sc == nil {
 		return nil, 0
 	}
-	src, size, err := sc.lookup(name, inflate.IndexHeadLen(x.m.e.Size, x.m.a.opts.SpanSize))
+	src, size, err := sc.lookup(name, head)
 	switch {
 	case err != nil:
 		x.m.a.notef("npz: %q: %v; not used", x.m.Name(), err)
@@ -543,8 +544,7 @@ func (m *Member) HasSavedIndex() bool {
 		return true
 	}
 	if sc := m.a.knownSidecar(); sc != nil {
-		_, ok := sc.files[path.Base(name)]
-		return ok
+		return sc.has(name)
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package npz
 
 import (
+	stdzip "archive/zip"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -325,9 +326,9 @@ func TestFindSidecarIsLazy(t *testing.T) {
 		var finds atomic.Int64
 		pr := &prefetchReader{countingReader: countingReader{r: bytes.NewReader(side)}}
 		var log logLinesOf
-		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: log.logf, FindSidecar: func() (*IndexSidecar, error) {
+		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
 			finds.Add(1)
-			return NewIndexSidecar(pr, int64(len(side)), "https://host/x.npzidx")
+			return NewIndexSidecar(pr, int64(len(side)), "https://host/x.npzidx"), nil
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -352,14 +353,18 @@ func TestFindSidecarIsLazy(t *testing.T) {
 	if finds.Load() != 1 || log.String() != "" {
 		t.Errorf("%d finds for two members; log %q", finds.Load(), log.String())
 	}
+	// The first index is found from the sidecar's first local header;
+	// the second by its directory, and its local header and table are
+	// prefetched in one range.
 	pr.mu.Lock()
-	if len(pr.ranges) != 2 || pr.ranges[0].Len > 64<<10 {
-		t.Errorf("prefetched %+v, want one small range per index", pr.ranges)
+	if len(pr.ranges) != 1 || pr.ranges[0].Len > 64<<10 {
+		t.Errorf("prefetched %+v, want one small range, for the second index", pr.ranges)
 	}
 	pr.mu.Unlock()
-	// Its directory (end record, central directory), then for each
-	// index its local header, header, table and the one window read.
-	if calls := pr.calls.Load(); calls > 3+2*4 {
+	// The first local header, then for each index its header, table and
+	// the one window read, with the directory (end record, central
+	// directory) and local header of the second.
+	if calls := pr.calls.Load(); calls > 2+3+3+4 {
 		t.Errorf("%d reads of the sidecar for two deep reads", calls)
 	}
 	a.Close()
@@ -381,8 +386,8 @@ func TestFindSidecarIsLazy(t *testing.T) {
 	wb := makeZip(t, []zent{{name: "w.npy", data: words, method: 8}})
 	pr = &prefetchReader{countingReader: countingReader{r: bytes.NewReader(sidecarOf(t, wb))}}
 	log = &logLinesOf{}
-	a, err := NewReader(bytes.NewReader(wb), int64(len(wb)), &Options{Logf: log.logf, FindSidecar: func() (*IndexSidecar, error) {
-		return NewIndexSidecar(pr, pr.r.(*bytes.Reader).Size(), "s3://b/w.npzidx")
+	a, err := NewReader(bytes.NewReader(wb), int64(len(wb)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
+		return NewIndexSidecar(pr, pr.r.(*bytes.Reader).Size(), "s3://b/w.npzidx"), nil
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -399,6 +404,8 @@ func TestFindSidecarIsLazy(t *testing.T) {
 		t.Errorf("the changed sidecar: log %q", log.String())
 	}
 
+	// (Truncated: the first index is whole and used; the second's is
+	// found by the directory, which is gone.)
 	for _, tc := range []struct {
 		name, side, want string
 	}{
@@ -407,8 +414,10 @@ func TestFindSidecarIsLazy(t *testing.T) {
 		{"flipped", string(flipped), "x.npzidx not used"},
 	} {
 		a, finds, _, log := open([]byte(tc.side))
-		if got := readMember(t, a, "a.npy", deep, 4096); !bytes.Equal(got, data[deep:deep+4096]) {
-			t.Fatalf("%s: wrong bytes", tc.name)
+		for name, want := range members {
+			if got := readMember(t, a, name, deep, 4096); !bytes.Equal(got, want[deep:deep+4096]) {
+				t.Fatalf("%s: %s: wrong bytes", tc.name, name)
+			}
 		}
 		if finds.Load() != 1 || !strings.Contains(log.String(), tc.want) {
 			t.Errorf("%s: %d finds, log %q, want %q", tc.name, finds.Load(), log.String(), tc.want)
@@ -828,5 +837,47 @@ func readAtOnce(t *testing.T, a *Archive, cr *countingReader, log *logLinesOf, d
 	}
 	if log.String() != "" {
 		t.Errorf("logged: %s", log.String())
+	}
+}
+
+// TestSidecarOfAnotherWriter: a sidecar whose entries' sizes follow
+// their data (a zip tool's, with data descriptors) is found by its
+// central directory, and used.
+func TestSidecarOfAnotherWriter(t *testing.T) {
+	b, members := indexedArchive(t)
+	good := sidecarOf(t, b)
+	zr, err := stdzip.NewReader(bytes.NewReader(good), int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := stdzip.NewWriter(&buf)
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		w, err := zw.CreateHeader(&stdzip.FileHeader{Name: f.Name, Method: stdzip.Store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(w, rc)
+		rc.Close()
+	}
+	zw.Close()
+	side := buf.Bytes()
+	cr := &countingReader{r: bytes.NewReader(b)}
+	var log logLinesOf
+	a, err := NewReader(cr, int64(len(b)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
+		return NewIndexSidecar(bytes.NewReader(side), int64(len(side)), "other.npzidx"), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	data := members["b.npy"]
+	deep := int64(len(data)) - 5000
+	if got := readMember(t, a, "b.npy", deep, 4096); !bytes.Equal(got, data[deep:deep+4096]) {
+		t.Fatal("wrong bytes")
+	}
+	if read := cr.bytes.Load(); read > 2<<20 || log.String() != "" {
+		t.Errorf("a deep read with the sidecar read %d bytes of the archive; log %q", read, log.String())
 	}
 }

@@ -380,7 +380,7 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 		return 0, nil
 	}
 	if m.e.Method == zip.Stored {
-		n, err := m.a.r.ReadAtContext(ctx, p, dataOff+off)
+		n, err := m.a.r.ReadAtContext(source.WithReadLimit(ctx, dataOff+m.e.Size), p, dataOff+off)
 		if n == len(p) {
 			return n, nil
 		}

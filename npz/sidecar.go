@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/source"
@@ -23,16 +25,25 @@ import (
 // each named KEY.idx after a member's index key (see IndexStore) and
 // holding that member's index in the format of package inflate. A mount
 // looks in it after the IndexStore; nothing is ever written to it but by
-// WriteIndexSidecar. Opening one reads its central directory only; an
-// entry's local header is read when its index is first looked up, and
-// the index's windows as spans need them, so a remote sidecar costs the
-// requests a read needs, not the file.
+// WriteIndexSidecar, which puts each entry's sizes in its local header.
+// What is read of it is what a lookup needs: the local header at its
+// start, whose entry is found without the central directory when it is
+// the one wanted; else the central directory, read once; then the
+// entry's local header, and the index's windows as spans need them. So a
+// remote sidecar costs the requests a read needs, not the file.
 type IndexSidecar struct {
-	r     io.ReaderAt
-	size  int64
-	c     io.Closer // r, when it is one
-	path  string
-	files map[string]*sidecarEntry // by entry name, KEY.idx
+	r    io.ReaderAt
+	size int64
+	c    io.Closer // r, when it is one
+	path string
+
+	firstOnce sync.Once
+	first     atomic.Pointer[sidecarEntry] // the entry at byte 0, when its local header says all
+
+	dirOnce sync.Once
+	dirRead atomic.Bool // files is complete
+	dirErr  error
+	files   map[string]*sidecarEntry // by entry name, KEY.idx
 }
 
 // sidecarEntry is an entry of the sidecar, located on first lookup.
@@ -55,39 +66,64 @@ func OpenIndexSidecar(name string) (*IndexSidecar, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewIndexSidecar(f, f.Size(), name)
-	if err != nil {
+	s := NewIndexSidecar(f, f.Size(), name)
+	if err := s.dir(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// NewIndexSidecar reads the directory of the sidecar that r holds (size
-// bytes), named name in messages. Close closes r when it is an
+// NewIndexSidecar is the sidecar that r holds (size bytes), named name in
+// messages; nothing is read until a lookup. Close closes r when it is an
 // io.Closer. A source.Prefetcher r is told, at each first lookup of an
-// index, the bytes its local header and table take, so that a remote
-// sidecar gives them in one request.
-func NewIndexSidecar(r io.ReaderAt, size int64, name string) (*IndexSidecar, error) {
-	s := &IndexSidecar{r: r, size: size, path: name, files: map[string]*sidecarEntry{}}
+// index by way of the central directory, the bytes of its local header
+// and table, so that a remote sidecar gives them in one request.
+func NewIndexSidecar(r io.ReaderAt, size int64, name string) *IndexSidecar {
+	s := &IndexSidecar{r: r, size: size, path: name}
 	if c, ok := r.(io.Closer); ok {
 		s.c = c
 	}
-	z, err := zip.NewReader(r, size)
-	if err == nil {
-		err = z.Entries(func(e *zip.Entry) {
-			if e.Method != zip.Stored || e.Unusable != "" || !strings.HasSuffix(e.Name, ".idx") {
-				return
-			}
-			se := &sidecarEntry{e: *e}
-			se.e.Name = strings.Clone(e.Name) // e's name is the reader's buffer
-			s.files[se.e.Name] = se
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("index sidecar %s: %w", name, err)
-	}
-	return s, nil
+	return s
+}
+
+// dir reads the sidecar's central directory, once.
+func (s *IndexSidecar) dir() error {
+	s.dirOnce.Do(func() {
+		s.files = map[string]*sidecarEntry{}
+		z, err := zip.NewReader(s.r, s.size)
+		if err == nil {
+			err = z.Entries(func(e *zip.Entry) {
+				if e.Method != zip.Stored || e.Unusable != "" || !strings.HasSuffix(e.Name, ".idx") {
+					return
+				}
+				se := &sidecarEntry{e: *e}
+				se.e.Name = strings.Clone(e.Name) // e's name is the reader's buffer
+				s.files[se.e.Name] = se
+			})
+		}
+		if err != nil {
+			s.dirErr = fmt.Errorf("index sidecar %s: %w", s.path, err)
+		}
+		s.dirRead.Store(true)
+	})
+	return s.dirErr
+}
+
+// firstEntry is the entry at the sidecar's start, from its local header
+// alone, or nil when that does not say all (a sidecar another writer
+// made) or is not a stored index.
+func (s *IndexSidecar) firstEntry() *sidecarEntry {
+	s.firstOnce.Do(func() {
+		e, off, err := zip.LocalEntry(s.r, s.size, 0)
+		if err != nil || e.Method != zip.Stored || e.CompressedSize != e.Size || !strings.HasSuffix(e.Name, ".idx") {
+			return
+		}
+		se := &sidecarEntry{e: e, off: off}
+		se.once.Do(func() {}) // located
+		s.first.Store(se)
+	})
+	return s.first.Load()
 }
 
 // Close closes the sidecar's source, when it is an io.Closer.
@@ -104,8 +140,29 @@ func (s *IndexSidecar) Source() io.ReaderAt { return s.r }
 // Path is the sidecar's file name, or URL.
 func (s *IndexSidecar) Path() string { return s.path }
 
-// Len is how many indexes the sidecar holds.
-func (s *IndexSidecar) Len() int { return len(s.files) }
+// Len is how many indexes the sidecar holds (its central directory is
+// read for it), 0 for one that cannot be read.
+func (s *IndexSidecar) Len() int {
+	if s.dir() != nil {
+		return 0
+	}
+	return len(s.files)
+}
+
+// has reports whether the sidecar holds an entry under key name, as far
+// as is known without a request: its first entry, if read, and its
+// directory, if read.
+func (s *IndexSidecar) has(name string) bool {
+	base := path.Base(name)
+	if f := s.first.Load(); f != nil && f.e.Name == base {
+		return true
+	}
+	if !s.dirRead.Load() {
+		return false
+	}
+	_, ok := s.files[base]
+	return ok
+}
 
 // localHeaderSlack is what a sidecar entry's local header is assumed to
 // take beyond its fixed part and name, when its bytes are prefetched.
@@ -115,7 +172,14 @@ const localHeaderSlack = 1 << 10
 // KK/KEY.idx), or nil; head is about how many of its first bytes a
 // reader reads at once (inflate.IndexHeadLen), to prefetch.
 func (s *IndexSidecar) lookup(name string, head int64) (io.ReaderAt, int64, error) {
-	se, ok := s.files[path.Base(name)]
+	base := path.Base(name)
+	if f := s.firstEntry(); f != nil && f.e.Name == base {
+		return io.NewSectionReader(s.r, f.off, f.e.Size), f.e.Size, nil
+	}
+	if err := s.dir(); err != nil {
+		return nil, 0, err
+	}
+	se, ok := s.files[base]
 	if !ok {
 		return nil, 0, nil
 	}
@@ -212,7 +276,12 @@ func WriteIndexSidecarTo(w io.Writer, members []*Member) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Name(), err)
 		}
-		fw, err := zw.CreateHeader(&stdzip.FileHeader{Name: path.Base(key), Method: stdzip.Store})
+		// Sizes and CRC-32 in the local header (no data descriptor), so
+		// that a reader finds an entry from its local header alone.
+		fw, err := zw.CreateRaw(&stdzip.FileHeader{
+			Name: path.Base(key), Method: stdzip.Store,
+			CRC32: crc32.ChecksumIEEE(b), CompressedSize64: uint64(len(b)), UncompressedSize64: uint64(len(b)),
+		})
 		if err == nil {
 			_, err = fw.Write(b)
 		}
