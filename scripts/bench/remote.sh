@@ -233,17 +233,22 @@ fi
 rec p.setup "latency=$latency rate_bytes_per_sec=$rate server=versitygw"
 shards=${BENCH_SHARDS:-1000}
 say "6. a prefix of $shards shards: mount, and ls of its root"
+# Every tenth shard, the 100 read below, holds a 1 MiB array x and after
+# it 4.5 MiB of y, so that a mount of that shard alone, which fetches its
+# last 4 MiB at mount, fetches x when it is read, as the prefix's mount
+# does; the others hold 64 KiB of x.
 mkdir -p "$work/shards"
 "$py" -c 'import numpy as np, sys
 d, n = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(23)
 for i in range(n):
-    np.savez("%s/shard%04d.npz" % (d, i), x=rng.standard_normal(65536, dtype=np.float32), y=np.arange(i, i + 2048))
+    big = i % (n // 100 or 1) == 0
+    x = rng.standard_normal(262144 if big else 16384, dtype=np.float32)
+    np.savez("%s/shard%04d.npz" % (d, i), x=x, y=np.zeros(589824 if big else 2048))
 ' "$work/shards" "$shards"
 ls "$work/shards" | xargs -P 8 -I{} curl -s -f "${s3sig[@]}" -T "$work/shards/{}" "$S3/bench/ds/{}" -o /dev/null \
   || rec p.err "uploading the shards failed"
-shard_bytes=$(stat -c %s "$work/shards/shard0000.npz")
-rec p.shards "count=$shards bytes_each=$shard_bytes array=x float32[65536]"
+rec p.shards "count=$shards bytes_read=$(stat -c %s "$work/shards/shard0000.npz") bytes_other=$(stat -c %s "$work/shards/shard0001.npz") array=x float32[262144]"
 mountp() { # URL MOUNTPOINT [FLAGS]: an npzfs mount of the bench bucket through the proxy
   local u=$1 m=$2; shift 2
   timeout 120 "$npzfs" mount --log "$work/npzfs.log" --endpoint "$S3P" "$@" "$u" "$m"
@@ -343,8 +348,9 @@ alt_prefix() { # NAME MOUNTPOINT
 mkdir -p "$work/mnt2"
 if command -v rclone >/dev/null; then
   rc=0
-  timeout 30 rclone mount --read-only --daemon \
-    ":s3,provider=Other,env_auth=true,endpoint='$S3P',force_path_style=true:bench/ds" "$work/mnt2" >"$work/rclone.log" 2>&1 || rc=$?
+  # (AWS_CA_BUNDLE, where set, fails rclone's client for a plain http endpoint.)
+  timeout 30 env -u AWS_CA_BUNDLE rclone mount --read-only --daemon \
+    ":s3,provider=Other,access_key_id=benchkey,secret_access_key=benchsecret0123456789,endpoint='$S3P',force_path_style=true:bench/ds" "$work/mnt2" >"$work/rclone.log" 2>&1 || rc=$?
   if [ $rc = 0 ] && is_mounted "$work/mnt2"; then
     alt_prefix rclone "$work/mnt2"
     fusermount3 -u "$work/mnt2" 2>/dev/null || fusermount3 -u -z "$work/mnt2" 2>/dev/null || true

@@ -129,13 +129,15 @@ def prefix_section(rows):
         return out + [f"Not measured: {err(rows, 'p')}\n"]
     shards = kv(rows.get("p.shards", [""])[0])
     out.append(
-        f"versitygw serves a prefix of {shards.get('count', '?')} shards "
-        f"({int(shards.get('bytes_each', 0)) / 1024:.0f} KiB each, `np.savez`) and the 1 GiB "
-        "archives behind the same proxy, which counts the requests and bytes. Reads of 100 "
-        "shards are `np.load(x.npy)` (npzfs) or `np.load(npz)['x']` (rclone, s3fs) from 8 "
-        "threads; the single-shard mounts are made beforehand, their mount time not counted. "
-        "The first read at 90% is on a fresh mount with a fresh index folder, after a stat of "
-        "`raw.bin` (its npy header), as `np.memmap` would do.\n")
+        f"versitygw serves a prefix of {shards.get('count', '?')} shards (`np.savez`: the 100 "
+        f"read are {int(shards.get('bytes_read', 0)) / 2**20:.1f} MiB, a 1 MiB array x then "
+        f"4.5 MiB of y, so that a mount of one alone fetches x when it is read; the others "
+        f"{int(shards.get('bytes_other', 0)) / 1024:.0f} KiB) and the 1 GiB archives behind the "
+        "same proxy, which counts the requests and bytes. Reads of 100 shards are "
+        "`np.load(x.npy)` (npzfs) or `np.load(npz)['x']` (rclone, s3fs) from 8 threads; the "
+        "single-shard mounts are made beforehand, their mount time not counted. The first "
+        "read at 90% is on a fresh mount with a fresh index folder, after a stat of `raw.bin` "
+        "(its npy header), as `np.memmap` would do.\n")
     out.append("| workload | npzfs | reference (same run) | ratio | target | met |")
     out.append("| --- | --- | --- | --- | --- | --- |")
 
