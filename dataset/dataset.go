@@ -16,6 +16,7 @@ import (
 	"github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/remote"
 )
 
 // Kind is what a dataset is.
@@ -77,11 +78,14 @@ type Dataset struct {
 	size    int64  // bytes of archives
 	nodes   uint64 // nodes served, at most
 	store   *npz.IndexStore
-	noStore error   // why IndexDir could not be opened
-	src     *source // a remote dataset's
+	noStore error          // why IndexDir could not be opened
+	env     *remoteEnv     // a remote dataset's sources
+	backend remote.Backend // a remote archive's
+	listing *remote.Folder // a remote folder's listings
 	cache   *inflate.Cache
 	closers []io.Closer // closed by Close, last first
 	logf    func(string, ...any)
+	opts    Options // as Open completed them (OpenFile's)
 
 	mu       sync.Mutex
 	indexing *indexing // IndexInBackground's, once started
@@ -120,6 +124,7 @@ func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 			o.Archive.Indexes = s
 		}
 	}
+	d.opts = o
 	var err error
 	if IsRemote(name) {
 		err = d.openRemote(ctx, name, &o)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/remote"
 	"github.com/npzfs/npzfs/zip"
 )
 
@@ -33,8 +34,15 @@ type IndexOptions struct {
 	// checked against its CRC-32.
 	Verify bool
 	// Sidecar also writes each archive's indexes beside it
-	// (npz.WriteIndexSidecar), for a dataset to ship.
+	// (npz.WriteIndexSidecar), for a dataset to ship: beside a local
+	// archive, a file; beside an S3 object, an object put whole in one
+	// request, unless one is there that holds every index (see
+	// putSidecar).
 	Sidecar bool
+	// SidecarFile, for one archive, writes its sidecar to this file
+	// instead (for an HTTP archive: the file to upload beside it by
+	// hand).
+	SidecarFile string
 }
 
 // Progress is how far an Index has got, safe to read while it runs.
@@ -97,7 +105,11 @@ type IndexReport struct {
 	Stored   int           // members that need no index (stored)
 	Failures []Failure
 	Sidecars []string // sidecars written
-	Elapsed  time.Duration
+	// SidecarsKept are sidecars beside remote archives that were left as
+	// they are: they hold every index already, or another machine put
+	// one that does meanwhile.
+	SidecarsKept []string
+	Elapsed      time.Duration
 }
 
 // Bytes is the inflated size of the members.
@@ -141,12 +153,13 @@ func (r *IndexReport) OK() bool {
 
 // Index builds the saved indexes of the deflated members of what name
 // names (see Open: an archive, by path or URL, or every .npz archive
-// under a folder, sub-folders too, as a mount of the folder shows them)
-// in opts.IndexDir, which it needs. An archive that cannot be opened, a
-// member that cannot be indexed and an index that cannot be saved are in
-// the report; the others are indexed. It fails only when there is nothing
-// to do: no index folder, a name that cannot be opened, keys that do not
-// name deflated members. progress, if not nil, is kept up to date.
+// under a folder, local or remote, sub-folders too, as a mount of the
+// folder shows them) in opts.IndexDir, which it needs. An archive that
+// cannot be opened, a member that cannot be indexed and an index that
+// cannot be saved are in the report; the others are indexed. It fails
+// only when there is nothing to do: no index folder, a name that cannot
+// be opened, keys that do not name deflated members. progress, if not
+// nil, is kept up to date.
 func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions, progress *Progress) (*IndexReport, error) {
 	var o Options
 	if opts != nil {
@@ -169,8 +182,15 @@ func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions,
 	if err := checkScheme(name); err != nil {
 		return nil, err
 	}
-	if xo.Sidecar && IsRemote(name) {
-		return nil, errors.New("a sidecar is written beside a local archive, not a remote one")
+	isFolder := IsRemoteFolder(name)
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !IsRemote(name) {
+		isFolder = true
+	}
+	switch {
+	case isFolder && len(xo.Keys) > 0:
+		return nil, errors.New("a KEY names a member of one archive, not of a folder")
+	case isFolder && xo.SidecarFile != "":
+		return nil, errors.New("a sidecar file is of one archive, not of a folder: give --sidecar to write each beside its archive")
 	}
 	store, err := npz.OpenIndexStore(o.IndexDir, cmp.Or(o.IndexCacheBytes, DefaultIndexCacheBytes))
 	if err != nil {
@@ -178,26 +198,29 @@ func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions,
 	}
 	defer store.Close()
 	o.Archive.Indexes = store
-	// The store is open: Open must not open it again. Sidecars are not
-	// read: the indexes built go to the store.
-	o.IndexDir, o.Sidecars = "", false
+	// The store is open: Open must not open it again. A local archive's
+	// sidecar is not read: the indexes built go to the store. A remote
+	// one's is, so that a sidecar there already is not rebuilt.
+	o.IndexDir, o.Sidecars = "", xo.Sidecar && IsRemote(name)
 	ix := &indexer{opts: &o, xo: &xo, p: progress, rep: &IndexReport{Store: store.Path(), Workers: xo.Workers}}
 
-	names := []string{name}
-	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !IsRemote(name) {
-		if len(xo.Keys) > 0 {
-			return nil, errors.New("a KEY names a member of one archive, not of a folder")
-		}
-		if names, err = archivesUnder(name); err != nil {
+	targets := []indexTarget{{path: name}}
+	if isFolder {
+		d, err := Open(ctx, name, &o)
+		if err != nil {
 			return nil, err
 		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("no .npz archive under %s", name)
+		defer d.Close()
+		if targets, err = archivesOf(ctx, d); err != nil {
+			return nil, err
 		}
-		ix.folder, ix.rep.Folder = name, true
+		if len(targets) == 0 {
+			return nil, fmt.Errorf("no .npz archive under %s", d.Name())
+		}
+		ix.folder, ix.rep.Folder = true, true
 	}
 	start := time.Now()
-	if err := ix.run(ctx, names); err != nil {
+	if err := ix.run(ctx, targets); err != nil {
 		return nil, err
 	}
 	store.Close() // waits for the indexes being written
@@ -211,81 +234,139 @@ type indexer struct {
 	xo     *IndexOptions
 	p      *Progress
 	rep    *IndexReport
-	folder string // the folder indexed, or ""
+	folder bool // a folder is indexed, not one archive
 }
 
-// shownName is an archive's name in the report.
-func (ix *indexer) shownName(name string) string {
-	if ix.folder == "" {
-		return ""
+// indexTarget is an archive to index: a file or URL Open takes, or a
+// file of a folder (local or remote).
+type indexTarget struct {
+	path   string     // for Open
+	shown  string     // in the report: the path in the folder indexed, or "" for one archive
+	folder *Dataset   // the folder the file is of
+	file   FolderFile // the file, of a folder
+}
+
+// name is the target in messages.
+func (t *indexTarget) name() string { return cmpName(t.shown, t.path) }
+
+// archivesOf lists the .npz archives under the folder d serves (see
+// Dataset.Files).
+func archivesOf(ctx context.Context, d *Dataset) ([]indexTarget, error) {
+	files, err := d.Files(ctx)
+	var out []indexTarget
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, ".npz") {
+			out = append(out, indexTarget{shown: f.Path, path: f.file, folder: d, file: f})
+		}
 	}
-	rel, _ := filepath.Rel(ix.folder, name)
-	return rel
+	return out, err
+}
+
+// indexed is an archive open to index: its picked members, the backend
+// of a remote one's object (for its sidecar), and what closes it.
+type indexed struct {
+	a       *npz.Archive
+	members []*npz.Member
+	backend remote.Backend
+	env     *remoteEnv
+	close   func()
 }
 
 // run counts what there is to index, for the progress, then indexes it.
 // A single archive stays open throughout; a folder's archives are each
-// opened again (a folder may hold more archives than can be open at once).
-func (ix *indexer) run(ctx context.Context, names []string) error {
-	var kept *Dataset
-	for _, name := range names {
-		d, members, err := ix.open(ctx, name)
-		if err != nil && ix.folder == "" {
+// opened again (a folder may hold more archives than can be open at
+// once), but for a remote folder's, which are not counted first (that
+// would fetch each twice): the progress's total grows as they are opened.
+func (ix *indexer) run(ctx context.Context, targets []indexTarget) error {
+	var kept *indexed
+	for i := range targets {
+		t := &targets[i]
+		if t.folder != nil && t.folder.Remote() {
+			break
+		}
+		x, err := ix.open(ctx, t)
+		if err != nil && !ix.folder {
 			return err
 		}
 		if err != nil {
-			ix.rep.Failures = append(ix.rep.Failures, Failure{Archive: ix.shownName(name), Err: err})
+			ix.rep.Failures = append(ix.rep.Failures, Failure{Archive: t.shown, Err: err})
+			t.path = "" // reported
 			continue
 		}
-		for _, m := range members {
+		for _, m := range x.members {
 			ix.p.total.Add(m.Size())
 		}
-		if ix.folder == "" {
-			kept = d
+		if ix.folder {
+			x.close()
 		} else {
-			d.Close()
+			kept = x
 		}
 	}
-	ix.rep.Archives = len(names)
-	for _, name := range names {
+	ix.rep.Archives = len(targets)
+	for i := range targets {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d := kept
-		if d == nil {
-			var err error
-			if d, _, err = ix.open(ctx, name); err != nil {
+		t := &targets[i]
+		x := kept
+		if x == nil {
+			counted := t.folder == nil || !t.folder.Remote()
+			if counted && t.path == "" {
 				continue // reported above
 			}
+			var err error
+			if x, err = ix.open(ctx, t); err != nil {
+				ix.rep.Failures = append(ix.rep.Failures, Failure{Archive: t.shown, Err: err})
+				continue
+			}
+			if !counted {
+				for _, m := range x.members {
+					ix.p.total.Add(m.Size())
+				}
+			}
 		}
-		ix.archive(ctx, d, name)
-		d.Close()
+		ix.archive(ctx, x, t)
+		x.close()
 	}
 	return nil
 }
 
 // open opens an archive to index and picks its members.
-func (ix *indexer) open(ctx context.Context, name string) (*Dataset, []*npz.Member, error) {
-	d, err := Open(ctx, name, ix.opts)
-	if err != nil {
-		return nil, nil, err
+func (ix *indexer) open(ctx context.Context, t *indexTarget) (*indexed, error) {
+	var x indexed
+	if d := t.folder; d != nil {
+		a, err := d.OpenFile(ctx, t.file)
+		if err != nil {
+			return nil, err
+		}
+		x = indexed{a: a, env: d.env, close: func() { a.Close() }}
+		if d.listing != nil {
+			x.backend = d.listing.Lister().Object(t.file.Path)
+		}
+	} else {
+		d, err := Open(ctx, t.path, ix.opts)
+		if err != nil {
+			return nil, err
+		}
+		if d.Kind() == Folder {
+			d.Close()
+			return nil, fmt.Errorf("%s is a folder", t.path)
+		}
+		x = indexed{a: d.Archive(), backend: d.backend, env: d.env, close: func() { d.Close() }}
 	}
-	if d.Kind() == Folder {
-		d.Close()
-		return nil, nil, fmt.Errorf("%s is a folder", name)
+	var err error
+	if x.members, err = pickMembers(x.a.Members(), ix.xo.Keys); err != nil {
+		x.close()
+		return nil, err
 	}
-	members, err := pickMembers(d.Archive().Members(), ix.xo.Keys)
-	if err != nil {
-		d.Close()
-		return nil, nil, err
-	}
-	return d, members, nil
+	return &x, nil
 }
 
-// archive indexes the picked members of one archive.
-func (ix *indexer) archive(ctx context.Context, d *Dataset, name string) {
-	all := d.Archive().Members()
-	members, _ := pickMembers(all, ix.xo.Keys)
+// archive indexes the picked members of one archive, and writes its
+// sidecar when asked.
+func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
+	all := x.a.Members()
+	members := x.members
 	if len(ix.xo.Keys) == 0 {
 		for _, m := range all {
 			if m.Method() == zip.Stored && m.Served() && !m.IsDir() {
@@ -301,17 +382,12 @@ func (ix *indexer) archive(ctx context.Context, d *Dataset, name string) {
 		if err == nil && ix.xo.Verify {
 			err = readWhole(m, &ix.p.read)
 		}
-		results[i] = MemberIndex{Archive: ix.shownName(name), Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err}
+		results[i] = MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err}
 	})
 	ix.rep.Members = append(ix.rep.Members, results...)
 	failed := slices.ContainsFunc(results, func(r MemberIndex) bool { return r.Err != nil })
-	if ix.xo.Sidecar && !failed && len(members) > 0 {
-		side := npz.SidecarPath(name)
-		if err := npz.WriteIndexSidecar(side, members); err != nil {
-			ix.rep.Failures = append(ix.rep.Failures, Failure{Archive: cmpName(ix.shownName(name), name), Err: fmt.Errorf("cannot write %s: %w", side, err)})
-		} else {
-			ix.rep.Sidecars = append(ix.rep.Sidecars, side)
-		}
+	if (ix.xo.Sidecar || ix.xo.SidecarFile != "") && !failed && len(members) > 0 {
+		ix.sidecar(ctx, x, t)
 	}
 	ix.p.current(nil)
 	var size int64
@@ -321,6 +397,40 @@ func (ix *indexer) archive(ctx context.Context, d *Dataset, name string) {
 	ix.p.before.Add(size)
 }
 
+// sidecar writes an archive's sidecar where asked: to the file named, or
+// beside the archive (a local file, or an object put beside a remote
+// one).
+func (ix *indexer) sidecar(ctx context.Context, x *indexed, t *indexTarget) {
+	fail := func(err error) {
+		ix.rep.Failures = append(ix.rep.Failures, Failure{Archive: t.name(), Err: err})
+	}
+	switch {
+	case ix.xo.SidecarFile != "":
+		if err := npz.WriteIndexSidecar(ix.xo.SidecarFile, x.members); err != nil {
+			fail(fmt.Errorf("cannot write %s: %w", ix.xo.SidecarFile, err))
+			return
+		}
+		ix.rep.Sidecars = append(ix.rep.Sidecars, ix.xo.SidecarFile)
+	case x.backend == nil:
+		side := npz.SidecarPath(t.path)
+		if err := npz.WriteIndexSidecar(side, x.members); err != nil {
+			fail(fmt.Errorf("cannot write %s: %w", side, err))
+			return
+		}
+		ix.rep.Sidecars = append(ix.rep.Sidecars, side)
+	default:
+		name, written, err := putSidecar(ctx, x)
+		switch {
+		case err != nil:
+			fail(err)
+		case written:
+			ix.rep.Sidecars = append(ix.rep.Sidecars, name)
+		default:
+			ix.rep.SidecarsKept = append(ix.rep.SidecarsKept, name)
+		}
+	}
+}
+
 func cmpName(shown, name string) string {
 	if shown != "" {
 		return shown
@@ -328,16 +438,16 @@ func cmpName(shown, name string) string {
 	return name
 }
 
-// Files lists the .npz and .npy files under dir, in its sub-folders too,
-// as a mount of dir shows them (regular files; links are not followed),
-// in lexical order.
-func Files(dir string) ([]string, error) {
+// localFiles lists the .npz and .npy files under dir, in its
+// sub-folders too, as a mount of dir shows them (regular files; links
+// are not followed), in lexical order.
+func localFiles(dir string) ([]string, error) {
 	var names []string
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if n := d.Name(); d.Type().IsRegular() && (strings.HasSuffix(n, ".npz") || strings.HasSuffix(n, ".npy") && n != ".npy") {
+		if n := d.Name(); d.Type().IsRegular() && isServedFile(n) {
 			names = append(names, path)
 		}
 		return nil
@@ -345,11 +455,10 @@ func Files(dir string) ([]string, error) {
 	return names, err
 }
 
-// archivesUnder lists the .npz files under dir (see Files): the .npy
-// files have no deflated member.
-func archivesUnder(dir string) ([]string, error) {
-	names, err := Files(dir)
-	return slices.DeleteFunc(names, func(n string) bool { return !strings.HasSuffix(n, ".npz") }), err
+// isServedFile reports a file name a folder mount serves: a .npz
+// archive or a .npy file.
+func isServedFile(n string) bool {
+	return strings.HasSuffix(n, ".npz") || strings.HasSuffix(n, ".npy") && n != ".npy"
 }
 
 // pickMembers picks the deflated members to index: all, or those keys
@@ -446,6 +555,13 @@ func (r *IndexReport) Summary() string {
 		b.WriteString("; sidecar " + r.Sidecars[0])
 	default:
 		fmt.Fprintf(&b, "; %d sidecars", len(r.Sidecars))
+	}
+	switch len(r.SidecarsKept) {
+	case 0:
+	case 1:
+		b.WriteString("; sidecar " + r.SidecarsKept[0] + " already there")
+	default:
+		fmt.Fprintf(&b, "; %d sidecars already there", len(r.SidecarsKept))
 	}
 	return b.String()
 }

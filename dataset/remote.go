@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
@@ -31,6 +33,12 @@ type Remote struct {
 	// at most DiskCacheBytes of them (remote.DiskCache).
 	DiskCache      string
 	DiskCacheBytes int64
+	// ListTTL is how long a remote folder's listing is kept
+	// (remote.NewFolder); 0 means remote.DefaultListTTL.
+	ListTTL time.Duration
+	// PageSize is how many keys an S3 listing asks for a page; 0 means
+	// the server's default.
+	PageSize int
 }
 
 // IsRemote reports a name that npzfs reads from a server: an https://,
@@ -60,16 +68,33 @@ func Redact(name string) string {
 	return name
 }
 
-// openRemote opens a remote archive, fetching the tail of the object.
+// openRemote opens a remote archive, fetching the tail of the object,
+// or a remote folder (a URL ending in "/", a bucket alone), listing its
+// top level.
 func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error {
 	d.name, d.remote = Redact(url), true
-	src, err := openSource(ctx, url, &o.Remote, d.logf)
+	env, err := d.remoteEnv(&o.Remote)
 	if err != nil {
 		return err
 	}
-	d.src = src
+	if IsRemoteFolder(url) {
+		return d.openPrefix(ctx, url, env, o)
+	}
+	b, err := newBackend(ctx, url, &o.Remote)
+	if err != nil {
+		return err
+	}
+	src, err := env.open(ctx, b, remote.Options{})
+	if err != nil {
+		return err
+	}
 	d.closers = append(d.closers, src)
-	a, err := npz.New(src, src.Size(), path.Base(src.String()), &o.Archive)
+	d.backend = b
+	ao := o.Archive
+	if o.Sidecars {
+		ao.FindSidecar = env.findSidecar(b)
+	}
+	a, err := npz.New(src, src.Size(), path.Base(src.String()), &ao)
 	if err != nil {
 		var fe *npz.FormatError
 		if errors.As(err, &fe) {
@@ -81,44 +106,150 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	return nil
 }
 
-// source is a remote object's source and its disk cache, if any.
-type source struct {
-	*remote.Source
-	disk *remote.DiskCache
+// IsRemoteFolder reports a URL of a remote folder: an s3:// prefix
+// ending in "/" or a bucket alone, or an http(s):// URL whose path ends
+// in "/".
+func IsRemoteFolder(name string) bool {
+	if !IsRemote(name) {
+		return false
+	}
+	if isS3(name) {
+		return s3src.IsFolder(name)
+	}
+	return httpsrc.IsFolder(name)
 }
 
-func (s *source) Close() error {
-	err := s.Source.Close()
-	if s.disk != nil {
-		s.disk.Close()
+func isS3(url string) bool { return strings.HasPrefix(strings.ToLower(url), "s3://") }
+
+// newBackend is the backend of a remote object's URL.
+func newBackend(ctx context.Context, url string, r *Remote) (remote.Backend, error) {
+	if isS3(url) {
+		return s3src.New(ctx, url, &s3src.Options{Endpoint: r.Endpoint, NoSign: r.NoSign})
 	}
-	return err
+	return httpsrc.New(url, &httpsrc.Options{Header: r.Header})
 }
 
-// openSource opens a remote object's source: its tail is fetched at once.
-func openSource(ctx context.Context, url string, r *Remote, logf func(string, ...any)) (*source, error) {
-	var b remote.Backend
-	var err error
-	if strings.HasPrefix(strings.ToLower(url), "s3://") {
-		b, err = s3src.New(ctx, url, &s3src.Options{Endpoint: r.Endpoint, NoSign: r.NoSign})
-	} else {
-		b, err = httpsrc.New(url, &httpsrc.Options{Header: r.Header})
+// newLister is the lister of a remote folder's URL.
+func newLister(ctx context.Context, url string, r *Remote) (remote.Lister, error) {
+	if isS3(url) {
+		return s3src.NewLister(ctx, url, &s3src.Options{Endpoint: r.Endpoint, NoSign: r.NoSign, PageSize: r.PageSize})
 	}
-	if err != nil {
-		return nil, err
-	}
-	s := &source{}
+	return httpsrc.NewLister(url, &httpsrc.Options{Header: r.Header})
+}
+
+// remoteEnv is what a dataset's remote sources share: one block cache,
+// the disk cache, and their counts.
+type remoteEnv struct {
+	cache *remote.Cache
+	disk  *remote.DiskCache
+	logf  func(string, ...any)
+
+	mu     sync.Mutex
+	live   map[*envSource]bool
+	closed remote.Stats // of the sources closed
+}
+
+// remoteEnv makes the dataset's remote environment, closed with it.
+func (d *Dataset) remoteEnv(r *Remote) (*remoteEnv, error) {
+	env := &remoteEnv{cache: remote.NewCache(r.CacheBytes), logf: d.logf, live: map[*envSource]bool{}}
 	if r.DiskCache != "" {
-		if s.disk, err = remote.OpenDiskCache(r.DiskCache, r.DiskCacheBytes, logf); err != nil {
+		disk, err := remote.OpenDiskCache(r.DiskCache, r.DiskCacheBytes, d.logf)
+		if err != nil {
 			return nil, err
 		}
+		env.disk = disk
+		d.closers = append(d.closers, disk)
 	}
-	s.Source, err = remote.Open(ctx, b, &remote.Options{CacheBytes: r.CacheBytes, Disk: s.disk, Logf: logf})
+	d.env = env
+	return env, nil
+}
+
+// open opens b's object with o (its TailBytes, Head and BlockSize; the
+// rest are the environment's).
+func (e *remoteEnv) open(ctx context.Context, b remote.Backend, o remote.Options) (*envSource, error) {
+	o.Cache, o.CacheBytes, o.Disk, o.Logf = e.cache, e.cache.Max(), e.disk, e.logf
+	src, err := remote.Open(ctx, b, &o)
 	if err != nil {
-		if s.disk != nil {
-			s.disk.Close()
-		}
 		return nil, err
 	}
+	s := &envSource{Source: src, env: e}
+	e.mu.Lock()
+	e.live[s] = true
+	e.mu.Unlock()
 	return s, nil
+}
+
+// sidecarBlock is a remote sidecar's block: a read of one span needs
+// its window, a few KiB, from it.
+const sidecarBlock = 64 << 10
+
+// findSidecar is npz.Options.FindSidecar for the archive b is: the
+// sidecar beside it (npz.SidecarPath), which it looks for with one
+// request, for the head bytes at its start when told them (the lookup's
+// local header and table), else for its end (its central directory);
+// one that is not there, or may not be read, is none.
+func (e *remoteEnv) findSidecar(b remote.Backend) func(head int64) (*npz.IndexSidecar, error) {
+	return func(head int64) (*npz.IndexSidecar, error) {
+		sib, ok := b.(remote.Sibling)
+		if !ok {
+			return nil, nil
+		}
+		name := b.String()
+		sb := sib.Sibling(npz.SidecarPath(name[strings.LastIndex(name, "/")+1:]))
+		ctx, cancel := context.WithTimeout(context.Background(), remote.DefaultReadTimeout)
+		defer cancel()
+		o := remote.Options{TailBytes: smallTail, BlockSize: sidecarBlock}
+		if head > 0 {
+			o.TailBytes, o.Head = head, true
+		}
+		src, err := e.open(ctx, sb, o)
+		switch {
+		case errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrDenied):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		return npz.NewIndexSidecar(src, src.Size(), src.String()), nil
+	}
+}
+
+// stats adds up what the sources did, those closed too.
+func (e *remoteEnv) stats() remote.Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.closed
+	for s := range e.live {
+		st = addStats(st, s.Stats())
+	}
+	st.CachedBytes = e.cache.Used()
+	return st
+}
+
+func addStats(a, b remote.Stats) remote.Stats {
+	a.Requests += b.Requests
+	a.Retries += b.Retries
+	a.BytesFetched += b.BytesFetched
+	a.BlockHits += b.BlockHits
+	a.BlockMisses += b.BlockMisses
+	a.DiskHits += b.DiskHits
+	return a
+}
+
+// envSource is a source of a remoteEnv, which counts what it did once it
+// is closed.
+type envSource struct {
+	*remote.Source
+	env  *remoteEnv
+	once sync.Once
+}
+
+func (s *envSource) Close() error {
+	err := s.Source.Close()
+	s.once.Do(func() {
+		s.env.mu.Lock()
+		defer s.env.mu.Unlock()
+		delete(s.env.live, s)
+		s.env.closed = addStats(s.env.closed, s.Stats())
+	})
+	return err
 }

@@ -23,7 +23,8 @@ type Stats struct {
 	// Indexes count the saved indexes loaded, refused and saved, when
 	// there is an index folder.
 	Indexes *IndexesStats `json:"saved_indexes,omitempty"`
-	// Remote is the remote source's, for a remote dataset.
+	// Remote is the remote sources', for a remote dataset (a remote
+	// folder's archives' and sidecars' together).
 	Remote *RemoteStats `json:"remote,omitempty"`
 	// Indexing is mount --index's progress, once it has started.
 	Indexing *IndexingStats `json:"background_indexing,omitempty"`
@@ -54,7 +55,8 @@ type RemoteStats struct {
 	BlockMisses    int64 `json:"block_misses"`
 	DiskHits       int64 `json:"disk_cache_hits"`
 	MemoryBytes    int64 `json:"memory_cache_bytes"`
-	DiskCacheBytes int64 `json:"disk_cache_bytes"` // the whole disk cache folder's
+	DiskCacheBytes int64 `json:"disk_cache_bytes"`   // the whole disk cache folder's
+	Listings       int64 `json:"listings,omitempty"` // a remote folder's, each one or more requests
 }
 
 // IndexingStats are background indexing's progress (IndexInBackground).
@@ -125,15 +127,18 @@ func (d *Dataset) Stats() Stats {
 		is := s.Stats()
 		st.Indexes = &IndexesStats{Folder: s.Path(), Loaded: is.Loaded, Refused: is.Refused, Saved: is.Saved}
 	}
-	if d.src != nil {
-		rs := d.src.Stats()
+	if e := d.env; e != nil {
+		rs := e.stats()
 		st.Remote = &RemoteStats{
 			Requests: rs.Requests, Retries: rs.Retries, BytesFetched: rs.BytesFetched,
 			BlockHits: rs.BlockHits, BlockMisses: rs.BlockMisses, DiskHits: rs.DiskHits,
 			MemoryBytes: rs.CachedBytes,
 		}
-		if d.src.disk != nil {
-			st.Remote.DiskCacheBytes = d.src.disk.Used()
+		if e.disk != nil {
+			st.Remote.DiskCacheBytes = e.disk.Used()
+		}
+		if d.listing != nil {
+			st.Remote.Listings = d.listing.Listings()
 		}
 	}
 	d.mu.Lock()

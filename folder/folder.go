@@ -13,9 +13,12 @@
 // mount is a new archive with new numbers, whose old nodes fail their
 // reads.
 //
-// Folder listings and lookups read the folder on disk each time the kernel
-// asks (it caches them for Options.CacheTime), so files added or removed
-// appear or vanish then.
+// What the tree serves comes from a Store: a folder on local disk (Dir),
+// or a remote folder (package dataset's). Folder listings and lookups ask
+// the store each time the kernel asks (it caches them for
+// Options.CacheTime): a local folder is read again then, so files added
+// or removed appear or vanish then; a remote one answers from a listing
+// it keeps for a while.
 package folder
 
 import (
@@ -24,19 +27,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"weak"
 
 	"github.com/npzfs/npzfs/fs"
-	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
@@ -73,9 +72,9 @@ type Options struct {
 // Tree is a folder of archives served as one tree. It is safe for
 // concurrent use.
 type Tree struct {
-	dir  string
-	opts Options
-	root *dirNode
+	store Store
+	opts  Options
+	root  *dirNode
 
 	next atomic.Uint64 // the next free inode number
 
@@ -84,22 +83,27 @@ type Tree struct {
 	slots   map[string]*slot  // file path (relative) -> the archive it holds now
 	open    list.List         // of *slot with an open archive, most recently used first
 	said    map[string]bool   // paths whose problem was logged
-
-	mountsMu sync.Mutex
-	mountsAt time.Time         // when npzfs was read
-	npzfs    map[string]string // device (major:minor) -> mount point, of npzfs mounts
+	started time.Time         // when the tree was made
 }
 
-// Open serves the folder dir. It reads nothing but dir's own entry.
+// Open serves the folder dir on local disk (NewDir). It reads nothing
+// but dir's own entry.
 func Open(dir string, opts *Options) (*Tree, error) {
-	fi, err := os.Stat(dir)
+	d, err := NewDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a folder", dir)
+	return New(d, opts)
+}
+
+// New serves what store holds. It asks the store for its root's entry
+// alone.
+func New(store Store, opts *Options) (*Tree, error) {
+	root, err := store.Stat(context.Background(), "")
+	if err != nil {
+		return nil, err
 	}
-	t := &Tree{dir: dir, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}}
+	t := &Tree{store: store, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, started: time.Now()}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -111,40 +115,46 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	}
 	t.opts.Archive.ShareBudgets()
 	t.next.Store(2)
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
+	mtime := root.ModTime
+	if mtime.IsZero() {
+		mtime = time.Now()
 	}
-	t.root = &dirNode{t: t, ino: 1, mtime: fi.ModTime(), real: real, dev: devOf(fi)}
+	t.root = &dirNode{t: t, ino: 1, mtime: mtime}
 	return t, nil
 }
 
-// Usage walks the folder as the tree shows it, opening no archive, and
-// returns the bytes of its archives and .npy files and how many nodes
-// they make at least (for statfs): its folders, an archive's folder, and
-// a .npy file with its views (npz.NodesPerArray).
+// Store is what the tree serves.
+func (t *Tree) Store() Store { return t.store }
+
+// Usage returns the bytes of the archives and .npy files the tree shows,
+// and how many nodes they make at least (for statfs): its folders, an
+// archive's folder, and a .npy file with its views (npz.NodesPerArray),
+// opening no archive. A local folder is walked whole; of another store,
+// whose listings may cost requests, the root's listing is counted.
 func (t *Tree) Usage() (bytes int64, nodes uint64) {
 	nodes = 1
-	filepath.WalkDir(t.dir, func(path string, d iofs.DirEntry, err error) error {
-		if err != nil || path == t.dir {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		switch kindOf(d.Name(), fi) {
+	count := func(e Entry) {
+		switch kindOf(e) {
 		case shownDir:
 			nodes++
 		case shownArchive:
-			bytes += fi.Size()
+			bytes += e.Size
 			nodes++
 		case shownNPY:
-			bytes += fi.Size()
+			bytes += e.Size
 			nodes += uint64(npz.NodesPerArray())
 		}
-		return nil
-	})
+	}
+	if w, ok := t.store.(interface{ walk(func(Entry)) }); ok {
+		w.walk(count)
+		return bytes, nodes
+	}
+	ents, _ := t.store.List(context.Background(), "")
+	for _, e := range ents {
+		if e.Skip == "" {
+			count(e)
+		}
+	}
 	return bytes, nodes
 }
 
@@ -206,40 +216,6 @@ func (t *Tree) note(rel, format string, args ...any) {
 	t.logf("npzfs: %s: %s", rel, fmt.Sprintf(format, args...))
 }
 
-// npzfsMount reports whether dev is the device of an npzfs mount, and
-// its mount point. The mount table is read again when a second old, so
-// that mounts made since (this one among them) are seen.
-func (t *Tree) npzfsMount(dev uint64) (string, bool) {
-	t.mountsMu.Lock()
-	defer t.mountsMu.Unlock()
-	if t.npzfs == nil || time.Since(t.mountsAt) > time.Second {
-		t.npzfs = map[string]string{}
-		for _, m := range mountinfo.Read() {
-			if m.FSType == "fuse."+fs.FSType {
-				t.npzfs[m.Dev] = m.Dir
-			}
-		}
-		t.mountsAt = time.Now()
-	}
-	mnt, ok := t.npzfs[devName(dev)]
-	return mnt, ok
-}
-
-// devOf is the device a file is on.
-func devOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Dev
-	}
-	return 0
-}
-
-// devName is a device number as the mount table writes it, major:minor.
-func devName(dev uint64) string {
-	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
-	minor := dev&0xff | (dev>>12)&^0xff
-	return fmt.Sprintf("%d:%d", major, minor)
-}
-
 // alloc hands out n consecutive inode numbers.
 func (t *Tree) alloc(n uint64) uint64 { return t.next.Add(n) - n }
 
@@ -254,14 +230,14 @@ func (t *Tree) dirIno(rel string) uint64 {
 	return ino
 }
 
-// slotFor is the archive at rel as fi describes it: the one seen before if
-// the file is the same (size and modification time), else a new one, the
-// old one then failing its reads.
-func (t *Tree) slotFor(rel string, fi os.FileInfo, bare bool) *slot {
+// slotFor is the archive at rel as e describes it: the one seen before
+// if the file is the same (size, modification time and version), else a
+// new one, the old one then failing its reads.
+func (t *Tree) slotFor(rel string, e Entry, bare bool) *slot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.slots[rel]
-	if s != nil && s.size == fi.Size() && s.mtime.Equal(fi.ModTime()) {
+	if s != nil && s.e.same(e) {
 		return s
 	}
 	if s != nil {
@@ -269,8 +245,7 @@ func (t *Tree) slotFor(rel string, fi os.FileInfo, bare bool) *slot {
 		t.logf("npzfs: %s changed: served anew; reads of the old one fail", rel)
 		go s.close(false)
 	}
-	s = &slot{t: t, rel: rel, name: filepath.Base(rel), bare: bare,
-		size: fi.Size(), mtime: fi.ModTime(), rootIno: t.alloc(2)}
+	s = &slot{t: t, rel: rel, name: e.Name, bare: bare, e: e, rootIno: t.alloc(2)}
 	t.slots[rel] = s
 	return s
 }
@@ -312,8 +287,7 @@ type slot struct {
 	rel     string // path in the folder
 	name    string // base name
 	bare    bool   // a .npy file
-	size    int64  // its identity: size and modification time
-	mtime   time.Time
+	e       Entry  // what the store said of it: its identity
 	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's
 
 	files atomic.Int64 // its files open (fs.Opener)
@@ -327,8 +301,6 @@ type slot struct {
 	gen  uint64 // counts opens, so nodes know to find themselves again
 	elem *list.Element
 }
-
-var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)
 
 // archive is the slot's archive, opened if it is not, and kept open
 // until done is called (which it must be, also after an error).
@@ -372,10 +344,15 @@ func (s *slot) openLocked() (*npz.Archive, uint64, bool, error) {
 	}
 	a, err := s.openFile()
 	if err != nil {
-		if errors.Is(err, source.ErrChanged) || errors.Is(err, os.ErrNotExist) {
+		switch {
+		case errors.Is(err, source.ErrChanged) || errors.Is(err, os.ErrNotExist):
 			// Replaced or removed since it was seen: its nodes fail.
 			s.stale.Store(true)
 			return nil, 0, false, errStale
+		case errors.Is(err, source.ErrTransient):
+			// Not for good: the next use tries again.
+			t.logf("npzfs: %s: %v", s.rel, err)
+			return nil, 0, false, err
 		}
 		s.err = err
 		t.logf("npzfs: %s: %v", s.rel, err)
@@ -396,13 +373,11 @@ func (s *slot) openLocked() (*npz.Archive, uint64, bool, error) {
 func (s *slot) openFile() (*npz.Archive, error) {
 	opts := s.t.opts.Archive
 	opts.Sidecars = s.t.opts.Sidecars
-	a, err := npz.Open(filepath.Join(s.t.dir, s.rel), &opts)
+	a, err := s.t.store.Open(context.Background(), s.rel, s.e, &opts)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case a.Size() != s.size || !a.ModTime().Equal(s.mtime):
-		err = errStale
 	case a.Bare() != s.bare && s.bare:
 		err = fmt.Errorf("%s is named .npy but holds a zip archive (name it .npz)", s.name)
 	case a.Bare() != s.bare:
@@ -413,6 +388,15 @@ func (s *slot) openFile() (*npz.Archive, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// mtime is the archive file's modification time, or when it was first
+// seen if the store does not say.
+func (s *slot) mtime() time.Time {
+	if s.e.ModTime.IsZero() {
+		return s.t.started
+	}
+	return s.e.ModTime
 }
 
 // idle reports an archive that may be closed: none of its files open
@@ -469,30 +453,27 @@ const (
 	shownNPY
 )
 
-func kindOf(name string, fi os.FileInfo) shownKind {
+func kindOf(e Entry) shownKind {
 	switch {
-	case fi.IsDir():
-		return shownDir
-	case !fi.Mode().IsRegular():
+	case e.Skip != "":
 		return hidden
-	case strings.HasSuffix(name, ".npz"):
+	case e.Dir:
+		return shownDir
+	case strings.HasSuffix(e.Name, ".npz"):
 		return shownArchive
-	case strings.HasSuffix(name, ".npy") && name != ".npy":
+	case strings.HasSuffix(e.Name, ".npy") && e.Name != ".npy":
 		return shownNPY
 	}
 	return hidden
 }
 
-// dirNode is a folder on disk.
+// dirNode is a folder of the store.
 type dirNode struct {
 	t     *Tree
 	rel   string
 	name  string
 	ino   uint64
-	mtime time.Time
-	real  string   // its path with symbolic links resolved
-	dev   uint64   // the device it is on
-	up    *dirNode // the folder it was found in; nil for the root
+	mtime time.Time // when it was found
 }
 
 func (d *dirNode) Name() string             { return d.name }
@@ -501,94 +482,58 @@ func (d *dirNode) IsDir() bool              { return true }
 func (d *dirNode) File() fs.Content         { return nil }
 func (d *dirNode) CacheTime() time.Duration { return d.t.opts.CacheTime }
 
-// ModTime is the folder's on disk now (the root's too, which is made at
-// mount), or when it was found if it cannot be read.
+// ModTime is the folder's as the store says it now (the root's too,
+// which is made at mount), or when it was found if it does not say.
 func (d *dirNode) ModTime() time.Time {
-	if fi, err := os.Stat(filepath.Join(d.t.dir, d.rel)); err == nil {
-		return fi.ModTime()
+	if e, err := d.t.store.Stat(context.Background(), d.rel); err == nil && !e.ModTime.IsZero() {
+		return e.ModTime
 	}
 	return d.mtime
 }
-func (d *dirNode) path(name string) (string, string) {
-	rel := name
-	if d.rel != "" {
-		rel = d.rel + "/" + name
+
+// path is the path of name in the folder.
+func (d *dirNode) path(name string) string {
+	if d.rel == "" {
+		return name
 	}
-	return rel, filepath.Join(d.t.dir, rel)
+	return d.rel + "/" + name
 }
 
-// stat finds name in the folder on disk, following a symbolic link, and
-// reports whether it is served: never what lies on an npzfs mount (this
-// one's, whose daemon would then read its own files, or another's, which
-// may read this one's), and never a folder that is the folder it is found
-// in or one above it in the served tree, or holds one, through a
-// symbolic link (a loop: a tree without end). Each one not served is
-// logged once. real is a folder's path with links resolved.
-func (d *dirNode) stat(name string) (fi os.FileInfo, real string, ok bool) {
-	rel, abs := d.path(name)
-	fi, err := os.Lstat(abs)
+// stat asks the store for name in the folder, and reports whether it is
+// served; one not served is logged once.
+func (d *dirNode) stat(name string) (Entry, bool) {
+	rel := d.path(name)
+	e, err := d.t.store.Stat(context.Background(), rel)
 	if err != nil {
-		return nil, "", false
+		return e, false
 	}
-	link := fi.Mode()&os.ModeSymlink != 0
-	if link {
-		if fi, err = os.Stat(abs); err != nil {
-			return nil, "", false
-		}
+	if e.Skip != "" {
+		d.t.skip(rel, e.Skip)
+		return e, false
 	}
-	if kindOf(name, fi) == hidden {
-		return fi, "", true
-	}
-	if dev := devOf(fi); dev != d.dev {
-		if mnt, on := d.t.npzfsMount(dev); on {
-			d.t.skip(rel, "it is on the npzfs mount "+mnt)
-			return nil, "", false
-		}
-	}
-	if !fi.IsDir() {
-		return fi, "", true
-	}
-	real = filepath.Join(d.real, name)
-	if link {
-		if real, err = filepath.EvalSymlinks(abs); err != nil {
-			return nil, "", false
-		}
-	}
-	for a := d; a != nil; a = a.up {
-		switch {
-		case a.real == real:
-			d.t.skip(rel, fmt.Sprintf("a symbolic link to %s, a folder it is in (a loop)", real))
-			return nil, "", false
-		case inside(a.real, real):
-			d.t.skip(rel, fmt.Sprintf("a symbolic link to %s, which holds %s, a folder it is in (a loop)", real, a.real))
-			return nil, "", false
-		}
-	}
-	return fi, real, true
+	return e, true
 }
 
-// inside reports whether path is dir or inside it.
-func inside(path, dir string) bool {
-	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
-}
-
-// entry is the node for name, found on disk as fi (at real, a folder).
-func (d *dirNode) entry(name string, fi os.FileInfo, real string) fs.Entry {
-	rel, _ := d.path(name)
-	switch kindOf(name, fi) {
+// entry is the node for e, found in the folder.
+func (d *dirNode) entry(e Entry) fs.Entry {
+	rel := d.path(e.Name)
+	switch kindOf(e) {
 	case shownDir:
-		return &dirNode{t: d.t, rel: rel, name: name, ino: d.t.dirIno(rel), mtime: fi.ModTime(), real: real, dev: devOf(fi), up: d}
+		mtime := e.ModTime
+		if mtime.IsZero() {
+			mtime = time.Now()
+		}
+		return &dirNode{t: d.t, rel: rel, name: e.Name, ino: d.t.dirIno(rel), mtime: mtime}
 	case shownArchive:
-		return &archNode{s: d.t.slotFor(rel, fi, false)}
+		return &archNode{s: d.t.slotFor(rel, e, false)}
 	}
 	return nil
 }
 
 // npyEntries are the nodes a .npy file makes in its folder: NAME.npy and
 // its views (NAME/, NAME.ra), each when its name is free.
-func (d *dirNode) npyEntries(name string, fi os.FileInfo) []fs.Entry {
-	rel, _ := d.path(name)
-	s := d.t.slotFor(rel, fi, true)
+func (d *dirNode) npyEntries(e Entry) []fs.Entry {
+	s := d.t.slotFor(d.path(e.Name), e, true)
 	a, gen, done, err := s.archive()
 	defer done()
 	if err != nil {
@@ -612,35 +557,23 @@ func (d *dirNode) unreadable(err error) fs.Entry {
 	return &errFile{ino: d.t.dirIno(d.rel + "\x00" + ErrorName), mtime: d.mtime, err: err}
 }
 
-// readable tries to list the folder.
-func (d *dirNode) readable() error {
-	_, abs := d.path("")
-	f, err := os.Open(abs)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := f.ReadDir(1); err != nil && err != io.EOF {
-		return err
-	}
-	return nil
-}
-
 func (d *dirNode) Lookup(name string) fs.Entry {
 	if name == ErrorName {
-		if e := d.unreadable(d.readable()); e != nil {
-			return e
+		if _, err := d.t.store.List(context.Background(), d.rel); err != nil {
+			if e := d.unreadable(err); e != nil {
+				return e
+			}
 		}
 	}
 	var taken bool
-	if fi, real, ok := d.stat(name); ok {
-		switch kindOf(name, fi) {
+	if e, ok := d.stat(name); ok {
+		switch kindOf(e) {
 		case shownDir, shownArchive:
-			return d.entry(name, fi, real)
+			return d.entry(e)
 		case shownNPY:
-			for _, e := range d.npyEntries(name, fi) {
-				if e.Name() == name {
-					return e
+			for _, c := range d.npyEntries(e) {
+				if c.Name() == name {
+					return c
 				}
 			}
 			taken = true
@@ -656,12 +589,11 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 			key = k
 		}
 	}
-	npyName := key + ".npy"
-	fi, _, ok := d.stat(npyName)
-	if !ok || kindOf(npyName, fi) != shownNPY {
+	npy, ok := d.stat(key + ".npy")
+	if !ok || kindOf(npy) != shownNPY {
 		return nil
 	}
-	for _, e := range d.npyEntries(npyName, fi) {
+	for _, e := range d.npyEntries(npy) {
 		if e.Name() == name {
 			return e
 		}
@@ -670,8 +602,7 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 }
 
 func (d *dirNode) List() fs.Listing {
-	_, abs := d.path("")
-	ents, err := os.ReadDir(abs)
+	ents, err := d.t.store.List(context.Background(), d.rel)
 	if err != nil {
 		if e := d.unreadable(err); e != nil {
 			return fs.Entries{e}
@@ -680,26 +611,24 @@ func (d *dirNode) List() fs.Listing {
 	}
 	var out []fs.Entry
 	shown := map[string]bool{}
-	var npys []os.FileInfo
-	var npyNames []string
-	for _, de := range ents {
-		fi, real, ok := d.stat(de.Name())
-		if !ok {
+	var npys []Entry
+	for _, e := range ents {
+		if e.Skip != "" {
+			d.t.skip(d.path(e.Name), e.Skip)
 			continue
 		}
-		switch kindOf(de.Name(), fi) {
+		switch kindOf(e) {
 		case shownDir, shownArchive:
-			out = append(out, d.entry(de.Name(), fi, real))
-			shown[de.Name()] = true
+			out = append(out, d.entry(e))
+			shown[e.Name] = true
 		case shownNPY:
-			npys = append(npys, fi)
-			npyNames = append(npyNames, de.Name())
-			shown[de.Name()] = true
+			npys = append(npys, e)
+			shown[e.Name] = true
 		}
 	}
-	for i, fi := range npys {
-		for _, e := range d.npyEntries(npyNames[i], fi) {
-			if e.Name() == npyNames[i] || !shown[e.Name()] {
+	for _, npy := range npys {
+		for _, e := range d.npyEntries(npy) {
+			if e.Name() == npy.Name || !shown[e.Name()] {
 				out = append(out, e)
 				shown[e.Name()] = true
 			}
@@ -715,7 +644,7 @@ type archNode struct{ s *slot }
 func (n *archNode) Name() string             { return n.s.name }
 func (n *archNode) Ino() uint64              { return n.s.rootIno }
 func (n *archNode) IsDir() bool              { return true }
-func (n *archNode) ModTime() time.Time       { return n.s.mtime }
+func (n *archNode) ModTime() time.Time       { return n.s.mtime() }
 func (n *archNode) File() fs.Content         { return nil }
 func (n *archNode) CacheTime() time.Duration { return n.s.t.opts.CacheTime }
 
@@ -724,7 +653,7 @@ func (n *archNode) Lookup(name string) fs.Entry {
 	defer done()
 	if err != nil {
 		if name == ErrorName && !errors.Is(err, source.ErrChanged) {
-			return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}
+			return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: err}
 		}
 		return nil
 	}
@@ -741,7 +670,7 @@ func (n *archNode) List() fs.Listing {
 		if errors.Is(err, source.ErrChanged) {
 			return nil
 		}
-		return fs.Entries{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime, err: err}}
+		return fs.Entries{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: err}}
 	}
 	return listing{s: n.s, gen: gen, l: a.Root().Listing()}
 }
@@ -828,7 +757,7 @@ func (w *node) ModTime() time.Time {
 	if err == nil {
 		return n.ModTime()
 	}
-	return w.s.mtime
+	return w.s.mtime()
 }
 
 func (w *node) DiskUsage() int64 {

@@ -125,7 +125,14 @@ func (f *frontier) extendFor(ctx context.Context, want *outRange) error {
 	if ok, err := f.ix.covers(want.start, f.s.size); ok {
 		return err
 	}
-	f.loadSaved()
+	if want.start >= f.s.span || want.background {
+		// A saved index helps a read past the first span only: that
+		// span is inflated from the stream's start either way, and
+		// asking for an index may cost a request (a remote sidecar).
+		// Indexing the whole stream (IndexTo) loads it whatever the
+		// stream's size.
+		f.loadSaved()
+	}
 	f.mu.Lock()
 	f.waiting = append(f.waiting, want)
 	f.mu.Unlock()

@@ -98,16 +98,18 @@ func (ix *index) covers(off, size int64) (bool, error) {
 }
 
 // spanOf returns the checkpoint of the indexed span holding output
-// offset off, and where the span ends.
-func (ix *index) spanOf(off, size int64) (checkpoint, int64) {
+// offset off, where the span ends, and the bit position where its
+// compressed bytes end: the next checkpoint's, or endBit for the last
+// span.
+func (ix *index) spanOf(off, size, endBit int64) (checkpoint, int64, int64) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	k := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out > off }) - 1
 	end := size
 	if k+1 < len(ix.cps) {
-		end = ix.cps[k+1].out
+		end, endBit = ix.cps[k+1].out, ix.cps[k+1].bit
 	}
-	return ix.cps[k], end
+	return ix.cps[k], end, endBit
 }
 
 // front returns the frontier, its place in the index and its window.

@@ -466,3 +466,24 @@ func gf2Square(square, mat *[32]uint32) {
 		square[n] = gf2Times(mat, mat[n])
 	}
 }
+
+// IndexHeadLen is about how many bytes an index of a stream of size
+// inflated bytes, with a checkpoint every span bytes, holds before its
+// windows (its header and table, a few checkpoints to spare): what a
+// reader of an index far away fetches at once, before LoadIndex reads it.
+func IndexHeadLen(size, span int64) int64 {
+	if span <= 0 {
+		span = defaultSpan
+	}
+	n := size/span + 2
+	return indexHeader + indexRecord*(n+n/16)
+}
+
+// CheckIndex reports whether src (size bytes) holds an index made for a
+// stream of csize compressed bytes inflating to osize bytes with CRC-32
+// crc, whose header and table are whole and hold (as LoadIndex checks
+// them; its windows are checked when read), and whether it is partial.
+func CheckIndex(src io.ReaderAt, size, csize, osize int64, crc uint32) (partial bool, err error) {
+	_, partial, err = parseIndex(src, size, csize, osize, crc)
+	return partial, err
+}

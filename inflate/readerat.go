@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"sync/atomic"
+
+	"github.com/npzfs/npzfs/source"
 )
 
 const defaultSpan = 1 << 20
@@ -190,12 +192,15 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 		if err := r.front.extendFor(ctx, &outRange{start: off, end: need}); err != nil {
 			return nil, 0, err
 		}
-		cp, end := r.ix.spanOf(off, r.size)
+		cp, end, endBit := r.ix.spanOf(off, r.size, 8*r.csize)
 		s, f, err := r.spans.get(ctx, cp.out, min(need, end), cp.loaded)
 		if f != nil {
 			target := min(need, end)
 			if f.whole {
 				target = end // checked against its CRC-32, or read again: whole
+			}
+			if cp.loaded {
+				r.prefetchSpan(ctx, &cp, endBit)
 			}
 			s, err = r.fill(ctx, &cp, end, target)
 			r.spans.land(f, s, err)
@@ -205,6 +210,22 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 		}
 		return s, cp.out, err
 	}
+}
+
+// prefetchSpan tells a source.Prefetcher source the compressed bytes of
+// the span from loaded checkpoint cp to endBit, before its window is
+// read from the saved index: both may be far away (a remote archive and
+// its sidecar), and are then fetched at once.
+func (r *ReaderAt) prefetchSpan(ctx context.Context, cp *checkpoint, endBit int64) {
+	p, ok := r.src.(source.Prefetcher)
+	if !ok {
+		return
+	}
+	from := cp.bit
+	if cp.state == stHuff {
+		from = cp.block // its block's header is read first
+	}
+	p.Prefetch(ctx, []source.Range{{Off: from >> 3, Len: (endBit+7)>>3 - from>>3}})
 }
 
 // fill inflates the span [cp.out, end) up to target for a read. A loaded

@@ -18,9 +18,9 @@ type IndexSource interface {
 	// OpenIndex returns the saved index as MarshalIndex wrote it, and
 	// its size, or nil when there is none. Its bytes must stay readable
 	// while the reader is used (see LoadIndex). A reader calls it at
-	// most once, when its index first has to grow, from the goroutine
-	// growing it, holding none of its locks; it must not read the
-	// reader.
+	// most once, when its index first has to grow past the first span
+	// (or read ahead, or be indexed by IndexTo), from the goroutine growing it,
+	// holding none of its locks; it must not read the reader.
 	OpenIndex() (io.ReaderAt, int64)
 }
 

@@ -223,7 +223,13 @@ func TestIndexCommand(t *testing.T) {
 // it), and returns its path and the array's bytes.
 func noiseArchive(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(17, 17))
+	return noiseArchiveOf(t, dir, 17)
+}
+
+// noiseArchiveOf is noiseArchive with the noise of another seed.
+func noiseArchiveOf(t *testing.T, dir string, seed uint64) (string, []byte) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
 	raw := make([]byte, 12<<20)
 	for i := 0; i < len(raw); i += 4 {
 		binary.LittleEndian.PutUint32(raw[i:], math.Float32bits(float32(rng.NormFloat64())))

@@ -87,6 +87,16 @@ type Options struct {
 	// Sidecars has Open look for the archive's sidecar beside its file
 	// when Sidecar is not set.
 	Sidecars bool
+	// FindSidecar, when set and Sidecar is not, finds the archive's
+	// sidecar the first time a member needs a saved index the
+	// IndexStore lacks (nil, nil when there is none): a remote
+	// archive's, whose lookup is a request, made only then. head is
+	// about how many of the sidecar's first bytes that lookup reads, if
+	// the member's index is the sidecar's first (its local header and
+	// the index's table), or 0 when unknown: a remote sidecar may fetch
+	// them with its first request. It is called at most once; the
+	// archive closes what it returns.
+	FindSidecar func(head int64) (*IndexSidecar, error)
 	// Helpers is how many goroutines may help a first read deep into a
 	// deflated member, indexing parts of it ahead at once (see
 	// inflate.Options.Helpers); 0 means none.
@@ -134,6 +144,11 @@ type Archive struct {
 
 	changedLogged atomic.Bool // the source was found changed, and logged
 	opened        atomic.Bool // NewReader is done
+
+	// The sidecar Options.FindSidecar found, once looked for.
+	sidecarOnce sync.Once
+	sidecarMu   sync.Mutex
+	found       *IndexSidecar // closed by Close, or at once after it
 
 	cacheOnce sync.Once
 	cache     *inflate.Cache
@@ -489,6 +504,14 @@ func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 	return n, err
 }
 
+// prefetch tells the archive's source the ranges about to be read, when
+// it is a source.Prefetcher.
+func (r *reader) prefetch(ctx context.Context, ranges []source.Range) {
+	if p, ok := r.src.(source.Prefetcher); ok && len(ranges) > 0 {
+		p.Prefetch(ctx, ranges)
+	}
+}
+
 // changed logs (once) that the source changed, and wraps err, which wraps
 // ErrChanged, as a *FormatError.
 func (a *Archive) changed(err error, off int64) error {
@@ -527,6 +550,20 @@ func (s *section) ReadAt(p []byte, off int64) (int, error) {
 	return s.ReadAtContext(context.Background(), p, off)
 }
 
+// Prefetch implements source.Prefetcher for a member's data: the
+// ranges, the member's, clipped to it, are passed on to the archive's
+// source when it is a Prefetcher (see reader.prefetch).
+func (s *section) Prefetch(ctx context.Context, ranges []source.Range) {
+	out := make([]source.Range, 0, len(ranges))
+	for _, r := range ranges {
+		from, to := max(r.Off, 0), min(r.Off+r.Len, s.n)
+		if from < to {
+			out = append(out, source.Range{Off: s.off + from, Len: to - from})
+		}
+	}
+	s.r.prefetch(ctx, out)
+}
+
 func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 || off >= s.n {
 		return 0, io.EOF
@@ -535,7 +572,7 @@ func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, 
 	if rest := s.n - off; int64(len(p)) > rest {
 		p, short = p[:rest], true
 	}
-	n, err := s.r.ReadAtContext(ctx, p, s.off+off)
+	n, err := s.r.ReadAtContext(source.WithReadLimit(ctx, s.off+s.n), p, s.off+off)
 	if err == nil && short {
 		err = io.EOF
 	}
@@ -568,7 +605,57 @@ func (a *Archive) Close() error {
 	for _, c := range a.closers {
 		err = cmp.Or(err, c.Close())
 	}
+	a.sidecarMu.Lock()
+	if a.found != nil {
+		err = cmp.Or(err, a.found.Close())
+		a.found = nil
+	}
+	a.sidecarMu.Unlock()
 	return err
+}
+
+// Own has Close close c too, after what the archive opened itself: what
+// its bytes are read from, opened for it (a remote object's source). It
+// is called before the archive is used.
+func (a *Archive) Own(c io.Closer) { a.closers = append(a.closers, c) }
+
+// IndexSidecar is the archive's sidecar of saved indexes: Options.Sidecar,
+// or the one Options.FindSidecar finds (looked for now, the first time),
+// or nil.
+func (a *Archive) IndexSidecar() *IndexSidecar { return a.sidecar(0) }
+
+// sidecar is IndexSidecar, telling FindSidecar head (see Options).
+func (a *Archive) sidecar(head int64) *IndexSidecar {
+	if a.opts.Sidecar != nil || a.opts.FindSidecar == nil {
+		return a.opts.Sidecar
+	}
+	a.sidecarOnce.Do(func() {
+		sc, err := a.opts.FindSidecar(head)
+		if err != nil {
+			a.logf("npz: %v; not used", err)
+		}
+		a.sidecarMu.Lock()
+		defer a.sidecarMu.Unlock()
+		if sc != nil && a.closed.Load() {
+			sc.Close()
+			return
+		}
+		a.found = sc
+	})
+	a.sidecarMu.Lock()
+	defer a.sidecarMu.Unlock()
+	return a.found
+}
+
+// knownSidecar is the archive's sidecar when it is known without a
+// request: Options.Sidecar, or one found already.
+func (a *Archive) knownSidecar() *IndexSidecar {
+	if a.opts.Sidecar != nil {
+		return a.opts.Sidecar
+	}
+	a.sidecarMu.Lock()
+	defer a.sidecarMu.Unlock()
+	return a.found
 }
 
 // ErrClosed is the error of reads of a closed Archive.

@@ -10,6 +10,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"path"
 	"sync"
 	"sync/atomic"
 
@@ -97,12 +98,12 @@ func (s *IndexStore) Close() error {
 // Path is the folder the indexes are in (the one given, plus "v1").
 func (s *IndexStore) Path() string { return s.dir.Path() }
 
-// memberIndex links one deflated member's inflater to the store and the
-// sidecar (either may be nil): it is the inflater's inflate.IndexSource,
-// and acts on the inflater's inflate.Progress (see note).
+// memberIndex links one deflated member's inflater to the store (which
+// may be nil) and the archive's sidecar, if any: it is the inflater's
+// inflate.IndexSource, and acts on the inflater's inflate.Progress (see
+// note).
 type memberIndex struct {
 	s   *IndexStore
-	sc  *IndexSidecar
 	m   *Member
 	off int64 // where the member's data starts
 	inf *inflate.ReaderAt
@@ -120,15 +121,15 @@ type memberIndex struct {
 	savedAt       atomic.Int64
 	noteMu        sync.Mutex // one note acts at a time
 
-	mu          sync.Mutex
-	file        *os.File       // the saved index loaded, read for its windows
-	fromSidecar bool           // the index loaded came from the sidecar
-	fromStore   bool           // an index was loaded from the store, or saved to it
-	saved       bool           // the complete index was written to the store
-	saveErr     error          // why the last save failed
-	saveWG      sync.WaitGroup // saves under way, for BuildIndex to wait for
-	saving      int            // saves under way, which may read windows from file
-	closed      bool           // close was called: file closes once saving is 0
+	mu        sync.Mutex
+	file      *os.File       // the saved index loaded, read for its windows
+	sidecar   *IndexSidecar  // the sidecar the index loaded came from, or nil
+	fromStore bool           // an index was loaded from the store, or saved to it
+	saved     bool           // the complete index was written to the store
+	saveErr   error          // why the last save failed
+	saveWG    sync.WaitGroup // saves under way, for BuildIndex to wait for
+	saving    int            // saves under way, which may read windows from file
+	closed    bool           // close was called: file closes once saving is 0
 }
 
 // note acts on what became of the member's index, after each read of it
@@ -288,17 +289,25 @@ func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 // store comes first: an index rebuilt after the sidecar's failed is
 // there.)
 func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
-	if x.sc == nil {
+	head := inflate.IndexHeadLen(x.m.e.Size, x.m.a.opts.SpanSize)
+	sc := x.m.a.sidecar(int64(zip.LocalHeaderLen+len(path.Base(name))) + head)
+	if sc == nil {
 		return nil, 0
 	}
-	src, size := x.sc.lookup(name)
-	if src != nil {
-		x.mu.Lock()
-		x.fromSidecar = true
-		x.mu.Unlock()
-		if x.s != nil {
-			x.s.loaded.Add(1)
-		}
+	src, size, err := sc.lookup(name, head)
+	switch {
+	case err != nil:
+		x.m.a.notef("npz: %q: %v; not used", x.m.Name(), err)
+		return nil, 0
+	case src == nil:
+		x.m.a.notef("npz: %q: the index sidecar %s holds no index of it (made for another archive, another version of this one, or other members); not used for it", x.m.Name(), sc.Path())
+		return nil, 0
+	}
+	x.mu.Lock()
+	x.sidecar = sc
+	x.mu.Unlock()
+	if x.s != nil {
+		x.s.loaded.Add(1)
 	}
 	return src, size
 }
@@ -415,14 +424,14 @@ func (x *memberIndex) bad(err error) {
 		return // its file was closed under a late read: not the index's fault
 	}
 	x.mu.Lock()
-	sidecar := x.fromSidecar
-	x.fromSidecar, x.fromStore = false, false
+	sidecar := x.sidecar
+	x.sidecar, x.fromStore = nil, false
 	x.mu.Unlock()
 	if x.s != nil {
 		x.s.refused.Add(1)
 	}
-	if sidecar {
-		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.Name(), x.sc.Path(), err)
+	if sidecar != nil {
+		x.m.a.notef("npz: %q: saved index in %s not used: %v", x.m.Name(), sidecar.Path(), err)
 		return
 	}
 	if x.s == nil {
@@ -514,7 +523,8 @@ func (m *Member) Indexed() int64 {
 }
 
 // HasSavedIndex reports whether a deflated member has a saved index
-// where the archive looks for one (its IndexStore, then its sidecar),
+// where the archive looks for one (its IndexStore, then its sidecar, if
+// known without a request: not one Options.FindSidecar would look for),
 // without loading it: it reads the member's local header and the ends
 // of its compressed data, which make the index's key.
 func (m *Member) HasSavedIndex() bool {
@@ -533,9 +543,8 @@ func (m *Member) HasSavedIndex() bool {
 	if x.s != nil && x.s.dir.Has(name) {
 		return true
 	}
-	if x.sc != nil {
-		src, _ := x.sc.lookup(name)
-		return src != nil
+	if sc := m.a.knownSidecar(); sc != nil {
+		return sc.has(name)
 	}
 	return false
 }

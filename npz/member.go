@@ -327,8 +327,8 @@ func (m *Member) locate() *location {
 		cache := m.a.spanCache() // makes the window budget too
 		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows, Helpers: m.a.opts.Helpers}
 		var x *memberIndex
-		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil {
-			x = &memberIndex{s: m.a.opts.Indexes, sc: m.a.opts.Sidecar, m: m, off: l.dataOff}
+		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil || m.a.opts.FindSidecar != nil {
+			x = &memberIndex{s: m.a.opts.Indexes, m: m, off: l.dataOff}
 			opts.Index = x
 		}
 		l.inf = inflate.NewReaderAt(src, m.e.CompressedSize, m.e.Size, m.e.CRC32, opts)
@@ -380,7 +380,7 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 		return 0, nil
 	}
 	if m.e.Method == zip.Stored {
-		n, err := m.a.r.ReadAtContext(ctx, p, dataOff+off)
+		n, err := m.a.r.ReadAtContext(source.WithReadLimit(ctx, dataOff+m.e.Size), p, dataOff+off)
 		if n == len(p) {
 			return n, nil
 		}

@@ -2,14 +2,19 @@ package npz
 
 import (
 	stdzip "archive/zip"
+	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
@@ -19,15 +24,35 @@ import (
 // members from their first mount. It is a zip archive of stored entries,
 // each named KEY.idx after a member's index key (see IndexStore) and
 // holding that member's index in the format of package inflate. A mount
-// looks in it before the IndexStore; nothing is ever written to it but by
-// WriteIndexSidecar.
+// looks in it after the IndexStore; nothing is ever written to it but by
+// WriteIndexSidecar, which puts each entry's sizes in its local header.
+// What is read of it is what a lookup needs: the local header at its
+// start, whose entry is found without the central directory when it is
+// the one wanted; else the central directory, read once; then the
+// entry's local header, and the index's windows as spans need them. So a
+// remote sidecar costs the requests a read needs, not the file.
 type IndexSidecar struct {
-	f     *source.File
-	path  string
-	files map[string]sidecarEntry // by entry name, KEY.idx
+	r    io.ReaderAt
+	size int64
+	c    io.Closer // r, when it is one
+	path string
+
+	firstOnce sync.Once
+	first     atomic.Pointer[sidecarEntry] // the entry at byte 0, when its local header says all
+
+	dirOnce sync.Once
+	dirRead atomic.Bool // files is complete
+	dirErr  error
+	files   map[string]*sidecarEntry // by entry name, KEY.idx
 }
 
-type sidecarEntry struct{ off, size int64 }
+// sidecarEntry is an entry of the sidecar, located on first lookup.
+type sidecarEntry struct {
+	e    zip.Entry
+	once sync.Once
+	off  int64 // where its data starts, once located
+	err  error
+}
 
 // SidecarPath is where an archive's sidecar lies: beside it, its name
 // with .npzidx in place of .npz (data.npz: data.npzidx), or appended.
@@ -41,49 +66,157 @@ func OpenIndexSidecar(name string) (*IndexSidecar, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &IndexSidecar{f: f, path: name, files: map[string]sidecarEntry{}}
-	z, err := zip.NewReader(f, f.Size())
-	if err == nil {
-		var bad error
-		err = z.Entries(func(e *zip.Entry) {
-			if bad != nil || e.Method != zip.Stored || e.Unusable != "" || !strings.HasSuffix(e.Name, ".idx") {
-				return
-			}
-			off, err := zip.DataOffset(f, f.Size(), e)
-			if err != nil {
-				bad = err
-				return
-			}
-			s.files[strings.Clone(e.Name)] = sidecarEntry{off: off, size: e.Size}
-		})
-		if err == nil {
-			err = bad
-		}
-	}
-	if err != nil {
+	s := NewIndexSidecar(f, f.Size(), name)
+	if err := s.dir(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("index sidecar %s: %w", name, err)
+		return nil, err
 	}
 	return s, nil
 }
 
-// Close closes the sidecar's file.
-func (s *IndexSidecar) Close() error { return s.f.Close() }
+// NewIndexSidecar is the sidecar that r holds (size bytes), named name in
+// messages; nothing is read until a lookup. Close closes r when it is an
+// io.Closer. A source.Prefetcher r is told, at each first lookup of an
+// index by way of the central directory, the bytes of its local header
+// and table, so that a remote sidecar gives them in one request.
+func NewIndexSidecar(r io.ReaderAt, size int64, name string) *IndexSidecar {
+	s := &IndexSidecar{r: r, size: size, path: name}
+	if c, ok := r.(io.Closer); ok {
+		s.c = c
+	}
+	return s
+}
 
-// Path is the sidecar's file name.
+// dir reads the sidecar's central directory, once.
+func (s *IndexSidecar) dir() error {
+	s.dirOnce.Do(func() {
+		s.files = map[string]*sidecarEntry{}
+		z, err := zip.NewReader(s.r, s.size)
+		if err == nil {
+			err = z.Entries(func(e *zip.Entry) {
+				if e.Method != zip.Stored || e.Unusable != "" || !strings.HasSuffix(e.Name, ".idx") {
+					return
+				}
+				se := &sidecarEntry{e: *e}
+				se.e.Name = strings.Clone(e.Name) // e's name is the reader's buffer
+				s.files[se.e.Name] = se
+			})
+		}
+		if err != nil {
+			s.dirErr = fmt.Errorf("index sidecar %s: %w", s.path, err)
+		}
+		s.dirRead.Store(true)
+	})
+	return s.dirErr
+}
+
+// firstEntry is the entry at the sidecar's start, from its local header
+// alone, or nil when that does not say all (a sidecar another writer
+// made) or is not a stored index.
+func (s *IndexSidecar) firstEntry() *sidecarEntry {
+	s.firstOnce.Do(func() {
+		e, off, err := zip.LocalEntry(s.r, s.size, 0)
+		if err != nil || e.Method != zip.Stored || e.CompressedSize != e.Size || !strings.HasSuffix(e.Name, ".idx") {
+			return
+		}
+		se := &sidecarEntry{e: e, off: off}
+		se.once.Do(func() {}) // located
+		s.first.Store(se)
+	})
+	return s.first.Load()
+}
+
+// Close closes the sidecar's source, when it is an io.Closer.
+func (s *IndexSidecar) Close() error {
+	if s.c == nil {
+		return nil
+	}
+	return s.c.Close()
+}
+
+// Source is what the sidecar is read from.
+func (s *IndexSidecar) Source() io.ReaderAt { return s.r }
+
+// Path is the sidecar's file name, or URL.
 func (s *IndexSidecar) Path() string { return s.path }
 
-// Len is how many indexes the sidecar holds.
-func (s *IndexSidecar) Len() int { return len(s.files) }
+// Len is how many indexes the sidecar holds (its central directory is
+// read for it), 0 for one that cannot be read.
+func (s *IndexSidecar) Len() int {
+	if s.dir() != nil {
+		return 0
+	}
+	return len(s.files)
+}
+
+// has reports whether the sidecar holds an entry under key name, as far
+// as is known without a request: its first entry, if read, and its
+// directory, if read.
+func (s *IndexSidecar) has(name string) bool {
+	base := path.Base(name)
+	if f := s.first.Load(); f != nil && f.e.Name == base {
+		return true
+	}
+	if !s.dirRead.Load() {
+		return false
+	}
+	_, ok := s.files[base]
+	return ok
+}
+
+// localHeaderSlack is what a sidecar entry's local header is assumed to
+// take beyond its fixed part and name, when its bytes are prefetched.
+const localHeaderSlack = 1 << 10
 
 // lookup returns the index saved under key name (as IndexStore names it:
-// KK/KEY.idx), or nil.
-func (s *IndexSidecar) lookup(name string) (io.ReaderAt, int64) {
-	e, ok := s.files[path.Base(name)]
-	if !ok {
-		return nil, 0
+// KK/KEY.idx), or nil; head is about how many of its first bytes a
+// reader reads at once (inflate.IndexHeadLen), to prefetch.
+func (s *IndexSidecar) lookup(name string, head int64) (io.ReaderAt, int64, error) {
+	base := path.Base(name)
+	if f := s.firstEntry(); f != nil && f.e.Name == base {
+		return io.NewSectionReader(s.r, f.off, f.e.Size), f.e.Size, nil
 	}
-	return io.NewSectionReader(s.f, e.off, e.size), e.size
+	if err := s.dir(); err != nil {
+		return nil, 0, err
+	}
+	se, ok := s.files[base]
+	if !ok {
+		return nil, 0, nil
+	}
+	se.once.Do(func() {
+		if p, ok := s.r.(source.Prefetcher); ok && head > 0 {
+			n := int64(zip.LocalHeaderLen+len(se.e.Name)+localHeaderSlack) + min(head, se.e.Size)
+			p.Prefetch(context.Background(), []source.Range{{Off: se.e.HeaderOffset, Len: n}})
+		}
+		se.off, se.err = zip.DataOffset(s.r, s.size, &se.e)
+	})
+	if se.err != nil {
+		return nil, 0, fmt.Errorf("index sidecar %s: %w", s.path, se.err)
+	}
+	return io.NewSectionReader(s.r, se.off, se.e.Size), se.e.Size, nil
+}
+
+// Holds reports whether the sidecar holds a complete index of the
+// deflated member m whose header and table hold (see
+// inflate.CheckIndex): one a mount would load.
+func (s *IndexSidecar) Holds(m *Member) bool {
+	if m.e.Method != zip.Deflated {
+		return false
+	}
+	l := m.locate()
+	if l.err != nil || l.idx == nil {
+		return false
+	}
+	name := l.idx.key()
+	if name == "" {
+		return false
+	}
+	src, size, err := s.lookup(name, inflate.IndexHeadLen(m.e.Size, m.a.opts.SpanSize))
+	if src == nil || err != nil {
+		return false
+	}
+	partial, err := inflate.CheckIndex(src, size, m.e.CompressedSize, m.e.Size, m.e.CRC32)
+	return err == nil && !partial
 }
 
 // SavedIndex returns the complete index of a deflated member (after
@@ -120,23 +253,7 @@ func WriteIndexSidecar(name string, members []*Member) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, there is none
-	w := stdzip.NewWriter(tmp)
-	for _, m := range members {
-		key, b, err := m.SavedIndex()
-		if err != nil {
-			tmp.Close()
-			return fmt.Errorf("%s: %w", m.Name(), err)
-		}
-		fw, err := w.CreateHeader(&stdzip.FileHeader{Name: path.Base(key), Method: stdzip.Store})
-		if err == nil {
-			_, err = fw.Write(b)
-		}
-		if err != nil {
-			tmp.Close()
-			return err
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := WriteIndexSidecarTo(tmp, members); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -148,4 +265,29 @@ func WriteIndexSidecar(name string, members []*Member) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), name)
+}
+
+// WriteIndexSidecarTo writes the saved indexes of members (see
+// SavedIndex) to w, as a sidecar.
+func WriteIndexSidecarTo(w io.Writer, members []*Member) error {
+	zw := stdzip.NewWriter(w)
+	for _, m := range members {
+		key, b, err := m.SavedIndex()
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Name(), err)
+		}
+		// Sizes and CRC-32 in the local header (no data descriptor), so
+		// that a reader finds an entry from its local header alone.
+		fw, err := zw.CreateRaw(&stdzip.FileHeader{
+			Name: path.Base(key), Method: stdzip.Store,
+			CRC32: crc32.ChecksumIEEE(b), CompressedSize64: uint64(len(b)), UncompressedSize64: uint64(len(b)),
+		})
+		if err == nil {
+			_, err = fw.Write(b)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return zw.Close()
 }

@@ -66,6 +66,27 @@ type Backend interface {
 	String() string
 }
 
+// A HeadReader backend fetches the first n bytes of its object (all of
+// it when it is shorter), and says what the object is, in one request,
+// as Tail does its last: a Source's first request with Options.Head.
+type HeadReader interface {
+	Head(ctx context.Context, n int64) (Object, []byte, error)
+}
+
+// CheckEdge checks, for a backend's Tail (or Head, with head), that bytes
+// first-last of total are the object's last n (its first n), or all of
+// it when it is shorter.
+func CheckEdge(first, last, total, n int64, head bool) error {
+	want, which := max(total-n, 0), "last"
+	if head {
+		want, which = 0, "first"
+	}
+	if last-first+1 != min(n, total) || first != want {
+		return fmt.Errorf("asked for the %s %d bytes, got bytes %d-%d of %d", which, n, first, last, total)
+	}
+	return nil
+}
+
 // permanentError marks an error that retrying cannot fix.
 type permanentError struct{ err error }
 

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"errors"
@@ -50,6 +51,10 @@ type Options struct {
 	// request: the end records and, for most archives, the whole central
 	// directory.
 	TailBytes int64
+	// Head has Open fetch the object's first TailBytes instead, when the
+	// backend can (HeadReader): for an object read from its start (a
+	// sidecar, whose first index may be the one wanted).
+	Head bool
 	// Retries is how many times a failed request is tried again (a 5xx,
 	// a throttling answer, a reset connection, a short body, a stall),
 	// after a jittered backoff that starts at Backoff and doubles; a
@@ -61,6 +66,10 @@ type Options struct {
 	StallTimeout time.Duration
 	// ReadTimeout bounds a fetch, its retries included.
 	ReadTimeout time.Duration
+	// Cache, when set, holds the fetched blocks in place of a cache of
+	// the source's own of CacheBytes, shared with other sources (whose
+	// budget it is); CacheBytes still bounds read-ahead.
+	Cache *Cache
 	// Disk, when set, keeps fetched blocks on disk too, for this source
 	// and later ones of the same object. It is not used for an object
 	// with no ETag, version or modification time, whose changes could
@@ -117,9 +126,11 @@ type Source struct {
 	obj  Object
 	opts Options
 
-	// tail is the object's last bytes, fetched at Open, from tailOff.
-	tail    []byte
-	tailOff int64
+	// tail is the object's bytes [tailOff, tailEnd), fetched at Open:
+	// what its last bytes held before the first block boundary in them
+	// (the blocks after it went to the cache).
+	tail             []byte
+	tailOff, tailEnd int64
 
 	diskKey string // the object's folder in opts.Disk, or "" for none
 
@@ -135,11 +146,11 @@ type Source struct {
 	misses   atomic.Int64 // blocks a read had to ask for
 	diskHits atomic.Int64 // blocks the disk cache gave
 
+	cache *Cache // the blocks' budget: opts.Cache, or the source's own
+
 	mu      sync.Mutex
 	blocks  map[int64]*block // cached and in flight
-	lru     list.List        // cached blocks, least recently used first
 	used    int64            // bytes of cached blocks
-	pending int64            // bytes of blocks in flight
 	changed error            // set once the object is found changed
 	streams [8]stream        // recent sequential readers (read-ahead)
 	clock   uint64
@@ -148,11 +159,12 @@ type Source struct {
 // block is BlockSize bytes of the object (fewer at its end), cached or in
 // flight. done is closed when data or err is set.
 type block struct {
+	src  *Source
 	idx  int64
 	data []byte
 	err  error
 	done chan struct{}
-	elem *list.Element // in lru once cached
+	elem *list.Element // in the Cache's list while cached (its lock guards it)
 }
 
 // stream is a reader going forwards: next is where its next read is
@@ -168,22 +180,35 @@ type stream struct {
 // as b.String does.
 func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 	s := &Source{b: b, opts: opts.withDefaults(), blocks: make(map[int64]*block)}
+	s.cache = s.opts.Cache
+	if s.cache == nil {
+		s.cache = NewCache(s.opts.CacheBytes)
+	}
 	s.sem = make(chan struct{}, s.opts.Requests)
-	var tail []byte
-	err := s.retry(ctx, "the end of the archive", func(ctx context.Context) error {
+	first, what, which := b.Tail, "the end of the archive", "last"
+	h, head := b.(HeadReader)
+	if head = head && s.opts.Head; head {
+		first, what, which = h.Head, "the start of the object", "first"
+	}
+	var edge []byte
+	err := retry(ctx, &s.opts, s.b, what, &s.retries, func(ctx context.Context) error {
 		s.requests.Add(1)
-		obj, t, err := b.Tail(ctx, s.opts.TailBytes)
+		obj, t, err := first(ctx, s.opts.TailBytes)
 		if err == nil && (int64(len(t)) > obj.Size || int64(len(t)) != min(s.opts.TailBytes, obj.Size)) {
-			err = fmt.Errorf("%s: the server sent %d bytes for the last %d of a %d-byte object", b, len(t), min(s.opts.TailBytes, obj.Size), obj.Size)
+			err = fmt.Errorf("%s: the server sent %d bytes for the %s %d of a %d-byte object", b, len(t), which, min(s.opts.TailBytes, obj.Size), obj.Size)
 		}
-		s.obj, tail = obj, t
+		s.obj, edge = obj, t
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.fetched.Add(int64(len(tail)))
-	s.tail, s.tailOff = tail, s.obj.Size-int64(len(tail))
+	s.fetched.Add(int64(len(edge)))
+	if head {
+		s.keep(0, edge)
+	} else {
+		s.keep(s.obj.Size-int64(len(edge)), edge)
+	}
 	if s.opts.Disk != nil {
 		if s.obj.ETag == "" && s.obj.Version == "" && s.obj.LastModified.IsZero() {
 			s.logf("%s: the server gives no ETag or Last-Modified: the disk cache is not used", b)
@@ -195,11 +220,57 @@ func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 	return s, nil
 }
 
-// Close stops fetching and returns once no fetch runs; reads after it
-// fail.
+// keep keeps bytes [off, off+len(data)) of the object, fetched at Open
+// (its first or its last bytes): those in whole blocks (the object's
+// last, shorter block too) as cached blocks, each a copy so that each
+// can go on its own; the bytes at either end that fill no whole block as
+// the source's own range [tailOff, tailEnd), kept while the source is.
+func (s *Source) keep(off int64, data []byte) {
+	size, bs := s.obj.Size, s.opts.BlockSize
+	end := off + int64(len(data))
+	first, last := (off+bs-1)/bs, end/bs // whole blocks: first to last-1
+	if end == size {
+		last = (size + bs - 1) / bs
+	}
+	switch {
+	case first*bs > off: // the last bytes, from inside a block
+		s.tailOff, s.tailEnd = off, min(first*bs, end)
+	case last*bs < end: // the first bytes, to inside a block
+		s.tailOff, s.tailEnd = last*bs, end
+	default:
+		s.tailOff, s.tailEnd = size, size
+	}
+	if s.tailEnd > s.tailOff {
+		s.tail = bytes.Clone(data[s.tailOff-off : s.tailEnd-off])
+	}
+	for i := first; i < last; i++ {
+		data := bytes.Clone(data[i*bs-off : min((i+1)*bs, size)-off])
+		b := &block{src: s, idx: i, data: data, done: make(chan struct{})}
+		close(b.done)
+		s.mu.Lock()
+		s.blocks[i] = b
+		s.used += int64(len(data))
+		s.mu.Unlock()
+		for _, old := range s.cache.add(b) {
+			old.src.forget(old)
+		}
+	}
+}
+
+// Close stops fetching and returns once no fetch runs, and gives the
+// cache back its blocks; reads after it fail.
 func (s *Source) Close() error {
 	s.cancel()
 	s.wg.Wait()
+	s.mu.Lock()
+	bs := make([]*block, 0, len(s.blocks))
+	for _, b := range s.blocks {
+		bs = append(bs, b)
+	}
+	clear(s.blocks)
+	s.used = 0
+	s.mu.Unlock()
+	s.cache.remove(bs)
 	return nil
 }
 
@@ -270,24 +341,38 @@ func (s *Source) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 	if len(want) == 0 {
 		return 0, eof
 	}
-	end := off + int64(len(want))
-	if off >= s.tailOff {
-		return copy(want, s.tail[off-s.tailOff:]), eof
-	}
-	if end > s.tailOff {
-		// What the tail holds is not fetched again (the central
-		// directory of a large archive starts before it and runs on
-		// into it).
-		copy(want[s.tailOff-off:], s.tail)
-		n, err := s.ReadAtContext(ctx, want[:s.tailOff-off], off)
+	// What the tail holds is not fetched again (the central directory
+	// of a large archive starts before it and runs on into it).
+	n := 0
+	for n < len(want) {
+		pos := off + int64(n)
+		if pos >= s.tailOff && pos < s.tailEnd {
+			n += copy(want[n:], s.tail[pos-s.tailOff:])
+			continue
+		}
+		stop := off + int64(len(want))
+		if pos < s.tailOff {
+			stop = min(stop, s.tailOff)
+		}
+		k, err := s.readBlocks(ctx, want[n:stop-off], pos)
+		n += k
 		if err != nil {
 			return n, err
 		}
-		return len(want), eof
 	}
+	return n, eof
+}
+
+// readBlocks reads p at off from blocks, fetching those missing.
+func (s *Source) readBlocks(ctx context.Context, p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
 	bs := s.opts.BlockSize
 	first, last := off/bs, (end-1)/bs
-	raFrom, raTo := s.readAhead(off, end)
+	limit, ok := source.ReadLimit(ctx)
+	if !ok {
+		limit = s.obj.Size
+	}
+	raFrom, raTo := s.readAhead(off, end, limit)
 	blocks, err := s.get(first, last, raFrom, raTo)
 	if err != nil {
 		return 0, err
@@ -303,12 +388,12 @@ func (s *Source) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 			return n, b.err
 		}
 		start := max(off, b.idx*bs)
-		n += copy(want[start-off:], b.data[start-b.idx*bs:])
+		n += copy(p[start-off:], b.data[start-b.idx*bs:])
 	}
-	if n < len(want) {
+	if n < len(p) {
 		return n, fmt.Errorf("%s: %w", s.b, io.ErrUnexpectedEOF)
 	}
-	return n, eof
+	return n, nil
 }
 
 // prefetchGap is the largest gap between wanted blocks that Prefetch
@@ -328,11 +413,14 @@ func (s *Source) Prefetch(ctx context.Context, ranges []source.Range) {
 	}
 	var idx []int64
 	for _, r := range ranges {
-		if r.Len <= 0 || r.Off >= s.tailOff || r.Off < 0 {
+		if r.Len <= 0 || r.Off < 0 {
 			continue
 		}
-		end := min(r.Off+r.Len, s.tailOff)
-		for i := r.Off / bs; i <= (end-1)/bs; i++ {
+		end := min(r.Off+r.Len, s.obj.Size)
+		for i := r.Off / bs; i <= (end-1)/bs && i*bs < end; i++ {
+			if from, to := max(i*bs, r.Off), min((i+1)*bs, end); from >= s.tailOff && to <= s.tailEnd {
+				continue // what is wanted of it, the tail holds
+			}
 			idx = append(idx, i)
 		}
 	}
@@ -355,8 +443,9 @@ func (s *Source) Prefetch(ctx context.Context, ranges []source.Range) {
 // readAhead notes a read of [off, end) and returns the blocks past last
 // to fetch ahead of it: none for a random reader; for a sequential one,
 // once it has read 4 blocks in a row, a window that doubles, up to
-// MaxReadAhead.
-func (s *Source) readAhead(off, end int64) (from, to int64) {
+// MaxReadAhead, and never past limit (the read's source.ReadLimit: the
+// end of what it reads).
+func (s *Source) readAhead(off, end, limit int64) (from, to int64) {
 	bs := s.opts.BlockSize
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -384,7 +473,7 @@ func (s *Source) readAhead(off, end int64) (from, to int64) {
 			return 0, 0
 		}
 		lo := max(st.ahead, st.next)
-		hi := min(st.next+st.window, s.tailOff)
+		hi := min(st.next+st.window, limit, s.obj.Size)
 		if hi <= lo {
 			return 0, 0
 		}
@@ -420,9 +509,7 @@ func (s *Source) get(first, last int64, raFrom, raTo int64) ([]*block, error) {
 			missing = append(missing, i)
 			continue
 		}
-		if b.elem != nil {
-			s.lru.MoveToBack(b.elem)
-		}
+		s.cache.touch(b)
 	}
 	s.hits.Add(last - first + 1 - int64(len(missing)))
 	s.misses.Add(int64(len(missing)))
@@ -432,7 +519,7 @@ func (s *Source) get(first, last int64, raFrom, raTo int64) ([]*block, error) {
 	// cycle through (the least recently used blocks go).
 	if raTo > raFrom && s.changed == nil {
 		for i := raFrom / bs; i <= (raTo-1)/bs; i++ {
-			if i > last && s.blocks[i] == nil && s.pending < s.opts.CacheBytes/2 {
+			if i > last && s.blocks[i] == nil && s.cache.pending.Load() < min(s.opts.CacheBytes, s.cache.max)/2 {
 				missing = append(missing, i)
 			}
 		}
@@ -467,9 +554,9 @@ func (s *Source) startLocked(runs [][]int64) {
 			k := min(len(run), per)
 			bs := make([]*block, k)
 			for j, i := range run[:k] {
-				b := &block{idx: i, done: make(chan struct{})}
+				b := &block{src: s, idx: i, done: make(chan struct{})}
 				s.blocks[i] = b
-				s.pending += s.blockLen(i)
+				s.cache.pending.Add(s.blockLen(i))
 				bs[j] = b
 			}
 			s.wg.Add(1)
@@ -532,7 +619,7 @@ func (s *Source) fetchRemote(bs []*block) {
 	defer cancel()
 	next := 0 // first block not yet complete
 	what := fmt.Sprintf("bytes %d-%d", off, end-1)
-	err := s.retry(ctx, what, func(ctx context.Context) error {
+	err := retry(ctx, &s.opts, s.b, what, &s.retries, func(ctx context.Context) error {
 		pos := bs[next].idx * s.opts.BlockSize
 		s.requests.Add(1)
 		body, err := s.b.Fetch(ctx, s.obj, pos, end-pos)
@@ -570,20 +657,27 @@ func (s *Source) fetchRemote(bs []*block) {
 	}
 }
 
-// complete caches b's bytes and wakes its readers, then evicts the least
-// recently used blocks over budget.
+// complete caches b's bytes and wakes its readers, then drops the
+// blocks the cache pushed out.
 func (s *Source) complete(b *block, data []byte) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	b.data = data
 	close(b.done)
-	s.pending -= int64(len(data))
+	s.cache.pending.Add(-int64(len(data)))
 	s.used += int64(len(data))
-	b.elem = s.lru.PushBack(b)
-	for s.used > s.opts.CacheBytes && s.lru.Len() > 1 {
-		old := s.lru.Remove(s.lru.Front()).(*block)
-		delete(s.blocks, old.idx)
-		s.used -= int64(len(old.data))
+	s.mu.Unlock()
+	for _, old := range s.cache.add(b) {
+		old.src.forget(old)
+	}
+}
+
+// forget drops b, pushed out of the cache, from the source's blocks.
+func (s *Source) forget(b *block) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.blocks[b.idx] == b {
+		delete(s.blocks, b.idx)
+		s.used -= int64(len(b.data))
 	}
 }
 
@@ -599,7 +693,7 @@ func (s *Source) fail(bs []*block, err error) {
 	for _, b := range bs {
 		b.err = err
 		close(b.done)
-		s.pending -= s.blockLen(b.idx)
+		s.cache.pending.Add(-s.blockLen(b.idx))
 		if s.blocks[b.idx] == b {
 			delete(s.blocks, b.idx)
 		}
@@ -607,9 +701,11 @@ func (s *Source) fail(bs []*block, err error) {
 }
 
 // retry runs do until it succeeds, fails permanently or has been tried
-// 1+Retries times, sleeping a jittered, doubling backoff in between.
-func (s *Source) retry(ctx context.Context, what string, do func(context.Context) error) error {
-	backoff := s.opts.Backoff
+// 1+o.Retries times, sleeping a jittered, doubling backoff in between;
+// each retry is counted in retries (if not nil) and logged, naming what
+// of b.
+func retry(ctx context.Context, o *Options, b fmt.Stringer, what string, retries *atomic.Int64, do func(context.Context) error) error {
+	backoff := o.Backoff
 	for attempt := 0; ; attempt++ {
 		err := do(ctx)
 		if err == nil {
@@ -617,16 +713,20 @@ func (s *Source) retry(ctx context.Context, what string, do func(context.Context
 		}
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%s: %s: gave up after %v: %w", s.b, what, s.opts.ReadTimeout, err)
+				return fmt.Errorf("%s: %s: gave up after %v: %w", b, what, o.ReadTimeout, err)
 			}
 			return err
 		}
-		if IsPermanent(err) || attempt >= s.opts.Retries {
+		if IsPermanent(err) || attempt >= o.Retries {
 			return err
 		}
 		d := backoff/2 + rand.N(backoff)
-		s.retries.Add(1)
-		s.logf("%s: %s: %v; trying again in %v (%d of %d)", s.b, what, err, d.Round(time.Millisecond), attempt+1, s.opts.Retries)
+		if retries != nil {
+			retries.Add(1)
+		}
+		if o.Logf != nil {
+			o.Logf("%s: %s: %v; trying again in %v (%d of %d)", b, what, err, d.Round(time.Millisecond), attempt+1, o.Retries)
+		}
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():

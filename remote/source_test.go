@@ -91,11 +91,17 @@ func (f *fake) count() int {
 
 func open(t *testing.T, f *fake, o *Options) *Source {
 	t.Helper()
+	return openBackend(t, f, o)
+}
+
+// openBackend is open for any backend.
+func openBackend(t *testing.T, b Backend, o *Options) *Source {
+	t.Helper()
 	opts := Options{BlockSize: 4096, TailBytes: 8192, Backoff: time.Millisecond, StallTimeout: time.Second}
 	if o != nil {
 		opts = *o
 	}
-	s, err := Open(context.Background(), f, &opts)
+	s, err := Open(context.Background(), b, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +420,104 @@ func TestStats(t *testing.T) {
 	}
 	readBack(t, s, f, 500000, 10) // a miss, fetched on the second try
 	st := s.Stats()
-	if st.BlockMisses != 3 || st.BlockHits != 2 || st.Retries != 1 || st.Requests != 1+int64(f.count()) || st.BytesFetched != 8192+3*4096 || st.CachedBytes != 3*4096 {
+	if st.BlockMisses != 3 || st.BlockHits != 2 || st.Retries != 1 || st.Requests != 1+int64(f.count()) || st.BytesFetched != 8192+3*4096 || st.CachedBytes != 8192+3*4096 {
 		t.Errorf("stats %+v, fetches %d", st, f.count())
+	}
+}
+
+// TestSharedCacheBoundsSources: sources sharing a Cache keep their
+// blocks, their tails' whole blocks among them, within its bound
+// together, the least recently used of any going first; every byte reads
+// right, and a source closed gives its blocks back.
+func TestSharedCacheBoundsSources(t *testing.T) {
+	c := NewCache(64 << 10) // 16 blocks of 4 KiB
+	var fakes []*fake
+	var srcs []*Source
+	for i := range 3 {
+		f := newFake((256 << 10) * (i + 1))
+		fakes = append(fakes, f)
+		srcs = append(srcs, open(t, f, &Options{BlockSize: 4096, TailBytes: 10000, Cache: c, Backoff: time.Millisecond, StallTimeout: time.Second}))
+	}
+	if used := c.Used(); used != 3*8192 {
+		t.Errorf("after three opens the cache holds %d bytes, want their tails' two whole blocks each", used)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		i := r.IntN(3)
+		off := r.Int64N(int64(len(fakes[i].data)))
+		readBack(t, srcs[i], fakes[i], off, 1+r.Int64N(9000))
+		if used := c.Used(); used > c.Max() {
+			t.Fatalf("the cache holds %d bytes, more than its %d", used, c.Max())
+		}
+	}
+	var sum int64
+	for _, s := range srcs {
+		sum += s.Stats().CachedBytes
+	}
+	if sum != c.Used() {
+		t.Errorf("the sources hold %d bytes, the cache %d", sum, c.Used())
+	}
+	// The tail's bytes before its first block boundary read without a
+	// request, even once its blocks went.
+	before := fakes[0].count()
+	readBack(t, srcs[0], fakes[0], int64(len(fakes[0].data))-10000, 100)
+	if fakes[0].count() != before {
+		t.Error("a read of the tail fetched")
+	}
+	left := c.Used() - srcs[1].Stats().CachedBytes
+	srcs[1].Close()
+	if c.Used() != left {
+		t.Errorf("after Close the cache holds %d bytes, want %d", c.Used(), left)
+	}
+}
+
+// TestReadAheadStopsAtTheReadLimit: a sequential reader whose reads carry
+// a source.ReadLimit (a member's end) has nothing fetched past it.
+func TestReadAheadStopsAtTheReadLimit(t *testing.T) {
+	f := newFake(1 << 20)
+	s := open(t, f, &Options{BlockSize: 4096, TailBytes: 4096, Backoff: time.Millisecond, StallTimeout: time.Second})
+	limit := int64(100 << 10)
+	ctx := source.WithReadLimit(context.Background(), limit)
+	p := make([]byte, 4096)
+	for off := int64(0); off < limit; off += 4096 {
+		if _, err := s.ReadAtContext(ctx, p, off); err != nil || !bytes.Equal(p, f.data[off:off+4096]) {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+	}
+	s.Close() // waits for fetches in flight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fe := range f.fetches {
+		if fe[0]+fe[1] > limit {
+			t.Errorf("fetched bytes %d-%d, past the limit %d", fe[0], fe[0]+fe[1], limit)
+		}
+	}
+	if len(f.fetches) >= 25 {
+		t.Errorf("%d fetches for 25 blocks read in order: no read-ahead", len(f.fetches))
+	}
+}
+
+// fakeHead is a fake that can fetch its object's first bytes.
+type fakeHead struct{ *fake }
+
+func (f fakeHead) Head(ctx context.Context, n int64) (Object, []byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Object{Size: int64(len(f.data)), ETag: f.etag}, bytes.Clone(f.data[:min(n, int64(len(f.data)))]), nil
+}
+
+// TestOpenWithTheHead: with Options.Head a source's first request is for
+// the object's first bytes, which then read without a request (those in
+// a partial block too); the rest is fetched as ever.
+func TestOpenWithTheHead(t *testing.T) {
+	for _, tc := range []struct{ size, head int64 }{{1 << 20, 10000}, {1 << 20, 8192}, {6000, 10000}} {
+		f := newFake(int(tc.size))
+		s := openBackend(t, fakeHead{f}, &Options{BlockSize: 4096, TailBytes: tc.head, Head: true, Backoff: time.Millisecond, StallTimeout: time.Second})
+		readBack(t, s, f, 0, min(tc.head, tc.size))
+		if n := f.count(); n != 0 {
+			t.Errorf("%+v: reading the head fetched %d times", tc, n)
+		}
+		readBack(t, s, f, tc.size-100, 100)
+		readBack(t, s, f, tc.head/2, 5000)
 	}
 }

@@ -90,6 +90,22 @@ func ReadAt(ctx context.Context, r io.ReaderAt, p []byte, off int64) (int, error
 	return r.ReadAt(p, off)
 }
 
+type readLimitKey struct{}
+
+// WithReadLimit returns ctx telling the source that what is read ends at
+// byte end (a member's data, in its archive): a source that reads ahead
+// of a sequential reader (a remote object's) reads no further, where it
+// could only fetch bytes no one asked for.
+func WithReadLimit(ctx context.Context, end int64) context.Context {
+	return context.WithValue(ctx, readLimitKey{}, end)
+}
+
+// ReadLimit is the end WithReadLimit set on ctx, if any.
+func ReadLimit(ctx context.Context) (int64, bool) {
+	end, ok := ctx.Value(readLimitKey{}).(int64)
+	return end, ok
+}
+
 // WithContext returns an io.ReaderAt whose reads of r carry ctx, for code
 // that takes a plain io.ReaderAt (a decoder reading a compressed stream).
 // A ctx that is never done leaves r as it is.

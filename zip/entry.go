@@ -356,3 +356,39 @@ func ParseLocalHeader(b []byte, size int64, e *Entry) (int64, error) {
 // LocalHeaderLen is the fixed part of a local header: its name and extra
 // field follow.
 const LocalHeaderLen = localLen
+
+// LocalEntry reads the local header at off of an archive of size bytes on
+// its own, without the central directory: the entry as the header says it
+// (name, flags, method, CRC-32 and sizes) and where its data starts. It
+// fails for an entry whose sizes the header does not hold (they follow
+// its data, flag bit 3, or are in a zip64 extra field). An archive whose
+// writer puts the sizes in its local headers (an npzfs index sidecar) has
+// its first entry found so, without reading its end.
+func LocalEntry(r io.ReaderAt, size, off int64) (Entry, int64, error) {
+	var e Entry
+	var h [localLen]byte
+	if err := ReadAtFull(r, h[:], off); err != nil {
+		return e, 0, &FormatError{Offset: off, Msg: "cannot read a local header", Err: err}
+	}
+	if le.Uint32(h[:]) != sigLocal {
+		return e, 0, &FormatError{Offset: off, Msg: "no local header"}
+	}
+	e.Flags, e.Method = le.Uint16(h[6:]), le.Uint16(h[8:])
+	e.CRC32 = le.Uint32(h[14:])
+	csize, usize := le.Uint32(h[18:]), le.Uint32(h[22:])
+	if e.Flags&flagDataDescriptor != 0 || csize == 0xffffffff || usize == 0xffffffff {
+		return e, 0, &FormatError{Offset: off, Msg: "the local header does not hold the entry's sizes"}
+	}
+	e.CompressedSize, e.Size, e.HeaderOffset = int64(csize), int64(usize), off
+	nameLen, extraLen := int64(le.Uint16(h[26:])), int64(le.Uint16(h[28:]))
+	name := make([]byte, nameLen)
+	if err := ReadAtFull(r, name, off+localLen); err != nil {
+		return e, 0, &FormatError{Offset: off, Msg: "cannot read a local header's name", Err: err}
+	}
+	e.Name, _ = DecodeName(string(name), e.Flags)
+	data := off + localLen + nameLen + extraLen
+	if data > size || e.CompressedSize > size-data {
+		return e, 0, &FormatError{Offset: off, Msg: fmt.Sprintf("data of %q (%d bytes from byte %d) runs past the end of the %d-byte archive", e.Name, e.CompressedSize, data, size)}
+	}
+	return e, data, nil
+}

@@ -47,6 +47,7 @@ var shortUsage = map[string]string{
 	"mount --max-header-kb":   "longest .npy header read",
 	"mount --max-open":        "for a folder: archives kept open",
 	"mount --remote-cache-mb": "for a URL: memory for blocks (1/2 of it)",
+	"mount --list-ttl":        "remote folder: listings kept",
 	"mount --index":           "index deflated members in the background",
 	"--header":                "for http(s): send a header (repeatable)",
 	"--endpoint":              "for s3://: an S3-compatible server",
@@ -62,6 +63,7 @@ var shortUsage = map[string]string{
 	"index --verify":          "read every member whole, check saved indexes",
 	"index --workers":         "inflate with N threads",
 	"index --sidecar":         "also write ARCHIVE.npzidx beside the archive",
+	"index --sidecar-file":    "write the sidecar of one archive to FILE",
 }
 
 // defaultShown is a flag's default as help and the man page show it,
@@ -76,6 +78,7 @@ var examples = map[string][]string{
 	"mount": {
 		"npzfs mount data.npz /mnt/data",
 		"npzfs mount --index https://example.org/run.npz /mnt/run",
+		"npzfs mount s3://bucket/dataset/ /mnt/dataset",
 	},
 	"unmount": {"npzfs unmount /mnt/data"},
 	"ls": {
@@ -84,7 +87,7 @@ var examples = map[string][]string{
 	},
 	"index": {
 		"npzfs index data.npz",
-		"npzfs index --sidecar /data/shards",
+		"npzfs index --sidecar s3://bucket/dataset/",
 	},
 	"inspect": {
 		"npzfs inspect data.npz images",
@@ -169,6 +172,19 @@ the shared files, SSO, web identity, instance and container roles);
 --endpoint (or AWS_ENDPOINT_URL_S3) for S3-compatible servers. If the
 object changes while mounted, reads of bytes not yet fetched fail with an
 I/O error. URLs are shown without their query string, headers never.
+A sidecar of saved indexes beside a remote archive (ARCHIVE.npzidx, as
+npzfs index --sidecar puts it) is looked for with one request at the
+first deep read of a deflated member, and only the parts reads need are
+fetched.
+
+A remote folder mounts as a local one does: s3://BUCKET/PREFIX/ (or a
+bucket alone) or https://HOST/PATH/ where the server lists the folder in
+JSON (nginx's "autoindex_format json", or an index.json in it). Each
+folder is listed on first look (one request a page of 1,000 objects),
+and its listing kept --list-ttl (60s): objects added, removed or
+replaced appear, vanish or change after it. An archive is opened (its
+tail fetched) when a name inside it is first looked up; its blocks share
+--remote-cache-mb with the others'.
 
 A deflated member (np.savez_compressed) is inflated from its start the
 first time it is read deep; the index made on the way (a checkpoint every
@@ -248,7 +264,13 @@ are indexed, and the exit code is then 1.
 With --sidecar the indexes are also written beside the archive, as
 ARCHIVE.npzidx (data.npz: data.npzidx), for a dataset to ship: a mount
 of the archive finds them there, read-only, when its index folder does
-not hold them. Under a FOLDER, each archive gets its own.`
+not hold them. Under a FOLDER, each archive gets its own. ARCHIVE and
+FOLDER may be s3:// URLs (s3://BUCKET/PREFIX/ for a folder): the
+sidecar is then put beside each object in one request, only where none
+is (If-None-Match), so that of machines indexing at once one puts it,
+and one there already that holds every index is kept as it is. An
+http(s):// server takes no upload: --sidecar-file FILE writes the
+sidecar of one archive to FILE, to put beside it by hand.`
 
 const unmountHelp = `Unmounts an npzfs mount; its daemon then exits. A mount whose daemon was
 killed ("Transport endpoint is not connected") or stopped is cleared too:

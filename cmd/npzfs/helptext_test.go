@@ -134,7 +134,7 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"xyzzy"}, `npzfs: unknown command "xyzzy" (see 'npzfs help')` + "\n"},
 		{[]string{"mount", "--cache-mib", "5", "a", "b"}, "npzfs mount: unknown flag: --cache-mib; did you mean --cache-mb? (see 'npzfs mount --help')\n"},
 		{[]string{"ls", "--jsno", "a"}, "npzfs ls: unknown flag: --jsno; did you mean --json? (see 'npzfs ls --help')\n"},
-		{[]string{"index", "--side", "a"}, "npzfs index: unknown flag: --side; did you mean --sidecar? (see 'npzfs index --help')\n"},
+		{[]string{"index", "--sidcar", "a"}, "npzfs index: unknown flag: --sidcar; did you mean --sidecar? (see 'npzfs index --help')\n"},
 		{[]string{"ls", "--frobnicate", "a"}, "npzfs ls: unknown flag: --frobnicate (see 'npzfs ls --help')\n"},
 	} {
 		code, stdout, stderr := runCmd(tc.args...)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,7 +87,8 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	var xo dataset.IndexOptions
 	fl.BoolVar(&xo.Verify, "verify", false, "read every member whole, checking saved indexes span by span")
 	fl.IntVar(&xo.Workers, "workers", runtime.GOMAXPROCS(0), "inflate with `N` threads: members at once, and parts of a large member (1: each member from its start)")
-	fl.BoolVar(&xo.Sidecar, "sidecar", false, "also write the indexes beside the archive, as ARCHIVE.npzidx (for a dataset to ship; mounts use it)")
+	fl.BoolVar(&xo.Sidecar, "sidecar", false, "also write the indexes beside the archive, as ARCHIVE.npzidx (for a dataset to ship; mounts use it): a file beside a local archive, an object put beside an s3:// one (not rebuilt when one there holds them all)")
+	fl.StringVar(&xo.SidecarFile, "sidecar-file", "", "for one archive: write its sidecar to `FILE` (for an http(s):// archive: to put beside it by hand)")
 	var rf remoteFlags
 	rf.add(fl)
 	if code, done := parseFlags(fl, args); done {
@@ -109,11 +111,28 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	}
 	target := fl.Arg(0)
 	xo.Keys = fl.Args()[1:]
-	if xo.Sidecar && dataset.IsRemote(target) {
-		return usageError(stderr, "index", "--sidecar is for a local archive")
+	if xo.Sidecar && xo.SidecarFile != "" {
+		return usageError(stderr, "index", "give --sidecar or --sidecar-file, not both")
 	}
-	if fi, err := os.Stat(target); err == nil && fi.IsDir() && len(xo.Keys) > 0 {
+	if xo.Sidecar && dataset.IsRemote(target) && !strings.HasPrefix(strings.ToLower(target), "s3://") {
+		return usageError(stderr, "index", "an http(s):// server takes no upload: give --sidecar-file FILE, and put FILE beside the archive as ARCHIVE.npzidx by hand")
+	}
+	folder := dataset.IsRemoteFolder(target)
+	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
+		folder = true
+	}
+	if folder && len(xo.Keys) > 0 {
 		return usageError(stderr, "index", "a KEY names a member of one archive, not of a folder")
+	}
+	if folder && xo.SidecarFile != "" {
+		return usageError(stderr, "index", "--sidecar-file is for one archive: give --sidecar for a folder")
+	}
+	if xo.SidecarFile != "" {
+		abs, err := filepath.Abs(xo.SidecarFile)
+		if err != nil {
+			return usageError(stderr, "index", err.Error())
+		}
+		xo.SidecarFile = abs
 	}
 	ro, err := rf.options(0)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +48,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE or FOLDER")
 	}
 	name := fl.Arg(0)
-	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !dataset.IsRemote(name) {
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !dataset.IsRemote(name) || dataset.IsRemoteFolder(name) {
 		return lsFolder(name, &lo, &rf, stdout, stderr)
 	}
 	d, err := openArchive(name, &rf)
@@ -89,13 +89,27 @@ func (lo *lsOptions) list(a *npz.Archive) *listing {
 func (l *listing) verified() bool { return l.counts.unreadable == 0 && l.counts.failed == 0 }
 
 // lsFolder lists the members of every archive and .npy file under dir,
-// as a mount of it shows them, one archive after another: each table
-// line starts with the archive's path in the folder, and --json gives
-// one document with each archive's listing. An archive that cannot be
-// opened is named on stderr (in the JSON document, under "errors"), the
-// others are listed, and the exit code is then 1.
+// a local or remote folder, as a mount of it shows them, one archive
+// after another: each table line starts with the archive's path in the
+// folder, and --json gives one document with each archive's listing. An
+// archive that cannot be opened is named on stderr (in the JSON
+// document, under "errors"), the others are listed, and the exit code is
+// then 1.
 func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writer) int {
-	files, err := dataset.Files(dir)
+	ro, err := rf.options(0)
+	if err != nil {
+		return usageError(stderr, "ls", err.Error())
+	}
+	ctx := context.Background()
+	d, err := dataset.Open(ctx, fromSourceEnv(dir), &dataset.Options{Remote: ro})
+	if err != nil {
+		return fail(stderr, "ls", err)
+	}
+	defer d.Close()
+	if d.Remote() {
+		dir = d.Name()
+	}
+	files, err := d.Files(ctx)
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
@@ -106,8 +120,8 @@ func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writ
 	var counts listCounts
 	var problems []string
 	for _, f := range files {
-		rel, _ := filepath.Rel(dir, f)
-		d, err := openArchive(f, rf)
+		rel := f.Path
+		a, err := d.OpenFile(ctx, f)
 		if err != nil {
 			code = exitFail
 			if lo.json {
@@ -117,7 +131,7 @@ func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writ
 			}
 			continue
 		}
-		l := lo.list(d.Archive())
+		l := lo.list(a)
 		if lo.verify && !l.verified() {
 			code = exitFail
 		}
@@ -132,7 +146,7 @@ func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writ
 				problems = append(problems, fmt.Sprintf("archive %s: %s", quoteName(rel), p))
 			}
 		}
-		d.Close()
+		a.Close()
 	}
 	if lo.json {
 		if err := writeJSON(stdout, doc); err != nil {

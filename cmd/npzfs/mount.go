@@ -27,6 +27,7 @@ import (
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/remote"
 )
 
 // allowedOptions are the -o options passed through to the mount.
@@ -60,6 +61,7 @@ type mountArgs struct {
 	readyFD             int // daemon mode: report readiness on this fd
 	remoteCacheMB       int
 	remote              remoteFlags
+	listTTL             time.Duration
 	index               indexFlags
 	buildIndex          bool
 	logTarget           string // where the daemon's messages go, for npzfs status
@@ -104,7 +106,8 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.IntVar(&ma.maxOpen, "max-open", folder.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
-	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive: memory for fetched blocks, in `MiB` (default 1/2 of --memory-mb)")
+	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive or folder: memory for fetched blocks, in `MiB`, for all its archives (default 1/2 of --memory-mb)")
+	fl.DurationVar(&ma.listTTL, "list-ttl", remote.DefaultListTTL, "for a remote folder (s3://BUCKET/PREFIX/, https://HOST/PATH/): how long a folder's listing is kept before it is listed again (`DURATION`: 60s, 5m, 0s to list at every look)")
 	ma.remote.add(fl)
 	ma.index.add(fl, true)
 	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
@@ -158,6 +161,8 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 		return errors.New("--max-header-kb must be at least 1")
 	case ma.maxOpen < 1:
 		return errors.New("--max-open must be at least 1")
+	case ma.listTTL < 0:
+		return errors.New("--list-ttl must not be negative")
 	}
 	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
 		if v, _ := fl.GetInt(f); fl.Changed(f) && v < 1 {
@@ -422,7 +427,7 @@ func takeMountpoint(dir string) (*mountpoint, error) {
 
 // mount mounts d's tree on the mount point, with what the flags ask.
 func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, logger *log.Logger) (*npzfs.Server, error) {
-	if d.Kind() == dataset.Folder && within(mp.dir, d.Name()) {
+	if d.Kind() == dataset.Folder && !d.Remote() && within(mp.dir, d.Name()) {
 		return nil, fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mp.dir)
 	}
 	if !mp.handed {
@@ -478,7 +483,9 @@ func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus
 	st := mountStatus{archive: d.Name(), mountpoint: mp.dir, hidden: mp.hidden}
 	if a := d.Archive(); a != nil {
 		st.members, st.unreadable = a.Len(), unreadableMembers(a.All())
-		if !ma.buildIndex {
+		// A remote archive's sidecar is looked for at its first deep
+		// read, not at mount: whether it has saved indexes is not known.
+		if !ma.buildIndex && !d.Remote() {
 			st.unindexed, st.unindexedBytes = unindexedMembers(a.All())
 		}
 	}
@@ -488,6 +495,10 @@ func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus
 // datasetOptions are what the flags ask of the dataset a mount serves.
 func (ma *mountArgs) datasetOptions(mem dataset.Memory, logger *log.Logger) (*dataset.Options, error) {
 	ro, err := ma.remote.options(mem.Remote)
+	ro.ListTTL = ma.listTTL
+	if ro.ListTTL == 0 {
+		ro.ListTTL = -1 // every look lists again
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -527,6 +538,7 @@ func (ma *mountArgs) shownOptions() []string {
 	add("max-header-kb", ma.maxHeaderKB, npz.DefaultMaxHeaderLen>>10)
 	add("endpoint", ma.remote.endpoint, "")
 	add("disk-cache", ma.remote.diskCache, "")
+	add("list-ttl", ma.listTTL, remote.DefaultListTTL)
 	if ma.index.none {
 		out = append(out, "--no-index")
 	} else {

@@ -45,6 +45,7 @@ type Proxy struct {
 	srv      *http.Server
 	client   *http.Client
 	n        atomic.Int64
+	bytes    atomic.Int64 // of bodies sent
 	faults   atomic.Int64
 	rate     *limiter
 }
@@ -101,10 +102,22 @@ func (p *Proxy) SetFaults(choose func(n int64, r *http.Request) Fault) {
 // Requests is how many requests the proxy has received.
 func (p *Proxy) Requests() int64 { return p.n.Load() }
 
+// Bytes is how many bytes of bodies the proxy has sent.
+func (p *Proxy) Bytes() int64 { return p.bytes.Load() }
+
+// StatsPath is a path the proxy answers itself, without counting or
+// forwarding it, with "requests=N bytes=M" (Requests, Bytes): for
+// scripts, which cannot call them.
+const StatsPath = "/.faultproxy/stats"
+
 // Faults is how many answers the proxy has spoiled.
 func (p *Proxy) Faults() int64 { return p.faults.Load() }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == StatsPath {
+		fmt.Fprintf(w, "requests=%d bytes=%d\n", p.n.Load(), p.bytes.Load())
+		return
+	}
 	n := p.n.Add(1)
 	if p.latency > 0 {
 		select {
@@ -182,7 +195,9 @@ func (p *Proxy) copy(w http.ResponseWriter, body io.Reader) {
 			if p.rate != nil {
 				p.rate.wait(int64(n))
 			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
+			k, werr := w.Write(buf[:n])
+			p.bytes.Add(int64(k))
+			if werr != nil {
 				return
 			}
 		}

@@ -91,8 +91,9 @@ type Nginx struct {
 }
 
 // StartNginx serves root with nginx (Debian's nginx-light) on a free
-// loopback port until t ends.
-func StartNginx(t testing.TB, root string) *Nginx {
+// loopback port until t ends; directives, if any, go in its server block
+// ("autoindex on; autoindex_format json;" lists folders in JSON).
+func StartNginx(t testing.TB, root string, directives ...string) *Nginx {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -124,9 +125,10 @@ http {
   server {
     listen %[3]s;
     root %[4]s;
+    %[5]s
   }
 }
-`, user, dir, addr, root)
+`, user, dir, addr, root, strings.Join(directives, "\n    "))
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

@@ -46,15 +46,9 @@ type Backend struct {
 
 // New returns a Backend for the object at rawURL (http or https).
 func New(rawURL string, opts *Options) (*Backend, error) {
-	u, err := url.Parse(rawURL)
+	u, err := parseHTTP(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("not a URL: %s", Redact(rawURL))
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%s: not an http or https URL", Redact(rawURL))
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("%s: no host", Redact(rawURL))
+		return nil, err
 	}
 	if strings.HasSuffix(u.Path, "/") {
 		return nil, fmt.Errorf("%s names a folder (it ends in /), not an archive: give the URL of an archive in it", Redact(rawURL))
@@ -71,6 +65,38 @@ func New(rawURL string, opts *Options) (*Backend, error) {
 		b.client = NewClient()
 	}
 	return b, nil
+}
+
+// parseHTTP parses an http or https URL with a host.
+func parseHTTP(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("not a URL: %s", Redact(rawURL))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%s: not an http or https URL", Redact(rawURL))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: no host", Redact(rawURL))
+	}
+	return u, nil
+}
+
+// Sibling implements remote.Sibling: the object name beside b's, in the
+// same folder of the same server, with the same headers and client (and
+// query string, so a signed URL's signature is sent, and refused).
+func (b *Backend) Sibling(name string) remote.Backend {
+	u, err := url.Parse(b.url)
+	if err != nil {
+		return b
+	}
+	dir := u.EscapedPath()[:strings.LastIndex(u.EscapedPath(), "/")+1]
+	u.Path, u.RawPath = "", ""
+	if v, err := url.Parse(dir + url.PathEscape(name)); err == nil {
+		u.Path, u.RawPath = v.Path, v.RawPath
+	}
+	s := u.String()
+	return &Backend{url: s, shown: Redact(s), header: b.header, client: b.client}
 }
 
 // NewClient returns the client New uses by default.
@@ -147,8 +173,23 @@ func (b *Backend) clean(err error) error {
 
 // Tail implements remote.Backend with a suffix range request.
 func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, false)
+}
+
+// Head implements remote.HeadReader with a range request from byte 0.
+func (b *Backend) Head(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, true)
+}
+
+// edge fetches the object's last n bytes, or its first with head, and
+// says what the object is.
+func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, []byte, error) {
 	var obj remote.Object
-	req, err := b.request(ctx, "bytes=-"+strconv.FormatInt(n, 10))
+	rng := "bytes=-" + strconv.FormatInt(n, 10)
+	if head {
+		rng = "bytes=0-" + strconv.FormatInt(n-1, 10)
+	}
+	req, err := b.request(ctx, rng)
 	if err != nil {
 		return obj, nil, err
 	}
@@ -181,8 +222,8 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 	if total < 0 {
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server does not say how large the object is (Content-Range %q)", b.shown, resp.Header.Get("Content-Range")))
 	}
-	if last != total-1 || first != max(total-n, 0) {
-		return obj, nil, fmt.Errorf("%s: asked for the last %d bytes, got bytes %d-%d of %d", b.shown, n, first, last, total)
+	if err := remote.CheckEdge(first, last, total, n, head); err != nil {
+		return obj, nil, fmt.Errorf("%s: %v", b.shown, err)
 	}
 	obj = remote.Object{Size: total, ETag: strongETag(resp.Header.Get("ETag"))}
 	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
@@ -250,16 +291,15 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 // retry could help (5xx, 429, 408).
 func (b *Backend) statusError(resp *http.Response, what string) error {
 	code := resp.StatusCode
-	var msg string
+	var err error
 	switch code {
 	case http.StatusNotFound, http.StatusGone:
-		msg = "not found"
+		err = fmt.Errorf("%s: %s%w (HTTP %d)", b.shown, what, remote.ErrNotFound, code)
 	case http.StatusUnauthorized, http.StatusForbidden:
-		msg = "access denied"
+		err = fmt.Errorf("%s: %s%w (HTTP %d)", b.shown, what, remote.ErrDenied, code)
 	default:
-		msg = "the server answered " + http.StatusText(code)
+		err = fmt.Errorf("%s: %sthe server answered %s (HTTP %d)", b.shown, what, http.StatusText(code), code)
 	}
-	err := fmt.Errorf("%s: %s%s (HTTP %d)", b.shown, what, msg, code)
 	if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout {
 		return err
 	}

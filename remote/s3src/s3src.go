@@ -48,46 +48,96 @@ type Options struct {
 	// SDK's chain ends with the instance metadata service, which may not
 	// answer off a cloud machine); 0 means 3 seconds.
 	CredentialTimeout time.Duration
+	// PageSize is how many keys a listing asks for a page (MaxKeys); 0
+	// means the server's default, at most 1,000 on AWS.
+	PageSize int
 }
 
 // defaultCredentialTimeout is Options.CredentialTimeout's default.
 const defaultCredentialTimeout = 3 * time.Second
 
-// Backend is one object in a bucket.
-type Backend struct {
-	bucket, key string
-	client      *s3.Client
-	creds       aws.CredentialsProvider
-	noSign      bool
-	endpoint    bool // an endpoint of the user's, not AWS's
+// Client is a configured S3 client with its credentials, shared by the
+// backends and listers it makes.
+type Client struct {
+	client   *s3.Client
+	creds    aws.CredentialsProvider
+	noSign   bool
+	endpoint bool // an endpoint of the user's, not AWS's
+	pageSize int32
 }
 
-// ParseURL splits s3://BUCKET/KEY.
+// Backend is one object in a bucket.
+type Backend struct {
+	c           *Client
+	bucket, key string
+	// named: the user named this object (not a listing or a sidecar),
+	// so a missing one is looked for as a prefix, to say so.
+	named bool
+}
+
+// ParseURL splits s3://BUCKET/KEY; KEY is "" for a bucket alone, and
+// ends in "/" for a prefix.
 func ParseURL(u string) (bucket, key string, err error) {
 	rest, ok := strings.CutPrefix(u, "s3://")
 	if !ok {
 		return "", "", fmt.Errorf("%s: not an s3:// URL", u)
 	}
 	bucket, key, _ = strings.Cut(rest, "/")
-	switch {
-	case bucket == "":
-		return "", "", fmt.Errorf("%s: an S3 source is s3://BUCKET/KEY", u)
-	case key == "" || strings.HasSuffix(key, "/"):
-		return "", "", fmt.Errorf("%s names a prefix (a folder of objects), not an object: name an archive in it, as s3://%s/%sNAME.npz", u, bucket, key)
+	if bucket == "" {
+		return "", "", fmt.Errorf("%s: an S3 source is s3://BUCKET/KEY, or a prefix s3://BUCKET/PREFIX/", u)
 	}
 	return bucket, key, nil
 }
 
-// New returns a Backend for s3://BUCKET/KEY. It loads the SDK's
-// configuration and, unless requests go unsigned, finds credentials,
-// within Options.CredentialTimeout: none found is said in one line, which
-// names where the SDK looked and how to give some. No request is made to
-// the bucket.
+// IsFolder reports an s3:// URL that names a prefix (ending in "/") or a
+// bucket alone: a folder of objects.
+func IsFolder(u string) bool {
+	_, key, err := ParseURL(u)
+	return err == nil && (key == "" || strings.HasSuffix(key, "/"))
+}
+
+// New returns a Backend for the object s3://BUCKET/KEY (see NewClient).
+// No request is made to the bucket.
 func New(ctx context.Context, u string, opts *Options) (*Backend, error) {
 	bucket, key, err := ParseURL(u)
 	if err != nil {
 		return nil, err
 	}
+	if key == "" || strings.HasSuffix(key, "/") {
+		return nil, fmt.Errorf("%s names a prefix (a folder of objects), not an object: name an archive in it, as s3://%s/%sNAME.npz", u, bucket, key)
+	}
+	c, err := NewClient(ctx, u, opts)
+	if err != nil {
+		return nil, err
+	}
+	b := c.Object(bucket, key)
+	b.named = true
+	return b, nil
+}
+
+// NewLister returns a Lister of the prefix s3://BUCKET/PREFIX/ or of a
+// bucket alone, s3://BUCKET (see NewClient). No request is made to the
+// bucket.
+func NewLister(ctx context.Context, u string, opts *Options) (*Lister, error) {
+	bucket, key, err := ParseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" && !strings.HasSuffix(key, "/") {
+		return nil, fmt.Errorf("%s names an object, not a prefix: a prefix ends in /", u)
+	}
+	c, err := NewClient(ctx, u, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.Lister(bucket, key), nil
+}
+
+// NewClient loads the SDK's configuration and, unless requests go
+// unsigned, finds credentials, within Options.CredentialTimeout: none
+// found is said in one line, which names where the SDK looked and how to
+// give some; u names what is opened, for that line.
+func NewClient(ctx context.Context, u string, opts *Options) (*Client, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -130,7 +180,18 @@ func New(ctx context.Context, u string, opts *Options) (*Backend, error) {
 		}
 		so.UsePathStyle = pathStyle
 	})
-	return &Backend{bucket: bucket, key: key, client: client, creds: cfg.Credentials, noSign: o.NoSign, endpoint: pathStyle}, nil
+	return &Client{client: client, creds: cfg.Credentials, noSign: o.NoSign, endpoint: pathStyle, pageSize: int32(o.PageSize)}, nil
+}
+
+// Object is a Backend for s3://bucket/key.
+func (c *Client) Object(bucket, key string) *Backend {
+	return &Backend{c: c, bucket: bucket, key: key}
+}
+
+// Lister is a Lister of the prefix (ending in "/", or "" for the
+// bucket) in bucket.
+func (c *Client) Lister(bucket, prefix string) *Lister {
+	return &Lister{c: c, bucket: bucket, prefix: prefix}
 }
 
 // findCredentials resolves the credential chain once, within timeout
@@ -181,15 +242,29 @@ func (b *Backend) String() string { return "s3://" + b.bucket + "/" + b.key }
 
 // Tail implements remote.Backend with a suffix range.
 func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, false)
+}
+
+// Head implements remote.HeadReader with a range from byte 0.
+func (b *Backend) Head(ctx context.Context, n int64) (remote.Object, []byte, error) {
+	return b.edge(ctx, n, true)
+}
+
+// edge fetches the object's last n bytes, or its first with head, and
+// says what the object is.
+func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, []byte, error) {
 	var obj remote.Object
-	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{
-		Bucket: aws.String(b.bucket), Key: aws.String(b.key),
-		Range: aws.String("bytes=-" + strconv.FormatInt(n, 10)),
+	rng := "bytes=-" + strconv.FormatInt(n, 10)
+	if head {
+		rng = "bytes=0-" + strconv.FormatInt(n-1, 10)
+	}
+	out, err := b.c.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(b.bucket), Key: aws.String(b.key), Range: aws.String(rng),
 	})
 	if err != nil {
 		err = b.explain(ctx, err, "")
-		if errors.Is(err, errNotFound) && b.isPrefix(ctx) {
-			return obj, nil, remote.Permanent(fmt.Errorf("%s is not an object but a prefix (a folder of objects): name an archive in it, as %s/NAME.npz", b, b))
+		if errors.Is(err, remote.ErrNotFound) && b.named && b.isPrefix(ctx) {
+			return obj, nil, remote.Permanent(fmt.Errorf("%s is not an object but a prefix (a folder of objects): give it with a trailing / (%s/) to serve it as a folder, or name an archive in it, as %s/NAME.npz", b, b, b))
 		}
 		return obj, nil, err
 	}
@@ -198,8 +273,8 @@ func (b *Backend) Tail(ctx context.Context, n int64) (remote.Object, []byte, err
 	if err != nil || total < 0 {
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server ignores byte ranges (no Content-Range with the object's size in its answer)", b))
 	}
-	if last != total-1 || first != max(total-n, 0) {
-		return obj, nil, fmt.Errorf("%s: asked for the last %d bytes, got bytes %d-%d of %d", b, n, first, last, total)
+	if err := remote.CheckEdge(first, last, total, n, head); err != nil {
+		return obj, nil, fmt.Errorf("%s: %v", b, err)
 	}
 	obj = remote.Object{Size: total, ETag: aws.ToString(out.ETag), Version: aws.ToString(out.VersionId)}
 	if obj.Version == "null" { // a bucket that never kept versions
@@ -230,7 +305,7 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 	if obj.Version != "" {
 		in.VersionId = aws.String(obj.Version)
 	}
-	out, err := b.client.GetObject(ctx, in)
+	out, err := b.c.client.GetObject(ctx, in)
 	if err != nil {
 		return nil, b.explain(ctx, err, fmt.Sprintf("bytes %d-%d: ", off, last))
 	}
@@ -257,28 +332,28 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 // explain turns an SDK error into one line that says what is wrong,
 // marked permanent unless a retry could help.
 func (b *Backend) explain(ctx context.Context, err error, what string) error {
-	status := 0
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		status = re.HTTPStatusCode()
-	}
-	code := ""
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		code = ae.ErrorCode()
-	}
+	return b.c.explain(ctx, b, b.bucket, err, what)
+}
+
+// explain turns an SDK error of a request about name (an object or a
+// prefix) in bucket into one line that says what is wrong, marked
+// permanent unless a retry could help; what, when not "", says what of
+// an object was fetched, and makes a missing object one that changed.
+func (c *Client) explain(ctx context.Context, name fmt.Stringer, bucket string, err error, what string) error {
+	b := name
+	status, code := errorCode(err)
 	switch {
 	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
 		return remote.Permanent(fmt.Errorf("%s: %w (a request pinned to its ETag failed)", b, source.ErrChanged))
 	case what != "" && (code == "NoSuchKey" || code == "NoSuchVersion" || status == http.StatusNotFound):
 		return remote.Permanent(fmt.Errorf("%s: %w (the object is gone)", b, source.ErrChanged))
 	case code == "NoSuchBucket":
-		return remote.Permanent(fmt.Errorf("%s: no such bucket %q", b, b.bucket))
+		return remote.Permanent(fmt.Errorf("%s: no such bucket %q", b, bucket))
 	case code == "NoSuchKey" || status == http.StatusNotFound:
-		return remote.Permanent(fmt.Errorf("%s: %w", b, errNotFound))
+		return remote.Permanent(fmt.Errorf("%s: %w", b, remote.ErrNotFound))
 	case code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" ||
 		code == "ExpiredToken" || code == "InvalidToken" || status == http.StatusForbidden || status == http.StatusUnauthorized:
-		return remote.Permanent(fmt.Errorf("%s: %saccess denied (%s; credentials: %s)", b, what, orStatus(code, status), b.credentialSource(ctx)))
+		return remote.Permanent(fmt.Errorf("%s: %s%w (%s; credentials: %s)", b, what, remote.ErrDenied, orStatus(code, status), c.credentialSource(ctx)))
 	case code == "PermanentRedirect" || status == http.StatusMovedPermanently:
 		return remote.Permanent(fmt.Errorf("%s: the bucket is in another region: set AWS_REGION (or region in the profile) to it", b))
 	case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
@@ -290,7 +365,7 @@ func (b *Backend) explain(ctx context.Context, err error, what string) error {
 	if errors.As(err, &ce) && ce.CanceledError() {
 		return context.Canceled
 	}
-	if e := b.unreachable(err); e != nil {
+	if e := c.unreachable(b, err); e != nil {
 		return remote.Permanent(e)
 	}
 	msg := err.Error()
@@ -307,13 +382,24 @@ func (b *Backend) explain(ctx context.Context, err error, what string) error {
 	return e
 }
 
-// errNotFound is the cause of a Tail of an object that does not exist.
-var errNotFound = errors.New("not found")
+// errorCode is the HTTP status and S3 error code of an SDK error, each
+// zero when it has none.
+func errorCode(err error) (status int, code string) {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	return status, code
+}
 
 // isPrefix reports whether objects lie under the key as a prefix (KEY/):
 // the user named a folder where an object was wanted.
 func (b *Backend) isPrefix(ctx context.Context) bool {
-	out, err := b.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+	out, err := b.c.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 		Bucket: aws.String(b.bucket), Prefix: aws.String(b.key + "/"), MaxKeys: aws.Int32(1),
 	})
 	return err == nil && len(out.Contents)+len(out.CommonPrefixes) > 0
@@ -323,10 +409,10 @@ func (b *Backend) isPrefix(ctx context.Context) bool {
 // returns nil: no such host (for AWS's own host, likely a machine
 // without a way to AWS where an S3-compatible server was meant), or a
 // connection refused.
-func (b *Backend) unreachable(err error) error {
+func (c *Client) unreachable(b fmt.Stringer, err error) error {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
-		if !b.endpoint && strings.HasSuffix(strings.TrimSuffix(dns.Name, "."), "amazonaws.com") {
+		if !c.endpoint && strings.HasSuffix(strings.TrimSuffix(dns.Name, "."), "amazonaws.com") {
 			return fmt.Errorf("%s: no such host %s (AWS S3's): for an S3-compatible server of your own give --endpoint URL (or AWS_ENDPOINT_URL_S3)", b, dns.Name)
 		}
 		return fmt.Errorf("%s: no such host %s (check --endpoint)", b, dns.Name)
@@ -354,19 +440,19 @@ func orStatus(code string, status int) string {
 
 // credentialSource names where the credentials came from, never what
 // they are.
-func (b *Backend) credentialSource(ctx context.Context) string {
-	if b.noSign {
+func (c *Client) credentialSource(ctx context.Context) string {
+	if c.noSign {
 		return "none, the request was unsigned (--no-sign-request)"
 	}
-	if b.creds == nil {
+	if c.creds == nil {
 		return "none found"
 	}
-	c, err := b.creds.Retrieve(ctx)
+	cr, err := c.creds.Retrieve(ctx)
 	if err != nil {
 		return "none found"
 	}
-	if c.Source == "" {
+	if cr.Source == "" {
 		return "from the SDK's default chain"
 	}
-	return c.Source
+	return cr.Source
 }

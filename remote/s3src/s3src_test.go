@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,8 +24,9 @@ func TestParseURL(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"s3://b/k.npz":       {"b", "k.npz"},
 		"s3://b/dir/k.npz":   {"b", "dir/k.npz"},
-		"s3://b/":            {},
-		"s3://b":             {},
+		"s3://b/":            {"b", ""},
+		"s3://b":             {"b", ""},
+		"s3://b/dir/":        {"b", "dir/"},
 		"https://b/k.npz":    {},
 		"s3:///k.npz":        {},
 		"s3://b/a?b=c/d.npz": {"b", "a?b=c/d.npz"},
@@ -49,13 +51,7 @@ func data(n int) []byte {
 // gateway, pinned to its ETag, and checks what a replaced object, a
 // missing one, a missing bucket and wrong credentials give.
 func TestAgainstVersityGW(t *testing.T) {
-	srv := testserver.StartS3(t)
-	for _, kv := range srv.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	srv, _ := s3Setup(t, nil)
 	srv.Bucket(t, "bkt")
 	want := data(3 << 20)
 	srv.Put(t, "bkt", "dir/a.npz", want)
@@ -151,8 +147,8 @@ func TestNoCredentials(t *testing.T) {
 // TestUnreachable: a host that does not exist or refuses connections is
 // one permanent line; AWS's own host suggests --endpoint.
 func TestUnreachable(t *testing.T) {
-	aws := &Backend{bucket: "b", key: "k.npz"}
-	own := &Backend{bucket: "b", key: "k.npz", endpoint: true}
+	aws := (&Client{}).Object("b", "k.npz")
+	own := (&Client{endpoint: true}).Object("b", "k.npz")
 	for _, tc := range []struct {
 		b    *Backend
 		err  error
@@ -166,5 +162,138 @@ func TestUnreachable(t *testing.T) {
 		if err == nil || !remote.IsPermanent(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "operation error") {
 			t.Errorf("%v: %v, want one permanent line with %q", tc.err, err, tc.want)
 		}
+	}
+}
+
+// s3Setup starts versitygw with the test's credentials in the
+// environment, and a client to it.
+func s3Setup(t *testing.T, o *Options) (*testserver.S3, *Client) {
+	srv := testserver.StartS3(t)
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	oo := Options{Endpoint: srv.Endpoint}
+	if o != nil {
+		oo.PageSize = o.PageSize
+	}
+	c, err := NewClient(context.Background(), srv.Endpoint, &oo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c
+}
+
+// TestListerAgainstVersityGW lists a prefix one level at a time, in
+// pages of 2 keys: objects with their size and ETag, sub-prefixes as
+// folders, keys that cannot be file names and folder markers left out; a
+// bucket alone lists from its root; a missing bucket is one line.
+func TestListerAgainstVersityGW(t *testing.T) {
+	srv, c := s3Setup(t, &Options{PageSize: 2})
+	srv.Bucket(t, "lst")
+	keys := []string{"ds/a.npz", "ds/b.npy", "ds/c.txt", "ds/sub/d.npz", "ds/sub/deeper/e.npz", "ds/other/f.npz", "top.npz"}
+	for i, k := range keys {
+		srv.Put(t, "lst", k, data(100+i))
+	}
+	ctx := context.Background()
+	show := func(items []remote.Item) string {
+		var parts []string
+		for _, it := range items {
+			if it.Dir {
+				parts = append(parts, it.Name+"/")
+			} else {
+				parts = append(parts, fmt.Sprintf("%s:%d", it.Name, it.Size))
+				if it.ETag == "" || it.LastModified.IsZero() {
+					t.Errorf("%s: no ETag or time in the listing: %+v", it.Name, it)
+				}
+			}
+		}
+		slices.Sort(parts)
+		return strings.Join(parts, " ")
+	}
+	for _, tc := range []struct{ prefix, dir, want string }{
+		{"ds/", "", "a.npz:100 b.npy:101 c.txt:102 other/ sub/"},
+		{"ds/", "sub", "d.npz:103 deeper/"},
+		{"ds/", "sub/deeper", "e.npz:104"},
+		{"ds/", "nothing", ""},
+		{"", "", "ds/ top.npz:106"},
+	} {
+		items, err := c.Lister("lst", tc.prefix).List(ctx, tc.dir)
+		if got := show(items); err != nil || got != tc.want {
+			t.Errorf("list %q %q: %q, %v; want %q", tc.prefix, tc.dir, got, err, tc.want)
+		}
+	}
+	// What the listing says is what an opened object is.
+	l := c.Lister("lst", "ds/")
+	items, _ := l.List(ctx, "")
+	for _, head := range []bool{false, true} {
+		s, err := remote.Open(ctx, l.Object("a.npz"), &remote.Options{Head: head, TailBytes: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Object().Same(items[0].Object) {
+			t.Errorf("opened %+v, listed %+v", s.Object(), items[0].Object)
+		}
+		got := make([]byte, 100)
+		if _, err := s.ReadAt(got, 0); err != nil || !bytes.Equal(got, data(100)) {
+			t.Errorf("head %v: read back: %v", head, err)
+		}
+		s.Close()
+	}
+	if _, err := c.Lister("nobucket", "").List(ctx, ""); err == nil || !strings.Contains(err.Error(), "no such bucket") || !remote.IsPermanent(err) {
+		t.Errorf("listing a missing bucket: %v", err)
+	}
+	if _, err := NewLister(ctx, "s3://lst/ds", &Options{Endpoint: srv.Endpoint}); err == nil {
+		t.Error("NewLister of an object's URL: no error")
+	}
+}
+
+// TestPutIsConditional: If-None-Match puts only where no object is, so
+// of two writers one wins and the other is told; If-Match only over the
+// object it names; Sibling names an object beside another.
+func TestPutIsConditional(t *testing.T) {
+	srv, c := s3Setup(t, nil)
+	srv.Bucket(t, "put")
+	srv.Put(t, "put", "ds/a.npz", data(10))
+	ctx := context.Background()
+	side := c.Object("put", "ds/a.npz").Sibling("a.npzidx").(*Backend)
+	if side.String() != "s3://put/ds/a.npzidx" {
+		t.Fatalf("sibling %s", side)
+	}
+	put := func(b []byte, cond remote.PutCondition) error {
+		return side.Put(ctx, bytes.NewReader(b), int64(len(b)), cond)
+	}
+	if err := put([]byte("first"), remote.PutCondition{IfNoneMatch: true}); err != nil {
+		t.Fatalf("first put: %v", err)
+	}
+	if err := put([]byte("second"), remote.PutCondition{IfNoneMatch: true}); !errors.Is(err, remote.ErrConflict) {
+		t.Errorf("second put where an object is: %v, want ErrConflict", err)
+	}
+	s, err := remote.Open(ctx, side, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := s.Object().ETag
+	s.Close()
+	if err := put([]byte("third"), remote.PutCondition{IfMatch: `"0123"`}); !errors.Is(err, remote.ErrConflict) {
+		t.Errorf("put over another ETag: %v, want ErrConflict", err)
+	}
+	if err := put([]byte("fourth"), remote.PutCondition{IfMatch: etag}); err != nil {
+		t.Errorf("put over the ETag seen: %v", err)
+	}
+	s, err = remote.Open(ctx, side, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := make([]byte, s.Size())
+	if _, err := s.ReadAt(got, 0); err != nil && err != io.EOF || string(got) != "fourth" {
+		t.Errorf("the object holds %q, %v", got, err)
+	}
+	// A missing sibling is not taken for a prefix (no listing asked).
+	if _, err := remote.Open(ctx, c.Object("put", "ds").Sibling("missing.npzidx"), nil); err == nil || strings.Contains(err.Error(), "prefix") {
+		t.Errorf("missing sibling: %v", err)
 	}
 }

@@ -12,6 +12,11 @@
                                        stops early once the sample has taken BUDGET
                                        seconds (sample= says how many were timed)
     npbench.py dirall LIST             np.load(path) for every path listed in LIST
+    npbench.py loadmany LIST KEY W     np.load(path)[KEY] (np.load(path) for KEY "-")
+                                       for every path listed in LIST, from W
+                                       threads at once
+    npbench.py pread PATH OFF LEN      one os.pread of LEN bytes at OFF (the file
+                                       opened first, untimed)
 
 Prints one line: secs=... maxrss_kb=... base_kb=... (base_kb is ru_maxrss
 after importing numpy, before the measured operation; secs covers only the
@@ -44,7 +49,7 @@ def maxrss_kb():
 def main(argv):
     mode = argv[0]
     extra = ""
-    if mode == "dirall":
+    if mode in ("dirall", "loadmany"):
         with open(argv[1]) as f:
             paths = [line.rstrip("\n") for line in f if line.strip()]
     base = maxrss_kb()
@@ -102,6 +107,28 @@ def main(argv):
         for p in paths:
             np.load(p)
         extra = " arrays=%d" % len(paths)
+    elif mode == "loadmany":
+        from concurrent.futures import ThreadPoolExecutor
+
+        key, workers = argv[2], int(argv[3])
+
+        def load(p):
+            if key == "-":
+                return np.load(p).nbytes
+            with np.load(p) as z:
+                return z[key].nbytes
+
+        with ThreadPoolExecutor(workers) as ex:
+            nbytes = sum(ex.map(load, paths))
+        extra = " arrays=%d bytes=%d workers=%d" % (len(paths), nbytes, workers)
+    elif mode == "pread":
+        import os
+
+        fd = os.open(argv[1], os.O_RDONLY)
+        t0 = time.perf_counter()
+        b = os.pread(fd, int(argv[3]), int(argv[2]))
+        os.close(fd)
+        extra = " bytes=%d" % len(b)
     else:
         raise SystemExit("npbench.py: unknown mode " + mode)
     secs = time.perf_counter() - t0

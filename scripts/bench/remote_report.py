@@ -118,7 +118,82 @@ def section(rows):
         out.append(f"- npzfs: the memory map and one element in {s:.3f} s (row above), "
                    "reading one page of data, not the archive")
     out.append("")
+    out.extend(prefix_section(rows))
     return "\n".join(out) + "\n"
+
+
+def prefix_section(rows):
+    """The remote-folder and shared-sidecar rows (issue 23)."""
+    out = ["### Remote folders and shared sidecars (issue 23)\n"]
+    if err(rows, "p"):
+        return out + [f"Not measured: {err(rows, 'p')}\n"]
+    shards = kv(rows.get("p.shards", [""])[0])
+    out.append(
+        f"versitygw serves a prefix of {shards.get('count', '?')} shards (`np.savez`: the 100 "
+        f"read are {int(shards.get('bytes_read', 0)) / 2**20:.1f} MiB, a 1 MiB array x then "
+        f"4.5 MiB of y, so that a mount of one alone fetches x when it is read; the others "
+        f"{int(shards.get('bytes_other', 0)) / 1024:.0f} KiB) and the 1 GiB archives behind the "
+        "same proxy, which counts the requests and bytes. Reads of 100 shards are "
+        "`np.load(x.npy)` (npzfs) or `np.load(npz)['x']` (rclone, s3fs) from 8 threads; the "
+        "single-shard mounts are made beforehand, their mount time not counted. The first "
+        "read at 90% is on a fresh mount with a fresh index folder, after a stat of `raw.bin` "
+        "(its npy header), as `np.memmap` would do.\n")
+    out.append("| workload | npzfs | reference (same run) | ratio | target | met |")
+    out.append("| --- | --- | --- | --- | --- | --- |")
+
+    def row(name, ours, ref, ratio, target, met):
+        yes = "n/a" if met is None else ("yes" if met else "**no**")
+        out.append(f"| {name} | {ours} | {ref} | {ratio} | {target} | {yes} |")
+
+    objs = int(shards.get("count", 1000))
+    pages = max(1, -(-objs // 1000))
+    s, n = med(rows, "p.mount", "secs"), most(rows, "p.mount", "requests")
+    row(f"mount of a prefix of {objs} shards",
+        f"{fmt(s, ' s', 3)}, {n} requests" if s is not None else err(rows, "p.mount") or "n/a",
+        "", "", f"<= 0.2 s, <= {pages} list request(s)", None if s is None else s <= 0.2 and n <= pages)
+    s, n = med(rows, "p.ls", "secs"), most(rows, "p.ls", "requests")
+    rc = med(rows, "p.alt.rclone.ls", "secs")
+    row("ls of its root", f"{fmt(s, ' s', 3)}, {n} requests" if s is not None else "n/a",
+        f"rclone: {fmt(rc, ' s', 3)}", "", "<= 0.5 s", None if s is None else s <= 0.5)
+    ours, ref = med(rows, "p.read100", "secs"), med(rows, "p.read100.single", "secs")
+    n = most(rows, "p.read100", "requests")
+    nref = most(rows, "p.read100.single", "requests")
+    k = most(rows, "p.read100", "shards") or 100
+    row(f"one array from each of {k} shards, 8 readers",
+        f"{fmt(ours, ' s')}, {n} requests ({n / k:.1f} a shard)" if ours is not None and n is not None else err(rows, "p.read100") or "n/a",
+        f"{k} single-shard mounts: {fmt(ref, ' s')}, {nref} requests",
+        "" if ours is None or ref is None else f"{ours / ref:.2f}x",
+        "<= 1.2x; <= 2 requests a shard + its array's",
+        None if ours is None or ref is None or n is None or nref is None else ours <= 1.2 * ref and n - nref <= 2 * k)
+    d, st = med(rows, "p.first4k.bigdefl", "secs"), med(rows, "p.first4k.stored", "secs")
+    n = most(rows, "p.first4k.bigdefl", "requests")
+    fetched = most(rows, "p.first4k.bigdefl", "fetched")
+    member = most(rows, "p.first4k.bigdefl", "member")
+    frac = None if fetched is None or not member else fetched / member
+    row("first 4 KiB at 90% of a 1 GiB deflated member, with the shared sidecar (fresh machine)",
+        f"{fmt(d, ' s', 3)}, {n} requests, {fmt(None if frac is None else 100 * frac, '%', 2)} of the member fetched"
+        if d is not None else err(rows, "p.first4k.bigdefl") or "n/a",
+        f"4 KiB of the stored member: {fmt(st, ' s', 3)}",
+        "" if d is None or st is None else f"{d / st:.2f}x",
+        "<= 4 requests, <= 3x, <= 2% fetched",
+        None if d is None or st is None or n is None or frac is None else n <= 4 and d <= 3 * st and frac <= 0.02)
+    out.append("")
+    for name in ("rclone", "s3fs"):
+        t = med(rows, f"p.alt.{name}.read100", "secs")
+        n = most(rows, f"p.alt.{name}.read100", "requests")
+        ls = med(rows, f"p.alt.{name}.ls", "secs")
+        if t is not None:
+            out.append(f"- {name} mount of the prefix: ls {fmt(ls, ' s', 3)}; the 100 arrays "
+                       f"(`np.load(npz)['x']`) in {t:.2f} s, {n} requests")
+        else:
+            out.append(f"- {name} mount of the prefix: {err(rows, f'p.alt.{name}.read100') or err(rows, f'p.alt.{name}') or 'not run'}")
+    s = med(rows, "p.index", "secs")
+    if s is not None:
+        b = most(rows, "p.index", "sidecar_bytes")
+        out.append(f"- `npzfs index --sidecar` of the 1 GiB deflated archive on versitygw: {s:.1f} s, "
+                   f"a sidecar of {b / 1e6:.1f} MB put beside it")
+    out.append("")
+    return out
 
 
 def main(argv):

@@ -1,6 +1,8 @@
 // Command faultproxy runs internal/faultproxy in front of one server, for
 // scripts/bench.sh: latency per request and a bandwidth cap, on
-// 127.0.0.1. It prints its URL on stdout and serves until killed.
+// 127.0.0.1. It prints its URL on stdout and serves until killed; a GET
+// of URL/.faultproxy/stats answers with the requests it forwarded and
+// the bytes of bodies it sent ("requests=N bytes=M").
 package main
 
 import (

@@ -1,0 +1,317 @@
+package folder
+
+import (
+	"context"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
+	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/source"
+)
+
+// A Store is what a Tree serves: files in folders, listed and opened by
+// their paths ("" for the root, else names joined by "/"). Dir, a folder
+// on local disk, is one; package dataset has one for a remote folder (an
+// S3 prefix, an HTTP folder with a listing). The Tree decides what is
+// shown, and how (a .npz file as a folder, a .npy file with its views),
+// hands out inode numbers, and keeps archives open within its budget; a
+// Store only says what is there and opens it. Its methods are called
+// concurrently.
+type Store interface {
+	// List lists the folder at rel: its sub-folders and regular files,
+	// each name once, in any order. An entry the store does not serve is
+	// listed with Skip saying why (the Tree logs it once, and leaves it
+	// out).
+	List(ctx context.Context, rel string) ([]Entry, error)
+	// Stat describes the file or folder at rel ("" for the root); one
+	// that is not there, or not a folder or regular file, is an error
+	// wrapping fs.ErrNotExist.
+	Stat(ctx context.Context, rel string) (Entry, error)
+	// Open opens the file at rel, which e describes (as List or Stat
+	// gave it), as an archive with opts (npz.New tells a zip archive
+	// from a bare .npy file; opts.Sidecars asks for the archive's index
+	// sidecar too); a file that is no longer e, or is gone, is an error
+	// wrapping source.ErrChanged, and one that failed for now (a
+	// network error) an error wrapping source.ErrTransient.
+	Open(ctx context.Context, rel string, e Entry, opts *npz.Options) (*npz.Archive, error)
+}
+
+// Entry is what a Store says of a file or folder.
+type Entry struct {
+	Name string
+	Dir  bool
+	Size int64
+	// ModTime is the modification time, or zero when the store does
+	// not know it (a remote folder's).
+	ModTime time.Time
+	// Version is what, besides size and time, tells a file from one
+	// before it at the same path (an object's ETag), or "".
+	Version string
+	// Skip, when not "", says why the entry is not served.
+	Skip string
+}
+
+// same reports whether e and o are the same file.
+func (e Entry) same(o Entry) bool {
+	return e.Size == o.Size && e.ModTime.Equal(o.ModTime) && e.Version == o.Version
+}
+
+// Dir is a folder on local disk as a Store. It follows symbolic links,
+// but never to what lies on an npzfs mount (this one's, whose daemon
+// would then read its own files, or another's, which may read this
+// one's), nor to a folder that is the folder it is found in or one above
+// it in the served tree, or holds one (a loop: a tree without end).
+type Dir struct {
+	root string
+
+	mu      sync.Mutex
+	folders map[string]localFolder // by path: folders served so far
+
+	mountsMu sync.Mutex
+	mountsAt time.Time         // when npzfs's mounts were read
+	npzfs    map[string]string // device (major:minor) -> mount point, of npzfs mounts
+}
+
+// localFolder is a folder served: its path with symbolic links
+// resolved, and the device it is on.
+type localFolder struct {
+	real string
+	dev  uint64
+}
+
+// NewDir returns the folder root as a Store. It fails when root is not a
+// folder.
+func NewDir(root string) (*Dir, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder", root)
+	}
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{root: root, folders: map[string]localFolder{"": {real: real, dev: devOf(fi)}}}, nil
+}
+
+// Path is the folder's path, as given.
+func (d *Dir) Path() string { return d.root }
+
+func (d *Dir) abs(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
+
+// List implements Store.
+func (d *Dir) List(_ context.Context, rel string) ([]Entry, error) {
+	parent, ok := d.folder(rel)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", rel, iofs.ErrNotExist)
+	}
+	ents, err := os.ReadDir(d.abs(rel))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(ents))
+	for _, de := range ents {
+		if e, ok := d.stat(parent, rel, de.Name()); ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Stat implements Store.
+func (d *Dir) Stat(_ context.Context, rel string) (Entry, error) {
+	if rel == "" {
+		fi, err := os.Stat(d.root)
+		if err != nil {
+			return Entry{}, err
+		}
+		return Entry{Dir: true, ModTime: fi.ModTime()}, nil
+	}
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	parent, ok := d.folder(dir)
+	if !ok {
+		return Entry{}, fmt.Errorf("%s: %w", rel, iofs.ErrNotExist)
+	}
+	e, ok := d.stat(parent, dir, name)
+	if !ok {
+		return Entry{}, fmt.Errorf("%s: %w", rel, iofs.ErrNotExist)
+	}
+	return e, nil
+}
+
+// Open implements Store.
+func (d *Dir) Open(_ context.Context, rel string, e Entry, opts *npz.Options) (*npz.Archive, error) {
+	a, err := npz.Open(d.abs(rel), opts)
+	if err != nil {
+		return nil, err
+	}
+	if a.Size() != e.Size || !a.ModTime().Equal(e.ModTime) {
+		a.Close()
+		return nil, errStale
+	}
+	return a, nil
+}
+
+// folder is the folder at rel as served, found from its parent's when
+// it was not yet (false when it is not served).
+func (d *Dir) folder(rel string) (localFolder, bool) {
+	d.mu.Lock()
+	f, ok := d.folders[rel]
+	d.mu.Unlock()
+	if ok || rel == "" {
+		return f, ok
+	}
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	parent, ok := d.folder(dir)
+	if !ok {
+		return f, false
+	}
+	e, ok := d.stat(parent, dir, name)
+	if !ok || !e.Dir || e.Skip != "" {
+		return f, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok = d.folders[rel]
+	return f, ok
+}
+
+// stat finds name in the folder dir (which is parent), following a
+// symbolic link: an entry, which is skipped when it lies on an npzfs
+// mount or would make a loop, or false for one that is not there or is
+// neither a folder nor a regular file. A folder served is remembered.
+func (d *Dir) stat(parent localFolder, dir, name string) (Entry, bool) {
+	rel := name
+	if dir != "" {
+		rel = dir + "/" + name
+	}
+	abs := d.abs(rel)
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return Entry{}, false
+	}
+	link := fi.Mode()&os.ModeSymlink != 0
+	if link {
+		if fi, err = os.Stat(abs); err != nil {
+			return Entry{}, false
+		}
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return Entry{}, false
+	}
+	e := Entry{Name: name, Dir: fi.IsDir(), Size: fi.Size(), ModTime: fi.ModTime()}
+	if e.Dir {
+		e.Size = 0
+	}
+	if dev := devOf(fi); dev != parent.dev {
+		if mnt, on := d.npzfsMount(dev); on {
+			e.Skip = "it is on the npzfs mount " + mnt
+			return e, true
+		}
+	}
+	if !e.Dir {
+		return e, true
+	}
+	real := filepath.Join(parent.real, name)
+	if link {
+		if real, err = filepath.EvalSymlinks(abs); err != nil {
+			return Entry{}, false
+		}
+	}
+	for up := dir; ; up = parentOf(up) {
+		a, _ := d.folder(up)
+		switch {
+		case a.real == real:
+			e.Skip = fmt.Sprintf("a symbolic link to %s, a folder it is in (a loop)", real)
+		case inside(a.real, real):
+			e.Skip = fmt.Sprintf("a symbolic link to %s, which holds %s, a folder it is in (a loop)", real, a.real)
+		}
+		if e.Skip != "" {
+			return e, true
+		}
+		if up == "" {
+			break
+		}
+	}
+	d.mu.Lock()
+	d.folders[rel] = localFolder{real: real, dev: devOf(fi)}
+	d.mu.Unlock()
+	return e, true
+}
+
+// parentOf is the path of the folder holding rel ("" for the root's
+// children).
+func parentOf(rel string) string {
+	dir, _ := path.Split(rel)
+	return strings.TrimSuffix(dir, "/")
+}
+
+// walk calls fn for every entry served under the folder, sub-folders
+// too, without following links to folders (a cheap walk, for Usage).
+func (d *Dir) walk(fn func(e Entry)) {
+	filepath.WalkDir(d.root, func(p string, de iofs.DirEntry, err error) error {
+		if err != nil || p == d.root {
+			return nil
+		}
+		fi, err := de.Info()
+		if err != nil || (!fi.IsDir() && !fi.Mode().IsRegular()) {
+			return nil
+		}
+		fn(Entry{Name: de.Name(), Dir: fi.IsDir(), Size: fi.Size(), ModTime: fi.ModTime()})
+		return nil
+	})
+}
+
+// npzfsMount reports whether dev is the device of an npzfs mount, and
+// its mount point. The mount table is read again when a second old, so
+// that mounts made since (this one among them) are seen.
+func (d *Dir) npzfsMount(dev uint64) (string, bool) {
+	d.mountsMu.Lock()
+	defer d.mountsMu.Unlock()
+	if d.npzfs == nil || time.Since(d.mountsAt) > time.Second {
+		d.npzfs = map[string]string{}
+		for _, m := range mountinfo.Read() {
+			if m.FSType == "fuse."+fs.FSType {
+				d.npzfs[m.Dev] = m.Dir
+			}
+		}
+		d.mountsAt = time.Now()
+	}
+	mnt, ok := d.npzfs[devName(dev)]
+	return mnt, ok
+}
+
+// devOf is the device a file is on.
+func devOf(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Dev
+	}
+	return 0
+}
+
+// devName is a device number as the mount table writes it, major:minor.
+func devName(dev uint64) string {
+	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+	minor := dev&0xff | (dev>>12)&^0xff
+	return fmt.Sprintf("%d:%d", major, minor)
+}
+
+// inside reports whether path is dir or inside it.
+func inside(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)

@@ -1,0 +1,83 @@
+package remote
+
+import (
+	"container/list"
+	"sync"
+	"sync/atomic"
+)
+
+// A Cache bounds the fetched blocks of the Sources that share it (the
+// archives of a remote folder's mount) in bytes: past the bound, the
+// block used least recently, of whichever source, goes first. It also
+// bounds their read-ahead in flight together, to half its bound. It is
+// safe for concurrent use.
+//
+// A source's own lock may be held when the cache's is taken (to mark a
+// block used), never the other way round: blocks pushed out are dropped
+// from their sources after the cache's lock is let go.
+type Cache struct {
+	max     int64
+	pending atomic.Int64 // bytes of blocks in flight
+
+	mu   sync.Mutex
+	lru  list.List // of *block, least recently used first
+	used int64
+}
+
+// NewCache returns a Cache of at most maxBytes (0 means
+// DefaultCacheBytes).
+func NewCache(maxBytes int64) *Cache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	return &Cache{max: maxBytes}
+}
+
+// Max is the cache's bound.
+func (c *Cache) Max() int64 { return c.max }
+
+// Used is the bytes of blocks it holds.
+func (c *Cache) Used() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+// add caches b, whose data is set, and returns the blocks pushed out to
+// keep within the bound (never b itself), for their sources to forget.
+func (c *Cache) add(b *block) []*block {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.elem = c.lru.PushBack(b)
+	c.used += int64(len(b.data))
+	var out []*block
+	for c.used > c.max && c.lru.Len() > 1 {
+		old := c.lru.Remove(c.lru.Front()).(*block)
+		old.elem = nil
+		c.used -= int64(len(old.data))
+		out = append(out, old)
+	}
+	return out
+}
+
+// touch marks b used now, if it is cached.
+func (c *Cache) touch(b *block) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b.elem != nil {
+		c.lru.MoveToBack(b.elem)
+	}
+}
+
+// remove drops bs (those cached) from the cache.
+func (c *Cache) remove(bs []*block) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range bs {
+		if b.elem != nil {
+			c.lru.Remove(b.elem)
+			b.elem = nil
+			c.used -= int64(len(b.data))
+		}
+	}
+}
