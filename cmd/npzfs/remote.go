@@ -125,7 +125,7 @@ func openArchive(name string, rf *remoteFlags) (*dataset.Dataset, error) {
 	}
 	if d.Kind() == dataset.Folder {
 		d.Close()
-		return nil, fmt.Errorf("%s is a folder: give an archive in it", d.Name())
+		return nil, fmt.Errorf("%s is a folder: give an archive in it, as %sNAME.npz", d.Name(), strings.TrimSuffix(d.Name(), "/")+"/")
 	}
 	return d, nil
 }
