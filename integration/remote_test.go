@@ -375,6 +375,62 @@ func TestRemoteMountFailures(t *testing.T) {
 	}
 }
 
+// TestRemoteErrorsOneLine: the remote errors a new user meets are one
+// line each, with what to do, and come quickly where nothing can
+// succeed: no credentials anywhere the SDK looks, a prefix where an
+// object is wanted and the reverse, a mistyped URL scheme. The bound on
+// time is ten times the promise (3 s), to catch a retry loop or a hang,
+// not to time the machine.
+func TestRemoteErrorsOneLine(t *testing.T) {
+	s3 := testserver.StartS3(t)
+	s3Env(t, s3)
+	s3.Bucket(t, "errs")
+	data, err := os.ReadFile(remoteArchive(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3.Put(t, "errs", "run/a.npz", data)
+	ep := s3.Endpoint
+	for _, tc := range []struct {
+		what string
+		args []string
+		env  []string // set to "" for this case
+		want []string
+	}{
+		{"no credentials", []string{"ls", "s3://errs/run/a.npz", "--endpoint", ep},
+			[]string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"},
+			[]string{"no AWS credentials found", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "--no-sign-request"}},
+		{"a prefix where an object is wanted", []string{"inspect", "s3://errs/run/", "ramp", "--endpoint", ep}, nil,
+			[]string{"is a folder", "s3://errs/run/NAME.npz"}},
+		{"an object name that is a prefix", []string{"ls", "s3://errs/run", "--endpoint", ep}, nil,
+			[]string{"is not an object but a prefix", "trailing /"}},
+		{"a mistyped scheme", []string{"ls", "htp://127.0.0.1/a.npz"}, nil,
+			[]string{`unknown URL scheme "htp://"`}},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			for _, k := range tc.env {
+				t.Setenv(k, "")
+			}
+			start := time.Now()
+			r := npzfs(t, tc.args...)
+			took := time.Since(start)
+			oneLine(t, tc.what, r, 1)
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("%s: %q lacks %q", tc.what, r.stderr, w)
+				}
+			}
+			if strings.Contains(r.stderr, "SDK") || strings.Contains(r.stderr, "operation error") {
+				t.Errorf("%s: the SDK's own text: %q", tc.what, r.stderr)
+			}
+			if took > 30*time.Second {
+				t.Errorf("%s: took %v", tc.what, took)
+			}
+			t.Logf("%s: %v", tc.what, took)
+		})
+	}
+}
+
 // TestRemoteLsAndInspect: npzfs ls and inspect take the same URLs as
 // mount, over HTTP and S3, and print what they print for the local file.
 func TestRemoteLsAndInspect(t *testing.T) {
