@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npzfs benchmarks, each side by side with its reference in the same run:
 #
-#   bash scripts/bench.sh                 # full size (about 10 minutes; data reused)
+#   bash scripts/bench.sh                 # full size (about 20 minutes; data reused)
 #   BENCH_SIZE=small bash scripts/bench.sh  # small arrays, for trying the harness
 #
 # Builds npzfs and the C reader (scripts/bench/rd.c), writes the archives with
@@ -474,6 +474,44 @@ for r in $(seq "$rounds"); do
     stop_fs "$mnt"
   fi
 done
+
+# ------------------------- 4d. deflated: what background indexing costs
+
+say "4d. the 1 GiB deflated member: background indexing (mount --index) against none"
+# Whether `mount --index` should be the default for such archives: on a
+# fresh mount without a saved index, a shallow read (4 KiB at 1%) and a
+# deep one (at 90%), once with no background indexing and once with it
+# started at mount (the deep read once it is done); how long indexing
+# takes and the CPU it burns. The status socket tells when it is done.
+export XDG_RUNTIME_DIR="$work/run"
+mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+shallow=$(( zsize / 100 ))
+deep=$(( zsize / 100 * 90 ))
+bg_done() { "$npzfs" status --json "$1" 2>/dev/null | "$py" -c 'import json,sys; m=json.load(sys.stdin)["mounts"][0]; b=m.get("background_indexing") or {}; sys.exit(0 if b.get("done") else 1)'; }
+for r in $(seq "$rounds"); do
+  npzfs_flags=(--no-index)
+  if start_fs npzfs "$bigdefl" "$mnt"; then
+    run_rd s4d.none.shallow "${guard[@]}" "$rd" seq "$mnt/z/raw.bin" "$shallow" 4096 4096 >/dev/null || true
+    run_rd s4d.none.deep "${guard[@]}" "$rd" seq "$mnt/z/raw.bin" "$deep" 4096 4096 >/dev/null || true
+    stop_fs "$mnt"
+  fi
+  rm -rf "$work/index-bg"
+  npzfs_flags=(--index --index-dir "$work/index-bg")
+  t0=$EPOCHREALTIME
+  if start_fs npzfs "$bigdefl" "$mnt"; then
+    run_rd s4d.bg.shallow "${guard[@]}" "$rd" seq "$mnt/z/raw.bin" "$shallow" 4096 4096 >/dev/null || true
+    for _ in $(seq 1200); do bg_done "$mnt" && break; sleep 0.05; done
+    if bg_done "$mnt"; then
+      rec s4d.bg.done "secs=$(elapsed "$t0" "$EPOCHREALTIME") cpu=$(awk -v c="$(daemon_cpu)" -v t="$clk_tck" 'BEGIN{printf "%.3f", c/t}')"
+      run_rd s4d.bg.deep "${guard[@]}" "$rd" seq "$mnt/z/raw.bin" "$deep" 4096 4096 >/dev/null || true
+    else
+      rec s4d.bg.done.err "background indexing not done after 60 s"
+    fi
+    stop_fs "$mnt"
+  fi
+done
+npzfs_flags=(--no-index)
+rm -rf "$work/index-bg"
 
 # ------------------------------------------ 4c. the inflater on one core
 

@@ -240,6 +240,23 @@ def build(r, gobench):
         if q is not None:
             rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
 
+    # 4d. background indexing against none (issue 26)
+    def ms(secs):
+        return None if secs is None else secs * 1000
+
+    ns, bs_ = r.med("s4d.none.shallow", "secs"), r.med("s4d.bg.shallow", "secs")
+    row("4d", "fresh mount, no saved index: first 4 KiB read at 1%, `--index` indexing in the background", ms(bs_),
+        "s4d.bg.shallow", "ms", ms(ns), "s4d.none.shallow", "ms", "the same read without `--index`", None, "—", None)
+    q = div(bs_, ns)
+    if q is not None:
+        rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
+    done, cpu = r.med("s4d.bg.done", "secs"), r.med("s4d.bg.done", "cpu")
+    row("4d", "  `--index`: background indexing done, seconds after the mount started (daemon CPU %s s)" %
+        ("?" if cpu is None else "%.2f" % cpu), done, "s4d.bg.done", "s", None, None, None, None, None, "—", None)
+    nd, bd = r.med("s4d.none.deep", "secs"), r.med("s4d.bg.deep", "secs")
+    row("4d", "  then a first 4 KiB read at 90%", ms(bd), "s4d.bg.deep", "ms", ms(nd), "s4d.none.deep", "ms",
+        "the same read on a fresh mount without `--index`", div(nd, bd), "—", None)
+
     # 4c. the inflater on one core (issue 11)
     for kind, label, bar in (("noise", "float32 normal noise", 420), ("walk", "int32 random walk", 550)):
         def mbs(key):
