@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npy"
@@ -193,89 +192,6 @@ func (a *Archive) setReason(m *Member, reason string) {
 	}
 	a.reasons[m.e.Index] = reason
 	m.st.Or(flagReason)
-}
-
-// arena keeps the members' names in a few large blocks, each name where
-// add put it until the archive is closed; a name is known by a uint32
-// (its block, and where it starts in it), so that the member table holds
-// no pointer per name.
-type arena struct {
-	blocks [][]byte
-}
-
-// add copies s into the arena and says where it is; want is how many
-// bytes of names may still come (a hint for the next block's size).
-func (ar *arena) add(s string, want int64) (ref uint32, n uint16) {
-	if len(s) == 0 {
-		return 0, 0
-	}
-	last := len(ar.blocks) - 1
-	if last < 0 || cap(ar.blocks[last])-len(ar.blocks[last]) < len(s) {
-		ar.blocks = append(ar.blocks, make([]byte, 0, max(int64(len(s)), min(want, arenaBlock))))
-		last++
-	}
-	b := &ar.blocks[last]
-	off := len(*b)
-	*b = append(*b, s...)
-	return uint32(last)<<arenaShift | uint32(off), uint16(len(s))
-}
-
-// get is the name of n bytes at ref.
-func (ar *arena) get(ref uint32, n uint16) string {
-	if n == 0 {
-		return ""
-	}
-	return unsafe.String(&ar.blocks[ref>>arenaShift][ref&(arenaBlock-1)], int(n))
-}
-
-// arenaBlock bounds a block of the names arena (names are at most 65,535
-// bytes, so each fits one); arenaShift places the block's number above
-// the offset in it in a name's ref, so there may be 4,096 blocks.
-const (
-	arenaShift = 20
-	arenaBlock = 1 << arenaShift
-)
-
-// locTable keeps the locations of the members that have one
-// (Member.loaded), in shards so that reads of different members rarely
-// wait for each other.
-type locTable struct {
-	shards [16]struct {
-		mu sync.RWMutex
-		m  map[int32]*location
-	}
-}
-
-func (t *locTable) get(i int32) *location {
-	sh := &t.shards[uint32(i)%uint32(len(t.shards))]
-	sh.mu.RLock()
-	l := sh.m[i]
-	sh.mu.RUnlock()
-	return l
-}
-
-func (t *locTable) put(i int32, l *location) {
-	sh := &t.shards[uint32(i)%uint32(len(t.shards))]
-	sh.mu.Lock()
-	if sh.m == nil {
-		sh.m = map[int32]*location{}
-	}
-	sh.m[i] = l
-	sh.mu.Unlock()
-}
-
-// all is every location kept, in no particular order.
-func (t *locTable) all() []*location {
-	var out []*location
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.RLock()
-		for _, l := range sh.m {
-			out = append(out, l)
-		}
-		sh.mu.RUnlock()
-	}
-	return out
 }
 
 // lock is the mutex that guards m's lazy resolution.
@@ -483,101 +399,6 @@ func isDirName(name string) bool { return len(name) > 0 && name[len(name)-1] == 
 // truncated or rewritten archive is never served as a mix of old and new
 // bytes. Bytes already read stay valid. It is source.ErrChanged.
 var ErrChanged = source.ErrChanged
-
-// reader is how an archive reads its source: with the read's context when
-// the source takes one, and noting the first read that finds the source
-// changed.
-type reader struct {
-	a   *Archive
-	src io.ReaderAt
-}
-
-func (r *reader) ReadAt(p []byte, off int64) (int, error) {
-	return r.ReadAtContext(context.Background(), p, off)
-}
-
-func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
-	n, err := source.ReadAt(ctx, r.src, p, off)
-	if err != nil && errors.Is(err, ErrChanged) {
-		err = r.a.changed(err, off)
-	}
-	return n, err
-}
-
-// prefetch tells the archive's source the ranges about to be read, when
-// it is a source.Prefetcher.
-func (r *reader) prefetch(ctx context.Context, ranges []source.Range) {
-	if p, ok := r.src.(source.Prefetcher); ok && len(ranges) > 0 {
-		p.Prefetch(ctx, ranges)
-	}
-}
-
-// changed logs (once) that the source changed, and wraps err, which wraps
-// ErrChanged, as a *FormatError.
-func (a *Archive) changed(err error, off int64) error {
-	if !a.changedLogged.Swap(true) {
-		a.logf("npz: %v; every read that needs the archive fails from now on", err)
-		a.forgetIndexes()
-	}
-	return &FormatError{Offset: off, Msg: "cannot read the archive", Err: err}
-}
-
-// check asks the source, when it can tell, whether it changed.
-func (a *Archive) check() error {
-	if a.closed.Load() {
-		return ErrClosed
-	}
-	if a.checker == nil {
-		return nil
-	}
-	if err := a.checker.Check(); err != nil {
-		if errors.Is(err, ErrChanged) {
-			return a.changed(err, 0)
-		}
-		return err
-	}
-	return nil
-}
-
-// section is n bytes of the archive from off, for the inflater: an
-// io.ReaderAt that also passes a read's context on.
-type section struct {
-	r      *reader
-	off, n int64
-}
-
-func (s *section) ReadAt(p []byte, off int64) (int, error) {
-	return s.ReadAtContext(context.Background(), p, off)
-}
-
-// Prefetch implements source.Prefetcher for a member's data: the
-// ranges, the member's, clipped to it, are passed on to the archive's
-// source when it is a Prefetcher (see reader.prefetch).
-func (s *section) Prefetch(ctx context.Context, ranges []source.Range) {
-	out := make([]source.Range, 0, len(ranges))
-	for _, r := range ranges {
-		from, to := max(r.Off, 0), min(r.Off+r.Len, s.n)
-		if from < to {
-			out = append(out, source.Range{Off: s.off + from, Len: to - from})
-		}
-	}
-	s.r.prefetch(ctx, out)
-}
-
-func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
-	if off < 0 || off >= s.n {
-		return 0, io.EOF
-	}
-	short := false
-	if rest := s.n - off; int64(len(p)) > rest {
-		p, short = p[:rest], true
-	}
-	n, err := s.r.ReadAtContext(source.WithReadLimit(ctx, s.off+s.n), p, s.off+off)
-	if err == nil && short {
-		err = io.EOF
-	}
-	return n, err
-}
 
 // Bare reports an archive that is a bare .npy file (NewNPY), not a zip.
 func (a *Archive) Bare() bool { return a.n == 1 && a.member(0).st.Load()&flagBare != 0 }

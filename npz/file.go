@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/npzfs/npzfs/zip"
 	"io"
+
+	"github.com/npzfs/npzfs/zip"
 )
 
 // File kinds.

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"github.com/npzfs/npzfs/dataset"
 	"slices"
 	"testing"
+
+	"github.com/npzfs/npzfs/dataset"
 )
 
 // TestHeadersFromEnvironment: NPZFS_HEADERS adds headers, one a line, to

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
+)
+
+// detached reports whether the mount m, as the mount table gave it once
+// made, is gone from the table: detached by a lazy unmount (umount -l,
+// fusermount3 -u -z) while files on it are still open.
+func detached(m mountinfo.Entry) bool {
+	if m.Dev == "" {
+		return false // not known: unmount as usual
+	}
+	for _, e := range mountinfo.Read() {
+		if e.Dev == m.Dev && e.FSType == m.FSType {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether path is dir or inside it, symbolic links
+// resolved.
+func within(path, dir string) bool {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// mountCapturingStderr mounts, collecting what fusermount3 prints to
+// stderr so a refusal becomes one line of our own.
+func mountCapturingStderr(mnt string, root npzfs.Entry, cfg npzfs.Config) (*npzfs.Server, error) {
+	r, w, perr := os.Pipe()
+	if perr != nil {
+		return npzfs.Mount(mnt, root, cfg)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	captured := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		r.Close()
+		captured <- string(b)
+	}()
+	srv, err := npzfs.Mount(mnt, root, cfg)
+	os.Stderr = saved
+	w.Close()
+	msg := strings.TrimSpace(<-captured)
+	if err == nil {
+		if msg != "" {
+			cfg.Logger.Print(oneLine(msg))
+		}
+		return srv, nil
+	}
+	if msg != "" {
+		lines := strings.Split(msg, "\n")
+		return nil, fmt.Errorf("cannot mount on %s: %s", mnt, strings.TrimSpace(lines[len(lines)-1]))
+	}
+	return nil, fmt.Errorf("cannot mount on %s: %v", mnt, err)
+}
+
+// lockMountpoint takes an exclusive flock(2) on the folder dir (the folder
+// itself, before anything is mounted on it) and returns what releases it,
+// which may be called more than once. A mount started while another is
+// being made on the same folder waits here, then finds that one in the
+// mount table. Where the folder cannot be opened or locked there is no
+// lock: checkMountpoint then says what is wrong.
+func lockMountpoint(dir string) (unlock func()) {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return func() {}
+	}
+	for {
+		err = syscall.Flock(fd, syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return func() {}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { syscall.Close(fd) }) }
+}
+
+// checkMountpoint resolves dir and checks that a mount can go there.
+func checkMountpoint(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		return "", fmt.Errorf("%s is a mount whose daemon died; clear it with: npzfs unmount %s", abs, abs)
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("mount point %s does not exist; create it with: mkdir -p %s", abs, abs)
+	case err != nil:
+		return "", fmt.Errorf("cannot use mount point: %v", err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("mount point %s is not a folder; mount on an empty folder", abs)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("cannot use mount point: %v", err)
+	}
+	if m, ok := mountinfo.Find(real); ok {
+		if m.FSType == "fuse."+npzfs.FSType {
+			return "", fmt.Errorf("%s is already mounted (%s); unmount it first: npzfs unmount %s", real, m.Source, real)
+		}
+		return "", fmt.Errorf("%s is already a mount point (%s); unmount it first", real, m.FSType)
+	}
+	return real, nil
+}
+
+// checkFuse checks that this user can mount: root needs to open /dev/fuse;
+// any other user needs it to exist and fusermount3 (setuid root) to open it.
+func checkFuse() error {
+	const missing = "/dev/fuse does not exist: load the fuse kernel module (modprobe fuse), or pass --device /dev/fuse to the container"
+	if os.Geteuid() != 0 {
+		if _, err := os.Stat("/dev/fuse"); errors.Is(err, os.ErrNotExist) {
+			return errors.New(missing)
+		}
+		if !npzfs.HaveFusermount() {
+			return errors.New("fusermount3 not found: install the fuse3 package (a non-root user needs it to mount)")
+		}
+		if err := syscall.Access("/dev/fuse", 6); err != nil { // read and write
+			return fmt.Errorf("/dev/fuse is not open to your user (%v): ask an administrator to allow FUSE mounts for users (mode 0666 on /dev/fuse, as most distributions set it), or mount as root", err)
+		}
+		return nil
+	}
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return errors.New(missing)
+		}
+		return fmt.Errorf("cannot open /dev/fuse (%v): check that FUSE is allowed here", errors.Unwrap(err))
+	}
+	f.Close()
+	return nil
+}
