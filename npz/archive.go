@@ -120,14 +120,16 @@ type Archive struct {
 	maxIno  uint64
 	closed  atomic.Bool
 
-	// The member table: chunks of memberChunk members, so that it grows
-	// without copying and never holds more than a chunk it does not use.
-	chunks    [][]Member
-	n         int              // members
-	names     arena            // the members' names
-	nameBytes int64            // bytes of names so far, while the directory is read
-	reasons   map[int32]string // static reasons (flagReason)
-	paths     map[int32]string // served paths other than the name (flagPath)
+	// The member table: chunks of 1<<chunkShift members, so that it grows
+	// without copying and never holds more than a chunk it does not use;
+	// an archive that declares few members gets small chunks.
+	chunks     [][]Member
+	chunkShift uint8
+	n          int              // members
+	names      arena            // the members' names
+	nameBytes  int64            // bytes of names so far, while the directory is read
+	reasons    map[int32]string // static reasons (flagReason)
+	paths      map[int32]string // served paths other than the name (flagPath)
 
 	folders      []folder         // 0 is the root
 	folderByPath map[string]int32 // when there are folders besides the root
@@ -166,16 +168,33 @@ type Archive struct {
 	longHeaders sync.Mutex
 }
 
-// memberChunk is how many members a chunk of the member table holds.
-const memberChunk = 4096
+// A chunk of the member table holds 1<<maxChunkShift members, or for an
+// archive that declares fewer, the power of two that holds them, but at
+// least 1<<minChunkShift: a count that lies low costs more chunks, not
+// more memory a member.
+const (
+	minChunkShift = 6
+	maxChunkShift = 12
+)
+
+// chunkShift is the chunk size, as a shift, for n members declared.
+func chunkShift(n int) uint8 {
+	s := uint8(minChunkShift)
+	for s < maxChunkShift && 1<<s < n {
+		s++
+	}
+	return s
+}
 
 // member is the member of index i.
-func (a *Archive) member(i int) *Member { return &a.chunks[i/memberChunk][i%memberChunk] }
+func (a *Archive) member(i int) *Member {
+	return &a.chunks[i>>a.chunkShift][i&(1<<a.chunkShift-1)]
+}
 
 // addMember appends a member to the table and returns it.
 func (a *Archive) addMember() *Member {
-	if a.n%memberChunk == 0 {
-		a.chunks = append(a.chunks, make([]Member, memberChunk))
+	if a.n&(1<<a.chunkShift-1) == 0 {
+		a.chunks = append(a.chunks, make([]Member, 1<<a.chunkShift))
 	}
 	m := a.member(a.n)
 	m.a = a
@@ -269,6 +288,7 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.chunkShift = chunkShift(z.Declared())
 	if p, ok := r.(source.Prefetcher); ok {
 		// A remote source fetches the central directory in one request
 		// rather than in the chunks it is read in, up to a bound, since

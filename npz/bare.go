@@ -24,7 +24,7 @@ func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, er
 	if err := zip.ReadAtFull(a.r, magic, 0); err != nil || string(magic) != npy.Magic {
 		return nil, &FormatError{Offset: 0, Msg: "not a .npy file (no \\x93NUMPY magic)", Err: err}
 	}
-	m := a.addMember()
+	m := a.addMember() // one member, in a chunk of one (chunkShift 0)
 	m.e.name, m.e.nameLen = a.names.add(name, int64(len(name)))
 	m.e.CompressedSize, m.e.Size, m.e.Method = size, size, zip.Stored
 	if mt, ok := r.(source.ModTimer); ok {
