@@ -343,15 +343,7 @@ func (f *frontier) endSpan(ctx context.Context, d *decoder, g *grownSpan) error 
 		// Not reachable: a last span that is not done ran past size.
 		return &OffsetError{Offset: f.s.size, Err: ErrTooLong}
 	}
-	g.next = checkpoint{
-		out:    g.end,
-		bit:    d.bitPos(),
-		block:  d.blockBit,
-		stored: int32(storedLeft(d)),
-		state:  uint8(d.state),
-		final:  d.final,
-		winLen: int32(min(windowSize, g.end)),
-	}
+	g.next = d.checkpoint(g.end, min(windowSize, g.end))
 	return nil
 }
 

@@ -36,6 +36,16 @@ type checkpoint struct {
 	winSummed bool
 }
 
+// compStart is the bit where inflating cp's span starts reading the
+// stream: in a Huffman block, at the block's header (its tables are read
+// first).
+func (cp *checkpoint) compStart() int64 {
+	if cp.state == stHuff {
+		return cp.block
+	}
+	return cp.bit
+}
+
 // index is a reader's checkpoints, one a span of output apart from the
 // stream's start to the last, the frontier, where the index grows (see
 // frontier); or a saved index loaded, whose windows stay in its file

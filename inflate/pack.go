@@ -1,9 +1,9 @@
 package inflate
 
 // The first pass packs each checkpoint's window (see packWindow) while
-// the span after the next checkpoint inflates: packing takes about a
-// sixth of inflating's time, so the frontier hands it to a goroutine of
-// its own and goes on; a read that needs the window before it is packed
+// the span after the next checkpoint inflates: packing is a sizeable
+// share of a span's work, so the frontier hands it to a goroutine of its
+// own and goes on; a read that needs the window before it is packed
 // waits for it (index.windowOf).
 
 // A pendingWindow is a checkpoint's window being packed: win is set

@@ -58,9 +58,8 @@ const (
 	// chunksPerWorker: each chunk but the first costs its lead twice (up
 	// to tens of MiB, where long matches keep copying unknown bytes), so
 	// fewer chunks are faster on a member of one kind of data, as an
-	// array is (the benchmarks' 1 GiB member split faster with one chunk
-	// a worker than with two); more would balance better a member whose
-	// parts inflate at different speeds.
+	// array is; more would balance better a member whose parts inflate
+	// at different speeds.
 	chunksPerWorker = 1
 	// searchPiece is how much of a chunk a start's search reads at once;
 	// maxSearch, how far it looks: deflaters end a Huffman block every
@@ -338,15 +337,8 @@ func (p *parallelPass) tryStart(d *decoder, w *passWorker, bit, endBit int64) (c
 		ok:   true,
 		bit:  bit,
 		lead: lead,
-		cp: checkpoint{
-			bit:    d.bitPos(),
-			block:  d.blockBit,
-			stored: int32(storedLeft(d)),
-			state:  uint8(d.state),
-			final:  d.final,
-			winLen: windowSize,
-		},
-		win: win,
+		cp:   d.checkpoint(0, windowSize),
+		win:  win,
 	}, nil
 }
 
@@ -579,15 +571,7 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 			nl = int(min(windowSize, end))
 		}
 		copy(w.buf, w.buf[d.pos-nl:d.pos])
-		cp = checkpoint{
-			out:    end,
-			bit:    d.bitPos(),
-			block:  d.blockBit,
-			stored: int32(storedLeft(d)),
-			state:  uint8(d.state),
-			final:  d.final,
-			winLen: int32(nl),
-		}
+		cp = d.checkpoint(end, int64(nl))
 	}
 }
 

@@ -221,10 +221,7 @@ func (r *ReaderAt) prefetchSpan(ctx context.Context, cp *checkpoint, endBit int6
 	if !ok {
 		return
 	}
-	from := cp.bit
-	if cp.state == stHuff {
-		from = cp.block // its block's header is read first
-	}
+	from := cp.compStart()
 	p.Prefetch(ctx, []source.Range{{Off: from >> 3, Len: (endBit+7)>>3 - from>>3}})
 }
 

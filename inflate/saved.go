@@ -160,9 +160,5 @@ func damage(cp *checkpoint, end int64, err error) error {
 	if errors.As(err, &oe) {
 		err = oe.Err
 	}
-	comp := cp.bit
-	if cp.state == stHuff {
-		comp = cp.block // its block's header is read first
-	}
-	return &DamageError{Offset: cp.out, End: end, CompOffset: comp >> 3, Err: err}
+	return &DamageError{Offset: cp.out, End: end, CompOffset: cp.compStart() >> 3, Err: err}
 }

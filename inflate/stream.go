@@ -48,7 +48,7 @@ func (s *stream) resume(ctx context.Context, d *decoder, cp *checkpoint, buf []b
 		d.state = stHeader
 		return d.seekBit(cp.bit, inBufSize)
 	case stStored:
-		d.state, d.stored, d.final = stStored, int(cp.stored), cp.final
+		d.state = stStored
 		return d.seekBit(cp.bit, inBufSize)
 	default:
 		if err := d.seekBit(cp.block, smallFill); err != nil {
@@ -122,6 +122,13 @@ func (s *stream) decodeSpan(ctx context.Context, d *decoder, cp *checkpoint, win
 func (d *decoder) at(cp *checkpoint) bool {
 	return uint8(d.state) == cp.state && d.bitPos() == cp.bit && d.blockBit == cp.block &&
 		int32(storedLeft(d)) == cp.stored && d.final == cp.final
+}
+
+// checkpoint records where d is, as at checks it, at output offset out
+// with winLen bytes of window before it.
+func (d *decoder) checkpoint(out, winLen int64) checkpoint {
+	return checkpoint{out: out, bit: d.bitPos(), block: d.blockBit, stored: int32(storedLeft(d)),
+		state: uint8(d.state), final: d.final, winLen: int32(winLen)}
 }
 
 // storedLeft is what a checkpoint records of d's stored block: the bytes
