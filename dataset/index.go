@@ -247,7 +247,7 @@ type indexTarget struct {
 }
 
 // name is the target in messages.
-func (t *indexTarget) name() string { return cmpName(t.shown, t.path) }
+func (t *indexTarget) name() string { return cmp.Or(t.shown, t.path) }
 
 // archivesOf lists the .npz archives under the folder d serves (see
 // Dataset.Files).
@@ -429,13 +429,6 @@ func (ix *indexer) sidecar(ctx context.Context, x *indexed, t *indexTarget) {
 			ix.rep.SidecarsKept = append(ix.rep.SidecarsKept, name)
 		}
 	}
-}
-
-func cmpName(shown, name string) string {
-	if shown != "" {
-		return shown
-	}
-	return name
 }
 
 // localFiles lists the .npz and .npy files under dir, in its

@@ -147,12 +147,10 @@ func parent(rel string) string {
 // over one, on its being the one seen (If-Match). A put that loses is no
 // failure when the sidecar put meanwhile holds every index.
 func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
-	sib, ok := x.backend.(remote.Sibling)
-	if !ok {
+	sb := sidecarBeside(x.backend)
+	if sb == nil {
 		return x.backend.String(), false, errors.New("no sidecar can be put beside it")
 	}
-	arch := x.backend.String()
-	sb := sib.Sibling(npz.SidecarPath(arch[strings.LastIndex(arch, "/")+1:]))
 	name := sb.String()
 	p, ok := sb.(remote.Putter)
 	if !ok {

@@ -57,7 +57,7 @@ func IsRemote(name string) bool {
 // is in its query); other names as they are.
 func Redact(name string) string {
 	switch {
-	case IsRemote(name) && !strings.HasPrefix(strings.ToLower(name), "s3://"):
+	case IsRemote(name) && !isS3(name):
 		return httpsrc.Redact(name)
 	case strings.Contains(name, "://"):
 		if u, err := url.Parse(name); err == nil && u.Scheme != "" {
@@ -183,6 +183,18 @@ func (e *remoteEnv) open(ctx context.Context, b remote.Backend, o remote.Options
 // its window, a few KiB, from it.
 const sidecarBlock = 64 << 10
 
+// sidecarBeside is the object of the sidecar beside b's archive
+// (npz.SidecarPath), or nil where b has no siblings (a backend of one
+// URL alone).
+func sidecarBeside(b remote.Backend) remote.Backend {
+	sib, ok := b.(remote.Sibling)
+	if !ok {
+		return nil
+	}
+	name := b.String()
+	return sib.Sibling(npz.SidecarPath(name[strings.LastIndex(name, "/")+1:]))
+}
+
 // findSidecar is npz.Options.FindSidecar for the archive b is: the
 // sidecar beside it (npz.SidecarPath), which it looks for with one
 // request, for the head bytes at its start when told them (the lookup's
@@ -190,12 +202,10 @@ const sidecarBlock = 64 << 10
 // one that is not there, or may not be read, is none.
 func (e *remoteEnv) findSidecar(b remote.Backend) func(head int64) (*npz.IndexSidecar, error) {
 	return func(head int64) (*npz.IndexSidecar, error) {
-		sib, ok := b.(remote.Sibling)
-		if !ok {
+		sb := sidecarBeside(b)
+		if sb == nil {
 			return nil, nil
 		}
-		name := b.String()
-		sb := sib.Sibling(npz.SidecarPath(name[strings.LastIndex(name, "/")+1:]))
 		ctx, cancel := context.WithTimeout(context.Background(), remote.DefaultReadTimeout)
 		defer cancel()
 		o := remote.Options{TailBytes: smallTail, BlockSize: sidecarBlock}

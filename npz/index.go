@@ -437,10 +437,24 @@ func (x *memberIndex) bad(err error) {
 	if x.s == nil {
 		return
 	}
-	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.Name(), x.s.dir.Path()+"/"+x.key(), err)
-	if name := x.key(); name != "" {
+	name := x.key()
+	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.Name(), x.s.dir.Path()+"/"+name, err)
+	if name != "" {
 		x.s.dir.Remove(name)
 	}
+}
+
+// indexKey is a deflated member's index and its key in a store or
+// sidecar, or "" where it has none (not deflated, not locatable).
+func (m *Member) indexKey() (*memberIndex, string) {
+	if m.e.Method != zip.Deflated {
+		return nil, ""
+	}
+	l := m.locate()
+	if l.err != nil || l.idx == nil {
+		return nil, ""
+	}
+	return l.idx, l.idx.key()
 }
 
 // IndexResult is what BuildIndex did for a member.
@@ -528,15 +542,7 @@ func (m *Member) Indexed() int64 {
 // without loading it: it reads the member's local header and the ends
 // of its compressed data, which make the index's key.
 func (m *Member) HasSavedIndex() bool {
-	if m.e.Method != zip.Deflated {
-		return false
-	}
-	l := m.locate()
-	x := l.idx
-	if l.err != nil || x == nil {
-		return false
-	}
-	name := x.key()
+	x, name := m.indexKey()
 	if name == "" {
 		return false
 	}

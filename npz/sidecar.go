@@ -200,14 +200,7 @@ func (s *IndexSidecar) lookup(name string, head int64) (io.ReaderAt, int64, erro
 // deflated member m whose header and table hold (see
 // inflate.CheckIndex): one a mount would load.
 func (s *IndexSidecar) Holds(m *Member) bool {
-	if m.e.Method != zip.Deflated {
-		return false
-	}
-	l := m.locate()
-	if l.err != nil || l.idx == nil {
-		return false
-	}
-	name := l.idx.key()
+	_, name := m.indexKey()
 	if name == "" {
 		return false
 	}
