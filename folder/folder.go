@@ -266,10 +266,3 @@ func (t *Tree) trim() {
 		victim.close(false)
 	}
 }
-
-// overBudget reports whether more archives are open than MaxOpen.
-func (t *Tree) overBudget() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.open.Len() > t.opts.MaxOpen
-}

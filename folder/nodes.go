@@ -139,7 +139,6 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 			}
 		}
 	}
-	var taken bool
 	if e, ok := d.stat(name); ok {
 		switch kindOf(e) {
 		case shownDir, shownArchive:
@@ -150,11 +149,8 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 					return c
 				}
 			}
-			taken = true
+			return nil
 		}
-	}
-	if taken {
-		return nil
 	}
 	// A view of KEY.npy: KEY/ or KEY.ra.
 	key := name

@@ -171,7 +171,5 @@ func (s *slot) maybeClose() {
 	if s.stale.Load() {
 		s.close(false)
 	}
-	if s.t.overBudget() {
-		s.t.trim()
-	}
+	s.t.trim()
 }

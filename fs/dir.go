@@ -67,11 +67,7 @@ func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 	if s.st.finder != nil {
 		return fuse.ENOSYS
 	}
-	kids := e.List()
-	if kids == nil {
-		kids = Entries(nil)
-	}
-	out.Fh = s.dirs.add(&dirHandle{kids: kids, dots: [2]uint64{e.Ino(), parent}})
+	out.Fh = s.dirs.add(newDirHandle(e, parent))
 	if s.st.cacheTime(e) >= s.st.timeout {
 		out.OpenFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_CACHE_DIR
 	}
@@ -94,11 +90,16 @@ func (s *server) listing(in *fuse.ReadIn) (*dirHandle, syscall.Errno) {
 	if !e.IsDir() {
 		return nil, syscall.ENOTDIR
 	}
+	return newDirHandle(e, parent), 0
+}
+
+// newDirHandle takes the listing of folder e, whose parent is parent.
+func newDirHandle(e Entry, parent uint64) *dirHandle {
 	kids := e.List()
 	if kids == nil {
 		kids = Entries(nil)
 	}
-	return &dirHandle{kids: kids, dots: [2]uint64{e.Ino(), parent}}, 0
+	return &dirHandle{kids: kids, dots: [2]uint64{e.Ino(), parent}}
 }
 
 // entry is the directory entry at position i of the listing (0 is ".",

@@ -106,26 +106,7 @@ func TestFinderTreeKeepsNoNodes(t *testing.T) {
 // readdirNode lists a folder by node, with no handle (no-opendir).
 func readdirNode(t *testing.T, s *server, node, off uint64, size int, plus bool) []fuse.DirEntry {
 	t.Helper()
-	var out []fuse.DirEntry
-	for {
-		l := fuse.NewDirEntryList(make([]byte, size), off)
-		in := &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: node}, Offset: off, Size: uint32(size)}
-		var st fuse.Status
-		if plus {
-			st = s.ReadDirPlus(nil, in, l)
-		} else {
-			st = s.ReadDir(nil, in, l)
-		}
-		if !st.Ok() {
-			t.Fatalf("readdir at %d: %v", off, st)
-		}
-		ents := parseDirents(t, l.Bytes(), plus)
-		if len(ents) == 0 {
-			return out
-		}
-		out = append(out, ents...)
-		off = ents[len(ents)-1].Off
-	}
+	return readdirFrom(t, s, fuse.ReadIn{InHeader: fuse.InHeader{NodeId: node}}, off, size, plus)
 }
 
 // changing is a folder of a tree that changes (Cacher).

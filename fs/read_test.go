@@ -105,15 +105,22 @@ func TestReadErrorsBecomeEIO(t *testing.T) {
 // request of size bytes at a time, as the kernel would.
 func readdir(t *testing.T, s *server, fh, off uint64, size int, plus bool) []fuse.DirEntry {
 	t.Helper()
+	return readdirFrom(t, s, fuse.ReadIn{Fh: fh}, off, size, plus)
+}
+
+// readdirFrom lists what in names (a handle, or a node with no handle)
+// from offset off to its end, size bytes a request.
+func readdirFrom(t *testing.T, s *server, in fuse.ReadIn, off uint64, size int, plus bool) []fuse.DirEntry {
+	t.Helper()
 	var out []fuse.DirEntry
 	for {
 		l := fuse.NewDirEntryList(make([]byte, size), off)
-		in := &fuse.ReadIn{Fh: fh, Offset: off, Size: uint32(size)}
+		in.Offset, in.Size = off, uint32(size)
 		var st fuse.Status
 		if plus {
-			st = s.ReadDirPlus(nil, in, l)
+			st = s.ReadDirPlus(nil, &in, l)
 		} else {
-			st = s.ReadDir(nil, in, l)
+			st = s.ReadDir(nil, &in, l)
 		}
 		if !st.Ok() {
 			t.Fatalf("readdir at %d: %v", off, st)
