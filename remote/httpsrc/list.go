@@ -81,7 +81,6 @@ func (l *Lister) url(name string) string {
 	for i, p := range parts {
 		parts[i] = url.PathEscape(p)
 	}
-	u.RawPath = ""
 	u.Path = l.base.Path + name
 	u.RawPath = l.base.EscapedPath() + strings.Join(parts, "/")
 	return u.String()
