@@ -180,6 +180,19 @@ run_rd() {
 }
 
 warm() { cat "$@" >/dev/null; }
+# time_mount KEY ARCHIVE: records how long one `npzfs mount` takes in the
+# background mode users run (the command returns once the mount is
+# live), then unmounts.
+time_mount() {
+  local t0=$EPOCHREALTIME
+  if "${guard[@]}" "$npzfs" mount "$2" "$mnt" >>"$work/npzfs.log" 2>&1; then
+    rec "$1" "secs=$(elapsed "$t0" "$EPOCHREALTIME")"
+    timeout 30 "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || unmount_any "$mnt"
+  else
+    rec "$1.err" "npzfs mount failed: $(tail -n 1 "$work/npzfs.log")"
+    unmount_any "$mnt"
+  fi
+}
 layout() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["layout"][sys.argv[2]])' "$data/$1.json" "$2"; }
 
 # ------------------------------------------------------------------ build
@@ -569,15 +582,7 @@ done
 say "5. $many_count small arrays: mount, ls, read every member"
 warm "$many"
 for r in $(seq "$rounds5"); do
-  # Background mode, as users run it: the command returns once mounted.
-  t0=$EPOCHREALTIME
-  if "${guard[@]}" "$npzfs" mount "$many" "$mnt" >>"$work/npzfs.log" 2>&1; then
-    rec s5.mount "secs=$(elapsed "$t0" "$EPOCHREALTIME")"
-    timeout 30 "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || unmount_any "$mnt"
-  else
-    rec s5.mount.err "npzfs mount failed: $(tail -n 1 "$work/npzfs.log")"
-    unmount_any "$mnt"
-  fi
+  time_mount s5.mount "$many"
   out=$("$py" -c '
 import sys, time, numpy as np
 t = time.perf_counter(); z = np.load(sys.argv[1]); n = len(z.files)
@@ -711,14 +716,7 @@ rm -rf "$work/local-all"
 say "5c. $million_count small arrays: mount, ls -l, find"
 warm "$million"
 for r in $(seq "$rounds5"); do
-  t0=$EPOCHREALTIME
-  if "${guard[@]}" "$npzfs" mount "$million" "$mnt" >>"$work/npzfs.log" 2>&1; then
-    rec s5m.mount "secs=$(elapsed "$t0" "$EPOCHREALTIME")"
-    timeout 30 "$npzfs" unmount "$mnt" >>"$work/npzfs.log" 2>&1 || unmount_any "$mnt"
-  else
-    rec s5m.mount.err "npzfs mount failed: $(tail -n 1 "$work/npzfs.log")"
-    unmount_any "$mnt"
-  fi
+  time_mount s5m.mount "$million"
 done
 # Resident memory after ls -l of the root (every name's attributes,
 # every array's header read), then find over the whole tree, which also
