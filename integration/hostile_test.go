@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/npzfs/npzfs/internal/hostile"
+	"github.com/npzfs/npzfs/internal/pagecache"
 )
 
 // maxHWM is the most memory (peak resident set, VmHWM) a daemon may use,
@@ -292,17 +293,6 @@ var bigArchives = struct {
 	m map[int]bigZip
 }{m: map[int]bigZip{}}
 
-// dropCache asks the kernel to forget the cached pages of f, so the next
-// reads reach the daemon.
-func dropCache(f *os.File) error {
-	const fadvDontneed = 4
-	_, _, e := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, fadvDontneed, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
 // TestHostileArchiveChangedWhileMounted truncates, rewrites in place, or
 // renames another file over the archive while it is mounted. Truncated or
 // rewritten: every read that reaches the daemon is EIO (spliced stored
@@ -351,7 +341,7 @@ func TestHostileArchiveChangedWhileMounted(t *testing.T) {
 			}
 			for p, w := range want {
 				f := open[p]
-				if err := dropCache(f); err != nil {
+				if err := pagecache.Drop(f); err != nil {
 					t.Fatalf("fadvise: %v", err)
 				}
 				// A range past the cut; for a stored member the start
@@ -430,7 +420,7 @@ func readerChild(spec string) int {
 	for i := 0; i < reads; i++ {
 		p := files[rng.Intn(len(files))]
 		if i%8 == 0 {
-			dropCache(p.f)
+			pagecache.Drop(p.f)
 		}
 		size := int64(len(p.want))
 		off := rng.Int63n(size)
