@@ -16,7 +16,7 @@ type memEntry struct {
 	ino  uint64
 	dir  bool
 	kids []*memEntry
-	c    *memContent
+	c    Content
 	mt   time.Time
 }
 
@@ -82,6 +82,15 @@ func (c *memContent) Extent() (uintptr, int64, bool, error) {
 	return c.f.Fd(), c.off, true, nil
 }
 
+// headContent is a memContent whose first bytes are a head made in
+// memory (Headed): its Extent places the bytes after the head.
+type headContent struct {
+	memContent
+	head []byte
+}
+
+func (c *headContent) Head() ([]byte, error) { return c.head, nil }
+
 // pattern returns n deterministic bytes.
 func pattern(n int, seed byte) []byte {
 	b := make([]byte, n)
@@ -100,6 +109,8 @@ func pattern(n int, seed byte) []byte {
 //	  small.txt  "hello\n", from memory (ino 3)
 //	  sub/       (ino 4)
 //	    deep.bin 70000 bytes from memory (ino 5)
+//	    near.bin 5000 bytes of big.bin's, spliced from the backing file (ino 8)
+//	    head.bin "HEAD:" then 3000 bytes of big.bin's from the backing file (ino 9)
 //	  bad.bin    every read fails with a non-errno error (ino 6)
 //	  many/      (ino 7) with 1000 empty files f0000..f0999 (ino 100+)
 //
@@ -131,6 +142,8 @@ func fakeTree(dir string) (*memEntry, error) {
 		{name: "small.txt", ino: 3, c: &memContent{data: []byte("hello\n")}, mt: mt},
 		{name: "sub", ino: 4, dir: true, mt: mt, kids: []*memEntry{
 			{name: "deep.bin", ino: 5, c: &memContent{data: pattern(70000, 9)}, mt: mt},
+			{name: "head.bin", ino: 9, c: &headContent{memContent{data: append([]byte("HEAD:"), big[200:3200]...), f: f, off: 4099 + 200}, []byte("HEAD:")}, mt: mt},
+			{name: "near.bin", ino: 8, c: &memContent{data: big[100:5100], f: f, off: 4099 + 100}, mt: mt},
 		}},
 	}}
 	sort.Slice(root.kids, func(i, j int) bool { return root.kids[i].name < root.kids[j].name })

@@ -172,13 +172,14 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 
 // Stats are what a Server has answered since it was mounted.
 type Stats struct {
-	Reads int64 // reads answered with data
-	Bytes int64 // their bytes
+	Reads  int64 // reads answered with data
+	Bytes  int64 // their bytes
+	Pushes int64 // small files put in the page cache unasked
 }
 
 // Stats reports what the server has answered so far.
 func (s *Server) Stats() Stats {
-	return Stats{Reads: s.st.reads.Load(), Bytes: s.st.bytes.Load()}
+	return Stats{Reads: s.st.reads.Load(), Bytes: s.st.bytes.Load(), Pushes: s.st.pushes.Load()}
 }
 
 // Wait returns when the file system is unmounted, or for a handed FUSE

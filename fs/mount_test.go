@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/npzfs/npzfs/internal/pagecache"
 )
 
 // The mount tests serve the fake tree from a child process (this test
@@ -257,7 +259,7 @@ func TestMountServesTree(t *testing.T) {
 	if err := syscall.Statfs(mnt, &sfs); err != nil {
 		t.Fatal(err)
 	}
-	if sfs.Bsize != 4096 || sfs.Blocks != (10<<20)/4096 || sfs.Files != 1007 || sfs.Bfree != 0 {
+	if sfs.Bsize != 4096 || sfs.Blocks != (10<<20)/4096 || sfs.Files != 1009 || sfs.Bfree != 0 {
 		t.Errorf("statfs: bsize %d blocks %d files %d bfree %d", sfs.Bsize, sfs.Blocks, sfs.Files, sfs.Bfree)
 	}
 
@@ -305,5 +307,44 @@ func TestMountRefusesWrites(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(p("small.txt")); string(got) != "hello\n" {
 		t.Errorf("small.txt changed: %q", got)
+	}
+}
+
+// TestOpenPushesSmallFiles: opening a small file whose bytes lie in a
+// local file puts all of them in the page cache before any read (the
+// server pushes them with its answer to the open), and they are the
+// file's bytes; other files wait for their reads.
+func TestOpenPushesSmallFiles(t *testing.T) {
+	mnt, _ := mountFake(t)
+	big := pattern(3<<20+17, 7)
+	for _, tc := range []struct {
+		path   string
+		want   []byte
+		pushed bool
+	}{
+		{"sub/near.bin", big[100:5100], true},
+		{"sub/head.bin", append([]byte("HEAD:"), big[200:3200]...), true},
+		{"sub/deep.bin", pattern(70000, 9), false}, // in memory, not in a file
+		{"big.bin", big, false},                    // over PushMax
+	} {
+		p := filepath.Join(mnt, tc.path)
+		f, err := os.Open(p) // the open is what pushes
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages, err := pagecache.Resident(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range pages {
+			if in != tc.pushed {
+				t.Errorf("%s: page %d of %d in the page cache after an open: %v, want %v", tc.path, i, len(pages), in, tc.pushed)
+				break
+			}
+		}
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, tc.want) {
+			t.Errorf("%s: %d bytes, %v; want its %d bytes", tc.path, len(got), err, len(tc.want))
+		}
 	}
 }

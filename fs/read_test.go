@@ -312,8 +312,8 @@ func TestAttrs(t *testing.T) {
 	if d.Mode != syscall.S_IFDIR|0o555 || d.Ino != 4 {
 		t.Errorf("dir attr: %+v", d.Attr)
 	}
-	if n := st.nodeCount(); n != 1+5+1000+1 {
-		t.Errorf("node count %d, want %d", n, 1007)
+	if n := st.nodeCount(); n != 1+7+1000+1 {
+		t.Errorf("node count %d, want %d", n, 1009)
 	}
 }
 

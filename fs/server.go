@@ -41,8 +41,8 @@ type mountState struct {
 	// then nodes are found in the tree, not in a table of known ones.
 	finder Finder
 
-	// Reads answered, and their bytes (Server.Stats).
-	reads, bytes atomic.Int64
+	// Reads answered, and their bytes; files pushed (Server.Stats).
+	reads, bytes, pushes atomic.Int64
 }
 
 // server answers the kernel's requests with go-fuse's raw protocol API.
@@ -56,11 +56,12 @@ type mountState struct {
 // not yet forgotten (about 70 bytes a node, where a go-fuse node-API
 // inode costs several hundred).
 type server struct {
-	fuse.RawFileSystem // ENOSYS for what is not below (locks, ioctl, poll, ...)
+	fuse.RawFileSystem // ENOSYS for what is not below (locks, poll, ...)
 
 	st    *mountState
 	nodes knownNodes
 	dirs  dirHandles
+	store pageStore // set by Init; nil in tests without a kernel
 }
 
 var _ fuse.RawFileSystem = (*server)(nil)
@@ -301,17 +302,21 @@ func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 // the kernel then opens files without asking (FUSE's no-open mode, which
 // keeps the page cache, as FOPEN_KEEP_CACHE does) and sends no release,
 // which saves two of a small file's five requests (lookup, open, the
-// ioctl of isatty, read, release). A file that cannot be read then fails
-// at its first read rather than at open; the mount being read-only, the
-// kernel refuses opens for writing itself. A tree that changes answers
-// opens, so that a replaced archive's file fails at once.
+// ioctl of isatty, read, release); the ioctl then pushes a small file's
+// bytes, which saves the read (see push). A file that cannot be read then
+// fails at its first read rather than at open; the mount being read-only,
+// the kernel refuses opens for writing itself. A tree that changes
+// answers opens, so that a replaced archive's file fails at once, and
+// pushes a small file's bytes with its answer.
 func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	if s.st.finder != nil {
 		return fuse.ENOSYS
 	}
-	if errno := s.open(&in.InHeader, in.Flags); errno != 0 {
+	e, errno := s.open(&in.InHeader, in.Flags)
+	if errno != 0 {
 		return fuse.Status(errno)
 	}
+	s.push(in.NodeId, e)
 	// Never direct_io: the page cache is what makes mmap and second
 	// reads work. The content never changes, so keep the cache across
 	// opens; and there is nothing to flush, so the kernel need not ask
@@ -321,16 +326,16 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	return fuse.OK
 }
 
-func (s *server) open(h *fuse.InHeader, flags uint32) syscall.Errno {
+func (s *server) open(h *fuse.InHeader, flags uint32) (Entry, syscall.Errno) {
 	e, _, errno := s.resolve(h)
 	if errno != 0 {
-		return errno
+		return nil, errno
 	}
 	if e.IsDir() {
-		return syscall.EISDIR
+		return nil, syscall.EISDIR
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		return syscall.EROFS
+		return nil, syscall.EROFS
 	}
 	// Told before its content is resolved, so that what it keeps open
 	// for it stays open from here; told again if the open fails.
@@ -350,7 +355,7 @@ func (s *server) open(h *fuse.InHeader, flags uint32) syscall.Errno {
 	if errno != 0 && o != nil {
 		o.Closed()
 	}
-	return errno
+	return e, errno
 }
 
 // Read serves [off, off+size) clamped to the file's end: spliced from the
