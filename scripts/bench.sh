@@ -653,11 +653,18 @@ rec s5.expect "files=$many_count bytes=$many_bytes"
 # ------------------- 5b. many arrays beside a local folder of the same files
 
 say "5b. $many_count small arrays beside a local folder of the same files: ls -l, opening folders, np.load per file"
-# The same files in a local folder, in the page cache like the archive.
-rm -rf "$work/local-all"
+# The same files in a local folder, in the page cache like the archive:
+# the members alone (local-all), and a folder of the same names as the
+# mount's root, the members and KEY.ra files and KEY/ folders (local-tree).
+rm -rf "$work/local-all" "$work/local-tree"
 mkdir -p "$work/local-all"
 (cd "$work/local-all" && unzip -q "$many")
 ls -f "$work/local-all" >/dev/null
+if start_fs npzfs "$many" "$mnt"; then
+  "$py" scripts/bench/mirror.py "$mnt" "$work/local-all" "$work/local-tree" 2>"$work/err" \
+    || rec s5.lsl.tree.err "$(tail -n 1 "$work/err")"
+  stop_fs "$mnt"
+fi
 # 2,000 keys drawn at random, seeded: the same ones everywhere.
 "$py" -c 'import random, sys
 names = [l.strip() for l in open(sys.argv[1]) if l.strip()]
@@ -686,6 +693,11 @@ for r in $(seq "$rounds5"); do
   t0=$EPOCHREALTIME
   n=$(ls -l "$work/local-all" | wc -l)
   rec s5.lsl.local "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$((n - 1))"
+  if [ -d "$work/local-tree" ]; then
+    t0=$EPOCHREALTIME
+    n=$(ls -l "$work/local-tree" | wc -l)
+    rec s5.lsl.tree "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$((n - 1))"
+  fi
   # Opening the root 200 times, and a folder of 2 entries (an array's
   # views folder) as often, on a fresh mount.
   if start_fs npzfs "$many" "$mnt"; then
@@ -693,23 +705,22 @@ for r in $(seq "$rounds5"); do
     out=$(opendirs "$mnt/${first_key%.npy}" 200) && rec s5.opendir.small "$out"
     stop_fs "$mnt"
   fi
-  # np.load of the 2,000 random keys: fresh mount; fresh mount after a
-  # listing of the root; the local folder.
+  # np.load of the 2,000 random keys, each beside the same file in the
+  # local folder (in turn, in one process): fresh mount; fresh mount after
+  # a listing of the root that looks every name up (ls -l).
   if start_fs npzfs "$many" "$mnt"; then
-    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirall "$work/many.rand.mnt" 2>"$work/err") && rec s5.nprand.fresh "$out" \
-      || rec s5.nprand.fresh.err "$(head -n 1 "$work/err")"
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.mnt" "$work/many.rand.local" 2>"$work/err") \
+      && rec s5.nprand.fresh "$out" || rec s5.nprand.fresh.err "$(head -n 1 "$work/err")"
     stop_fs "$mnt" many-read
   fi
   if start_fs npzfs "$many" "$mnt"; then
-    ls "$mnt" >/dev/null
-    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirall "$work/many.rand.mnt" 2>"$work/err") && rec s5.nprand.listed "$out" \
-      || rec s5.nprand.listed.err "$(head -n 1 "$work/err")"
+    ls -l "$mnt" >/dev/null
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.mnt" "$work/many.rand.local" 2>"$work/err") \
+      && rec s5.nprand.listed "$out" || rec s5.nprand.listed.err "$(head -n 1 "$work/err")"
     stop_fs "$mnt" many-read
   fi
-  out=$("$py" scripts/bench/npbench.py dirall "$work/many.rand.local" 2>"$work/err") && rec s5.nprand.local "$out" \
-    || rec s5.nprand.local.err "$(head -n 1 "$work/err")"
 done
-rm -rf "$work/local-all"
+rm -rf "$work/local-all" "$work/local-tree"
 
 # --------------------------------------- 5c. a million small arrays
 

@@ -12,6 +12,11 @@
                                        stops early once the sample has taken BUDGET
                                        seconds (sample= says how many were timed)
     npbench.py dirall LIST             np.load(path) for every path listed in LIST
+    npbench.py dirpair LIST REFLIST    np.load of LIST's paths and REFLIST's in turn
+                                       (the first of each, the second of each...):
+                                       secs= LIST's, ref_secs= REFLIST's, each
+                                       load timed on its own, so that both see
+                                       the same moments of the machine
     npbench.py loadmany LIST KEY W     np.load(path)[KEY] (np.load(path) for KEY "-")
                                        for every path listed in LIST, from W
                                        threads at once
@@ -49,9 +54,14 @@ def maxrss_kb():
 def main(argv):
     mode = argv[0]
     extra = ""
-    if mode in ("dirall", "loadmany"):
+    if mode in ("dirall", "dirpair", "loadmany"):
         with open(argv[1]) as f:
             paths = [line.rstrip("\n") for line in f if line.strip()]
+    if mode == "dirpair":
+        with open(argv[2]) as f:
+            refs = [line.rstrip("\n") for line in f if line.strip()]
+        if len(refs) != len(paths):
+            raise SystemExit("npbench.py dirpair: %d paths, %d references" % (len(paths), len(refs)))
     base = maxrss_kb()
     t0 = time.perf_counter()
     if mode == "mmap":
@@ -107,6 +117,18 @@ def main(argv):
         for p in paths:
             np.load(p)
         extra = " arrays=%d" % len(paths)
+    elif mode == "dirpair":
+        clock = time.perf_counter
+        secs = ref = 0.0
+        for p, q in zip(paths, refs):
+            t = clock()
+            np.load(p)
+            u = clock()
+            np.load(q)
+            secs += u - t
+            ref += clock() - u
+        print("secs=%.6f ref_secs=%.6f maxrss_kb=%d base_kb=%d arrays=%d" % (secs, ref, maxrss_kb(), base, len(paths)))
+        return
     elif mode == "loadmany":
         from concurrent.futures import ThreadPoolExecutor
 
