@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/npzfs/npzfs/internal/mountinfo"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/npzfs/npzfs/internal/mountinfo"
 )
 
 // bin is the npzfs binary built by TestMain; sharedDir holds it and the

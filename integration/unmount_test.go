@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"github.com/npzfs/npzfs/internal/mountinfo"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/npzfs/npzfs/internal/mountinfo"
 )
 
 // TestConcurrentMountsOnOneMountPoint: mounts started together on one
