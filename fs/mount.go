@@ -173,8 +173,8 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 // Stats are what a Server has answered since it was mounted.
 type Stats struct {
 	Reads  int64 // reads answered with data
-	Bytes  int64 // their bytes
-	Pushes int64 // small files put in the page cache unasked
+	Pushes int64 // small files put in the page cache unasked (see PushMax)
+	Bytes  int64 // the bytes of both
 }
 
 // Stats reports what the server has answered so far.

@@ -69,6 +69,7 @@ func (s *server) push(id uint64, e Entry) {
 	}
 	if s.store.InodeNotifyStoreCache(id, 0, data) == fuse.OK {
 		s.st.pushes.Add(1)
+		s.st.bytes.Add(size)
 	}
 }
 

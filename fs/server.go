@@ -41,8 +41,8 @@ type mountState struct {
 	// then nodes are found in the tree, not in a table of known ones.
 	finder Finder
 
-	// Reads answered, and their bytes; files pushed (Server.Stats).
-	reads, bytes, pushes atomic.Int64
+	// Reads answered, files pushed, and the bytes of both (Server.Stats).
+	reads, pushes, bytes atomic.Int64
 }
 
 // server answers the kernel's requests with go-fuse's raw protocol API.

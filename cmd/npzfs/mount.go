@@ -471,7 +471,7 @@ func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, srv *npzfs.Server)
 			Stats: d.Stats(), Answering: true,
 		}
 		served := srv.Stats()
-		st.Served.Reads, st.Served.Bytes = served.Reads, served.Bytes
+		st.Served.Reads, st.Served.Pushes, st.Served.Bytes = served.Reads, served.Pushes, served.Bytes
 		return st
 	}
 }

@@ -38,10 +38,13 @@ type mountStats struct {
 	Uptime     float64   `json:"uptime_seconds"`
 	Options    []string  `json:"options"`
 	Log        string    `json:"log"`
-	// Served counts the reads answered with data, and their bytes.
+	// Served counts the reads answered with data, the small files put in
+	// the kernel's page cache before their reads (pushes), and the bytes
+	// of both.
 	Served struct {
-		Reads int64 `json:"reads"`
-		Bytes int64 `json:"bytes"`
+		Reads  int64 `json:"reads"`
+		Pushes int64 `json:"pushes"`
+		Bytes  int64 `json:"bytes"`
 	} `json:"served"`
 	dataset.Stats
 	// Answering is false for a mount of this user's whose daemon did not
@@ -234,7 +237,7 @@ func writeStatus(w io.Writer, st *mountStats) {
 	line := func(what, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
 	}
-	line("served", "%s in %d reads", humanSize(st.Served.Bytes), st.Served.Reads)
+	line("served", "%s in %d reads and %d pushes", humanSize(st.Served.Bytes), st.Served.Reads, st.Served.Pushes)
 	switch st.Kind {
 	case "folder":
 		line("archives", "%d open", st.ArchivesOpen)

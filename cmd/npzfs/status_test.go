@@ -30,7 +30,7 @@ func TestStatusJSONGolden(t *testing.T) {
 		},
 		Answering: true,
 	}
-	st.Served.Reads, st.Served.Bytes = 3456, 1<<30
+	st.Served.Reads, st.Served.Pushes, st.Served.Bytes = 3456, 12, 1<<30
 	var out bytes.Buffer
 	if err := writeJSON(&out, struct {
 		Mounts []mountStats `json:"mounts"`
