@@ -145,7 +145,9 @@ func (m *Member) base() string {
 // folder's name.
 func (m *Member) key() string { return strings.TrimSuffix(m.base(), ".npy") }
 
-// located reports a member whose data offset is known.
+// located reports a member whose local header has been read: its data
+// offset is known, or, for a location kept with an error, why it cannot
+// be (either way, reading the local header again would not help).
 func (m *Member) located() bool {
 	return m.st.Load()&flagLocated != 0 || m.loaded() != nil
 }

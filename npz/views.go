@@ -369,8 +369,8 @@ func (m *Member) renderJSON(h *npy.Header) ([]byte, error) {
 // ok is false otherwise (deflated, remote, or not located). It reads
 // nothing: the member is located first.
 func (m *Member) archiveOffset() (int64, bool) {
-	if !m.a.hasFD || m.e.Method != zip.Stored || !m.located() {
-		return 0, false
+	if !m.a.hasFD || m.e.Method != zip.Stored || m.st.Load()&flagLocated == 0 {
+		return 0, false // flagLocated: a stored member's local header was read and is sound
 	}
 	return m.a.fdBase + m.e.HeaderOffset + int64(m.lhLen), true
 }

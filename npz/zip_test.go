@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -211,6 +213,23 @@ func TestLocalHeader(t *testing.T) {
 	}
 	if _, _, ok, err := a.Member("a.txt").File().Extent(); ok || err == nil {
 		t.Errorf("Extent with a bad local header: ok %v, %v", ok, err)
+	}
+	// The same from a file: no offset in it is claimed for the member's
+	// bytes (header.json's archive_offset) once its local header failed.
+	p := filepath.Join(t.TempDir(), "bad.npz")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fa, err := Open(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fa.Close()
+	if _, err := fa.Member("a.txt").File().ReadAt(make([]byte, 4), 0); err == nil {
+		t.Error("read of a member with a bad local header, from a file: no error")
+	}
+	if off, ok := fa.Member("a.txt").archiveOffset(); ok {
+		t.Errorf("archiveOffset of a member whose local header failed: %d, ok", off)
 	}
 	// Local extra length pointing past the end of the archive.
 	b = bytes.Clone(base)
