@@ -128,7 +128,10 @@ func Redact(rawURL string) string {
 // String implements remote.Backend.
 func (b *Backend) String() string { return b.shown }
 
-func (b *Backend) request(ctx context.Context, rng string) (*http.Request, error) {
+// get makes a GET of b's URL with b's headers, asking for the bytes as
+// they are: Go's transport would ask for gzip otherwise, and a compressed
+// body's bytes are not the object's.
+func (b *Backend) get(ctx context.Context) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url, nil)
 	if err != nil {
 		return nil, remote.Permanent(fmt.Errorf("%s: %v", b.shown, b.clean(err)))
@@ -136,8 +139,17 @@ func (b *Backend) request(ctx context.Context, rng string) (*http.Request, error
 	for k, vs := range b.header {
 		req.Header[k] = vs
 	}
-	req.Header.Set("Range", rng)
 	req.Header.Set("Accept-Encoding", "identity")
+	return req, nil
+}
+
+// request is get of the range rng (a Range header's value).
+func (b *Backend) request(ctx context.Context, rng string) (*http.Request, error) {
+	req, err := b.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Range", rng)
 	return req, nil
 }
 

@@ -124,16 +124,12 @@ func (l *Lister) List(ctx context.Context, dir string) ([]remote.Item, error) {
 // is not one (for the folder's URL: not found, forbidden, or not JSON;
 // for a manifest: not found or forbidden).
 func (l *Lister) get(ctx context.Context, u string, folder bool) (items []remote.Item, ok bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	b := &Backend{url: u, shown: Redact(u), client: l.client, header: l.header}
+	req, err := b.get(ctx)
 	if err != nil {
-		return nil, false, remote.Permanent(fmt.Errorf("%s: %v", Redact(u), err))
-	}
-	for k, vs := range l.header {
-		req.Header[k] = vs
+		return nil, false, err
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Accept-Encoding", "identity")
-	b := &Backend{url: u, shown: Redact(u), client: l.client}
 	resp, err := b.do(req)
 	if errors.Is(err, errRefused) {
 		return nil, false, remote.Permanent(err)

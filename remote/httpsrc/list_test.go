@@ -26,6 +26,15 @@ func listingServer(t *testing.T, pages map[string][2]string) (*httptest.Server, 
 		mu.Lock()
 		asked = append(asked, r.URL.Path)
 		mu.Unlock()
+		// A listing is asked for whole, as it is, with the user's
+		// headers (the tests' lister of /ds/ has one).
+		if r.Header.Get("Range") != "" || r.Header.Get("Accept-Encoding") != "identity" || r.Header.Get("Accept") != "application/json" {
+			t.Errorf("listing request for %s: Range %q, Accept-Encoding %q, Accept %q", r.URL.Path,
+				r.Header.Get("Range"), r.Header.Get("Accept-Encoding"), r.Header.Get("Accept"))
+		}
+		if strings.HasPrefix(r.URL.Path, "/ds/") && r.Header.Get("Authorization") != "Bearer x" {
+			t.Errorf("listing request for %s without the lister's Authorization header", r.URL.Path)
+		}
 		p, ok := pages[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
