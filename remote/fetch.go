@@ -56,13 +56,19 @@ func (s *Source) get(first, last int64, raFrom, raTo int64) ([]*block, error) {
 
 // sortedRuns groups ascending block numbers into runs of adjacent ones.
 func sortedRuns(idx []int64) [][]int64 {
-	var runs [][]int64
-	for i := 0; i < len(idx); {
+	return runsOf(idx, func(i int64) int64 { return i })
+}
+
+// runsOf groups xs, ascending by block number, into runs of adjacent
+// block numbers, each a subslice of xs.
+func runsOf[T any](xs []T, idx func(T) int64) [][]T {
+	var runs [][]T
+	for i := 0; i < len(xs); {
 		j := i + 1
-		for j < len(idx) && idx[j] == idx[j-1]+1 {
+		for j < len(xs) && idx(xs[j]) == idx(xs[j-1])+1 {
 			j++
 		}
-		runs = append(runs, idx[i:j])
+		runs = append(runs, xs[i:j])
 		i = j
 	}
 	return runs
@@ -110,13 +116,8 @@ func (s *Source) fetch(bs []*block) {
 				rest = append(rest, b)
 			}
 		}
-		for len(rest) > 0 {
-			j := 1
-			for j < len(rest) && rest[j].idx == rest[j-1].idx+1 {
-				j++
-			}
-			s.fetchRemote(rest[:j])
-			rest = rest[j:]
+		for _, run := range runsOf(rest, func(b *block) int64 { return b.idx }) {
+			s.fetchRemote(run)
 		}
 		return
 	}
