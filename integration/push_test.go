@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/npzfs/npzfs/internal/pagecache"
@@ -68,5 +69,33 @@ func TestIoctlPushesSmallFiles(t *testing.T) {
 			t.Errorf("%s: %d bytes, not the member's %d", tc.name, len(read), len(w))
 		}
 		f.Close()
+	}
+}
+
+// TestNoPushFromAChangedArchive: a small file of an archive whose file
+// changed since it was mounted (here only its modification time) is not
+// pushed at its ioctl, and its read reaches the daemon and fails with
+// EIO, as docs/guarantees.md says.
+func TestNoPushFromAChangedArchive(t *testing.T) {
+	archive := manyArrays(t, 3)
+	dir := mount(t, archive)
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(archive, later, later); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "a000001.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var termios [64]byte
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&termios[0]))); !errors.Is(e, syscall.ENOTTY) {
+		t.Errorf("isatty's ioctl: %v, want ENOTTY", e)
+	}
+	if all, err := pagecache.All(f); all || err != nil {
+		t.Errorf("in the page cache after the ioctl: %v, %v; want nothing pushed", all, err)
+	}
+	if _, err := io.ReadAll(f); !errors.Is(err, syscall.EIO) {
+		t.Errorf("read of a file of the changed archive: %v, want EIO", err)
 	}
 }

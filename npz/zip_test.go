@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -216,11 +214,7 @@ func TestLocalHeader(t *testing.T) {
 	}
 	// The same from a file: no offset in it is claimed for the member's
 	// bytes (header.json's archive_offset) once its local header failed.
-	p := filepath.Join(t.TempDir(), "bad.npz")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fa, err := Open(p, nil)
+	fa, err := Open(writeTemp(t, b), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
