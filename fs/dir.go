@@ -2,6 +2,7 @@ package fs
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -132,11 +133,18 @@ func (s *server) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
+	n := 0 // entries in the reply
 	for i := d.first(in.Offset); i < d.kids.Len()+2; i++ {
-		if de, _, ok := d.entry(i); ok && !out.AddDirEntry(de) {
+		de, _, ok := d.entry(i)
+		if !ok {
+			continue
+		}
+		if !out.AddDirEntry(de) {
 			break
 		}
+		n++
 	}
+	s.listed(in, n > 0, n == 0)
 	return fuse.OK
 }
 
@@ -156,6 +164,7 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 	p, _ := d.kids.(Preparer)
 	batch := int(in.Size)/direntPlusMin + 1 // at most the entries the reply holds
 	prepared := 0                           // positions of the listing before it are prepared
+	n := 0                                  // entries in the reply
 	for i := d.first(in.Offset); i < d.kids.Len()+2; i++ {
 		if p != nil && i >= 2 && i-2 >= prepared {
 			p.Prepare(i-2, i-2+batch)
@@ -169,12 +178,121 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 		if eo == nil {
 			break
 		}
+		n++
 		if e != nil {
 			s.entryOut(e, d.dots[0], eo)
 		}
 	}
+	s.listed(in, false, n == 0)
 	return fuse.OK
+}
+
+// listed notes a readdir reply by node (no-opendir: a tree that never
+// changes): a listing's first, a later plain one with entries, or an
+// empty one, which the kernel takes as the listing's end (see
+// keptListings).
+func (s *server) listed(in *fuse.ReadIn, plainEntries, end bool) {
+	switch {
+	case in.Fh != 0:
+	case in.Offset == 0:
+		s.kept.note(in.NodeId, listingStarts)
+	case plainEntries:
+		s.kept.note(in.NodeId, plainReply)
+	case end:
+		s.kept.note(in.NodeId, listingEnds)
+	}
 }
 
 // ReleaseDir drops the listing.
 func (s *server) ReleaseDir(in *fuse.ReleaseIn) { s.dirs.remove(in.Fh) }
+
+// keptListings follows how the kernel came to keep the listings of the
+// folders of a tree that never changes, to find those it keeps without
+// attributes. In no-opendir mode the kernel keeps every listing it reads
+// to the end (see OpenDir) and serves later listings of the folder from
+// it. It asks for attributes (READDIRPLUS) with a listing's first reply,
+// and with a later one only where a lookup in the folder came between:
+// a walk that stats names as it lists them (`ls -l`) gets them, a plain
+// `ls` of a large folder does not. After such a listing, `ls -l` or any
+// walk that stats each name finds it kept, and every name past the first
+// reply costs a lookup of its own. So the first lookup in a folder that
+// was listed to its end with plain replies and no lookup between drops
+// the kernel's copy (see relist): the listing that goes on, or the next
+// one, is read again, with attributes. A listing that had lookups
+// between its replies is kept: its names were looked up as it went.
+// Only folders listed in more than one reply are followed, until their
+// listing is known kept with attributes or dropped.
+type keptListings struct {
+	n  atomic.Int32 // len(m), read without the lock
+	mu sync.Mutex
+	m  map[uint64]listingState
+}
+
+type listingState uint8
+
+const (
+	listingPlain listingState = iota + 1 // plain replies past the first, no lookup yet
+	listingMixed                         // lookups in the folder between its replies
+	listingBare                          // read to its end, plain, without lookups
+)
+
+// listingEvent is what the server sees of a folder's listing.
+type listingEvent uint8
+
+const (
+	listingStarts listingEvent = iota // its first reply
+	plainReply                        // a later plain reply with entries
+	listingEnds                       // an empty reply: the kernel has read it all
+	lookupInIt                        // a lookup in the folder
+)
+
+// note moves folder id on by ev, and reports whether the kernel keeps
+// its listing without attributes, which the caller then drops.
+func (k *keptListings) note(id uint64, ev listingEvent) (drop bool) {
+	if ev != plainReply && k.n.Load() == 0 {
+		return false // only a plain reply starts following a folder
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	old := k.m[id]
+	next := old
+	switch {
+	case ev == listingStarts:
+		next = 0
+	case ev == plainReply && old == 0:
+		next = listingPlain
+	case ev == listingEnds && old == listingPlain:
+		next = listingBare
+	case ev == listingEnds && old == listingMixed:
+		next = 0
+	case ev == lookupInIt && old == listingPlain:
+		next = listingMixed
+	case ev == lookupInIt && old == listingBare:
+		next, drop = 0, true
+	}
+	switch {
+	case next == old:
+	case next == 0:
+		delete(k.m, id)
+		k.n.Add(-1)
+	default:
+		if old == 0 {
+			if k.m == nil {
+				k.m = make(map[uint64]listingState)
+			}
+			k.n.Add(1)
+		}
+		k.m[id] = next
+	}
+	return drop
+}
+
+// relist notes a lookup in folder id, and drops the kernel's kept listing
+// of it when it has no attributes (see keptListings). The tree never
+// changes: the listing asked for again is the same, and a reader in the
+// middle of the kept one goes on from its offset.
+func (s *server) relist(id uint64) {
+	if s.kept.note(id, lookupInIt) && s.store != nil {
+		s.store.InodeNotify(id, 0, 0)
+	}
+}

@@ -18,6 +18,9 @@ type memEntry struct {
 	kids []*memEntry
 	c    Content
 	mt   time.Time
+	// gaps: the listing has a position with no entry after each kid,
+	// as npz's views folders have for the views an array lacks.
+	gaps bool
 }
 
 func (e *memEntry) Name() string       { return e.name }
@@ -36,9 +39,12 @@ func (e *memEntry) List() Listing {
 	if !e.dir {
 		return nil
 	}
-	out := make(Entries, len(e.kids))
-	for i, k := range e.kids {
-		out[i] = k
+	var out Entries
+	for _, k := range e.kids {
+		out = append(out, k)
+		if e.gaps {
+			out = append(out, nil)
+		}
 	}
 	return out
 }

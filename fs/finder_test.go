@@ -274,3 +274,81 @@ func TestUnsettledFolderShowsItChanged(t *testing.T) {
 		t.Errorf("settled folder's mtime %v, want its own %v", got, root.mt)
 	}
 }
+
+// dropNotes records the nodes whose pages the server asks the kernel to
+// drop (FUSE_NOTIFY_INVAL_INODE), and stores nothing.
+type dropNotes struct{ dropped []uint64 }
+
+func (d *dropNotes) InodeNotifyStoreCache(uint64, int64, []byte) fuse.Status { return fuse.OK }
+
+func (d *dropNotes) InodeNotify(node uint64, off, length int64) fuse.Status {
+	if off != 0 || length != 0 {
+		return fuse.EINVAL // the whole listing, or nothing
+	}
+	d.dropped = append(d.dropped, node)
+	return fuse.OK
+}
+
+// TestBareListingIsDroppedAtALookup: a folder the kernel listed to its
+// end without attributes past its first reply, and without a lookup in
+// it meanwhile, has its kept listing dropped at the first lookup in it,
+// once, so that the next listing brings attributes. A listing that fits
+// in its first reply, came with attributes, had lookups between its
+// replies (as `ls -l` makes) or is not read to its end is kept.
+func TestBareListingIsDroppedAtALookup(t *testing.T) {
+	s, r := newFinderServer(t)
+	notes := &dropNotes{}
+	s.store = notes
+	many := lookup(t, s, rootID, "many")
+	sub := lookup(t, s, rootID, "sub")
+	subEntry, _ := r.Find(sub.NodeId)
+	subEntry.(*memEntry).gaps = true // its last reply lists positions, no entry
+	if ents := readdirNode(t, s, sub.NodeId, 0, 4096, false); len(ents) != 2+len(subEntry.(*memEntry).kids) {
+		t.Fatalf("sub: %d entries", len(ents))
+	}
+	readdirNode(t, s, many.NodeId, 0, 4096, true) // with attributes
+	lookup(t, s, sub.NodeId, "deep.bin")          // kept
+	lookup(t, s, many.NodeId, "f0001")            // kept
+	// Plain replies with a lookup between them, then the end.
+	ents := readdirOnce(t, s, many.NodeId, 0, 4096)
+	ents = readdirOnce(t, s, many.NodeId, ents[len(ents)-1].Off, 4096)
+	lookup(t, s, many.NodeId, ents[0].Name)
+	readdirNode(t, s, many.NodeId, ents[len(ents)-1].Off, 4096, false)
+	lookup(t, s, many.NodeId, "f0002") // kept
+	// Plain replies not read to the end, then a lookup.
+	ents = readdirOnce(t, s, many.NodeId, 0, 4096)
+	readdirOnce(t, s, many.NodeId, ents[len(ents)-1].Off, 4096)
+	lookup(t, s, many.NodeId, "f0003")
+	if len(notes.dropped) != 0 {
+		t.Fatalf("listings dropped: %v, want none", notes.dropped)
+	}
+	if n := s.kept.n.Load(); n != 1 { // many's, not read to its end
+		t.Fatalf("%d folders followed, want 1", n)
+	}
+	// A listing from the start, plain, read to the end: the first lookup
+	// drops it.
+	if ents := readdirNode(t, s, many.NodeId, 0, 4096, false); len(ents) != 1002 {
+		t.Fatalf("%d entries", len(ents))
+	}
+	lookup(t, s, rootID, "sub") // another folder
+	lookup(t, s, many.NodeId, "f0004")
+	lookup(t, s, many.NodeId, "f0005")
+	if len(notes.dropped) != 1 || notes.dropped[0] != many.NodeId {
+		t.Errorf("listings dropped: %v, want [%d] (many's, once)", notes.dropped, many.NodeId)
+	}
+}
+
+// readdirOnce is one plain readdir request by node from off.
+func readdirOnce(t *testing.T, s *server, node, off uint64, size int) []fuse.DirEntry {
+	t.Helper()
+	l := fuse.NewDirEntryList(make([]byte, size), off)
+	in := fuse.ReadIn{InHeader: fuse.InHeader{NodeId: node}, Offset: off, Size: uint32(size)}
+	if st := s.ReadDir(nil, &in, l); !st.Ok() {
+		t.Fatalf("readdir at %d: %v", off, st)
+	}
+	ents := parseDirents(t, l.Bytes(), false)
+	if len(ents) == 0 {
+		t.Fatalf("readdir at %d: no entries", off)
+	}
+	return ents
+}

@@ -13,9 +13,12 @@ import (
 const PushMax = 128 << 10
 
 // pageStore is what the server needs of go-fuse's server to fill the
-// kernel's page cache (FUSE_NOTIFY_STORE): *fuse.Server has it.
+// kernel's page cache (FUSE_NOTIFY_STORE) and to drop a node's pages,
+// for a folder its kept listing (FUSE_NOTIFY_INVAL_INODE): *fuse.Server
+// has both.
 type pageStore interface {
 	InodeNotifyStoreCache(node uint64, offset int64, data []byte) fuse.Status
+	InodeNotify(node uint64, off, length int64) fuse.Status
 }
 
 // Init keeps go-fuse's server, through which pushes are sent. It is

@@ -61,7 +61,8 @@ type server struct {
 	st    *mountState
 	nodes knownNodes
 	dirs  dirHandles
-	store pageStore // set by Init; nil in tests without a kernel
+	kept  keptListings // how the kernel came to keep folders' listings
+	store pageStore    // set by Init; nil in tests without a kernel
 }
 
 var _ fuse.RawFileSystem = (*server)(nil)
@@ -267,6 +268,7 @@ func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 		}
 	default:
 		c, parent = dir.Lookup(name), h.NodeId
+		s.relist(h.NodeId)
 	}
 	if c == nil {
 		*out = fuse.EntryOut{}
