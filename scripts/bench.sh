@@ -690,6 +690,15 @@ for r in $(seq "$rounds5"); do
     else rec s5.lsl.err "ls -l failed (exit status $rc)"; fi
     stop_fs "$mnt" many-ls
   fi
+  # The same after a plain ls, whose listing the kernel keeps.
+  if start_fs npzfs "$many" "$mnt"; then
+    ls "$mnt" >/dev/null
+    t0=$EPOCHREALTIME rc=0
+    n=$("${guard[@]}" ls -l "$mnt" | wc -l) || rc=$?
+    if [ $rc = 0 ]; then rec s5.lsl.afterls "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$((n - 1))"
+    else rec s5.lsl.afterls.err "ls -l failed (exit status $rc)"; fi
+    stop_fs "$mnt"
+  fi
   t0=$EPOCHREALTIME
   n=$(ls -l "$work/local-all" | wc -l)
   rec s5.lsl.local "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$((n - 1))"

@@ -382,6 +382,10 @@ def build(r, gobench):
         fmt_count(ne), fmt_count(de)),
         None if a is None else a * 1e6, "s5.lsl", "µs", None if b is None else b * 1e6, "s5.lsl.local", "µs",
         "local folder of the .npy files", div(b, a), "—", None, digits=2)
+    a, d = r.med("s5.lsl.afterls", "secs"), r.med("s5.lsl.tree", "secs")
+    q = div(d, a)
+    row("5b", "  `ls -l` of the root after a plain `ls` (the kernel keeps its listing)", a, "s5.lsl.afterls", "s",
+        d, "s5.lsl.tree", "s", "ls -l of the local folder of the same names", q, "—", None)
     n, d = r.med("s5.opendir.root", "secs"), r.med("s5.opendir.small", "secs")
     q = div(d, n)
     row("5b", "  opening the root 200 times, fresh mount", None if n is None else n * 1e3, "s5.opendir.root", "ms",
