@@ -144,7 +144,7 @@ func (s *server) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 		}
 		n++
 	}
-	s.listed(in, n > 0, n == 0)
+	s.listed(in, true, n)
 	return fuse.OK
 }
 
@@ -183,23 +183,23 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 			s.entryOut(e, d.dots[0], eo)
 		}
 	}
-	s.listed(in, false, n == 0)
+	s.listed(in, false, n)
 	return fuse.OK
 }
 
 // listed notes a readdir reply by node (no-opendir: a tree that never
-// changes): a listing's first, a later plain one with entries, or an
-// empty one, which the kernel takes as the listing's end (see
-// keptListings).
-func (s *server) listed(in *fuse.ReadIn, plainEntries, end bool) {
+// changes) of n entries, plain or with attributes: a listing's first, a
+// later plain one with entries, or an empty one, which the kernel takes
+// as the listing's end (see keptListings).
+func (s *server) listed(in *fuse.ReadIn, plain bool, n int) {
 	switch {
 	case in.Fh != 0:
 	case in.Offset == 0:
 		s.kept.note(in.NodeId, listingStarts)
-	case plainEntries:
-		s.kept.note(in.NodeId, plainReply)
-	case end:
+	case n == 0:
 		s.kept.note(in.NodeId, listingEnds)
+	case plain:
+		s.kept.note(in.NodeId, plainReply)
 	}
 }
 

@@ -53,21 +53,12 @@ func (s *server) push(id uint64, e Entry) {
 	if err != nil || !ok {
 		return
 	}
-	var head []byte
-	if h, isHeaded := f.(Headed); isHeaded {
-		if head, err = h.Head(); err != nil || int64(len(head)) > size {
-			return
-		}
-	}
 	buf := pushBufs.Get().(*[PushMax]byte)
 	defer pushBufs.Put(buf)
 	data := buf[:size]
-	if _, err := readCopy(fd, base, head, data); err != nil {
-		return
-	}
-	// As Read does: a change of the archive file while its bytes were
-	// read fails it, and nothing is pushed.
-	if _, _, _, err := f.Extent(); err != nil {
+	// Read and checked as Read does: a change of the archive file, before
+	// or while its bytes are read, fails it, and nothing is pushed.
+	if _, errno := readExtent(f, fd, base, 0, size, data, false); errno != 0 {
 		return
 	}
 	if s.store.InodeNotifyStoreCache(id, 0, data) == fuse.OK {

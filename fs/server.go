@@ -399,36 +399,7 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 		return nil, Errno(err)
 	}
 	if ok {
-		var head []byte
-		if h, isHeaded := f.(Headed); isHeaded {
-			if head, err = h.Head(); err != nil {
-				return nil, Errno(err)
-			}
-		}
-		// The part of the head this read covers, and where the rest
-		// starts in the archive file.
-		var headPart []byte
-		if off < int64(len(head)) {
-			headPart = head[off:min(int64(len(head)), off+want)]
-		}
-		at := base + max(off-int64(len(head)), 0)
-		// want is already clamped to this file's end: the read is of
-		// bytes the archive file must hold, whole, or it fails.
-		r, err := readExact(fd, at, headPart, int(want), dest)
-		if err != nil {
-			// Whatever the archive file's own error (EINVAL, ENXIO
-			// from a failing device...), the file cannot be read:
-			// EIO, as for every other read that fails.
-			return nil, syscall.EIO
-		}
-		// Checked again now that the bytes are read: a change of the
-		// archive file while they were read fails the read rather than
-		// serving what may be a mix.
-		if _, _, _, err := f.Extent(); err != nil {
-			r.Done()
-			return nil, Errno(err)
-		}
-		return r, 0
+		return readExtent(f, fd, base, off, want, dest, true)
 	}
 	got, err := f.ReadAtContext(ctx, dest[:want], off)
 	if got == int(want) {
@@ -444,6 +415,49 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 		err = io.ErrUnexpectedEOF
 	}
 	return nil, Errno(err)
+}
+
+// readExtent reads [off, off+want) of f, whose bytes after its head (if
+// it is Headed) lie at base of the archive file fd, into a reply:
+// spliced where it can be, or copied into dest. want is clamped to f's
+// end already: the read is of bytes the archive file must hold, whole,
+// or it fails.
+func readExtent(f Content, fd uintptr, base, off, want int64, dest []byte, spliced bool) (fuse.ReadResult, syscall.Errno) {
+	var head []byte
+	if h, isHeaded := f.(Headed); isHeaded {
+		var err error
+		if head, err = h.Head(); err != nil {
+			return nil, Errno(err)
+		}
+	}
+	// The part of the head this read covers, and where the rest starts
+	// in the archive file.
+	var headPart []byte
+	if off < int64(len(head)) {
+		headPart = head[off:min(int64(len(head)), off+want)]
+	}
+	at := base + max(off-int64(len(head)), 0)
+	var r fuse.ReadResult
+	var err error
+	if spliced {
+		r, err = readExact(fd, at, headPart, int(want), dest)
+	} else {
+		r, err = readCopy(fd, at, headPart, dest[:want])
+	}
+	if err != nil {
+		// Whatever the archive file's own error (EINVAL, ENXIO from a
+		// failing device...), the file cannot be read: EIO, as for
+		// every other read that fails.
+		return nil, syscall.EIO
+	}
+	// Checked again now that the bytes are read: a change of the archive
+	// file while they were read fails the read rather than serving what
+	// may be a mix.
+	if _, _, _, err := f.Extent(); err != nil {
+		r.Done()
+		return nil, Errno(err)
+	}
+	return r, 0
 }
 
 // Release: files have no handle to release; an Opener is told.
