@@ -4,7 +4,8 @@
 #   bash scripts/bench.sh                 # full size (about 20 minutes; data reused)
 #   BENCH_SIZE=small bash scripts/bench.sh  # small arrays, for trying the harness
 #
-# Builds npzfs and the C reader (scripts/bench/rd.c), writes the archives with
+# Builds npzfs, the C reader (scripts/bench/rd.c) and the FUSE floor
+# (scripts/bench/floor.c, a minimal libfuse daemon), writes the archives with
 # numpy into bench-data/SIZE/ (reused while their sidecar .json still matches),
 # mounts each in a fresh `npzfs mount -f` daemon per measurement, and prints
 # one table: benchmark, npzfs, reference, ratio, target, met. A full-size run
@@ -53,7 +54,7 @@ py=/usr/bin/python3
 data="$root/bench-data/$size"
 started=$EPOCHREALTIME
 
-ensure_deps fuse numpy gcc unzip fuse-zip archivemount igzip libdeflate-gunzip
+ensure_deps fuse numpy gcc unzip fuse-zip archivemount igzip libdeflate-gunzip libfuse3-dev
 
 work=$(mktemp -d /tmp/npzfs-bench.XXXXXX)
 res="$work/results.tsv"
@@ -102,7 +103,8 @@ trap 'exit 130' INT TERM
 # DAEMON: pid and kind of the file system process serving the current mount.
 DPID= DKIND=
 # start_fs KIND ARCHIVE MNT: a fresh foreground daemon of KIND (npzfs,
-# fuse-zip, archivemount) serving ARCHIVE at MNT; returns once MNT is live.
+# fuse-zip, archivemount; floor, whose ARCHIVE is a flat folder) serving
+# ARCHIVE at MNT; returns once MNT is live.
 # npzfs mounts leave no saved index, and find none (the figures of a
 # fresh mount are of inflating from the start), unless a step says.
 npzfs_flags=(--no-index)
@@ -113,6 +115,7 @@ start_fs() {
     npzfs) "$npzfs" mount -f "${npzfs_flags[@]}" "$arch" "$mnt" >>"$work/$kind.log" 2>&1 & ;;
     fuse-zip) fuse-zip -f -r "$arch" "$mnt" >>"$work/$kind.log" 2>&1 & ;;
     archivemount) archivemount -f -o readonly "$arch" "$mnt" >>"$work/$kind.log" 2>&1 & ;;
+    floor) "$floor" "$arch" "$mnt" >>"$work/$kind.log" 2>&1 & ;;
   esac
   DPID=$! DKIND=$kind
   pids+=("$DPID")
@@ -202,6 +205,9 @@ npzfs="$work/npzfs"
 build_npzfs "$npzfs"
 gcc -O2 -Wall -o "$work/rd" scripts/bench/rd.c
 rd="$work/rd"
+floor="$work/floor"
+gcc -O2 -Wall -I/usr/include/fuse3 -o "$floor" scripts/bench/floor.c -lfuse3 -lpthread 2>"$work/err" \
+  || { rec note.floor.build "$(head -n 1 "$work/err")"; floor=; }
 go build -o "$work/inflatebench" ./internal/cmd/inflatebench
 rec meta.commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+dirty')"
 rec meta.date "$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -672,6 +678,7 @@ random.seed(2222)
 print("\n".join(random.sample(names, min(2000, len(names)))))' "$work/many.names" >"$work/many.rand"
 sed "s|^|$mnt/|" "$work/many.rand" >"$work/many.rand.mnt"
 sed "s|^|$work/local-all/|" "$work/many.rand" >"$work/many.rand.local"
+sed "s|^|$work/floor.mnt/|" "$work/many.rand" >"$work/many.rand.floor"
 first_key=$(head -n 1 "$work/many.names")
 opendirs() { # DIR N: open(O_DIRECTORY) and close DIR N times
   "$py" -c 'import os, sys, time
@@ -727,6 +734,22 @@ for r in $(seq "$rounds5"); do
     out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.mnt" "$work/many.rand.local" 2>"$work/err") \
       && rec s5.nprand.listed "$out" || rec s5.nprand.listed.err "$(head -n 1 "$work/err")"
     stop_fs "$mnt" many-read
+  fi
+  # The same through the floor (scripts/bench/floor.c): a minimal C
+  # daemon serving the local folder the way npzfs serves a small array.
+  # Its names are looked up by stat of the 2,000 paths (it lists nothing).
+  if [ -n "$floor" ] && start_fs floor "$work/local-all" "$work/floor.mnt"; then
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.floor" "$work/many.rand.local" 2>"$work/err") \
+      && rec s5.nprand.floor.fresh "$out" || rec s5.nprand.floor.fresh.err "$(head -n 1 "$work/err")"
+    stop_fs "$work/floor.mnt"
+  fi
+  if [ -n "$floor" ] && start_fs floor "$work/local-all" "$work/floor.mnt"; then
+    "$py" -c 'import os, sys
+for p in open(sys.argv[1]):
+    os.stat(p.rstrip("\n"))' "$work/many.rand.floor"
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.floor" "$work/many.rand.local" 2>"$work/err") \
+      && rec s5.nprand.floor.listed "$out" || rec s5.nprand.floor.listed.err "$(head -n 1 "$work/err")"
+    stop_fs "$work/floor.mnt"
   fi
 done
 rm -rf "$work/local-all" "$work/local-tree"

@@ -7,7 +7,8 @@ die() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; exit 1; }
 # ensure_deps WHAT...: make sure each named dependency is present, installing
 # the missing ones from Debian when running as root. Names: fuse, numpy, gcc,
 # zip, unzip, fuse-zip, archivemount, time, nginx, pybuild (python3-build,
-# -setuptools, -wheel), pytest, venv, man (man-db), and any other command.
+# -setuptools, -wheel), pytest, venv, man (man-db), libfuse3-dev (libfuse's
+# headers, for scripts/bench/floor.c), and any other command.
 ensure_deps() {
   command -v go >/dev/null || die "Go is not installed (expected at /usr/local/go/bin/go)"
   local missing=() what
@@ -22,6 +23,7 @@ ensure_deps() {
       pybuild) /usr/bin/python3 -c 'import build, setuptools, wheel' >/dev/null 2>&1 || missing+=(python3-build python3-setuptools python3-wheel) ;;
       pytest) /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest) ;;
       venv) /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv) ;;
+      libfuse3-dev) [ -f /usr/include/fuse3/fuse_lowlevel.h ] || missing+=(libfuse3-dev) ;;
       man) command -v man >/dev/null || missing+=(man-db) ;;
       bash-completion) [ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion) ;;
       *) command -v "$what" >/dev/null || missing+=("$what") ;;

@@ -399,6 +399,14 @@ def build(r, gobench):
         row("5b", "  np.load of 2,000 random KEY.npy, per file, %s" % name, None if a is None else a * 1e6, key, "µs",
             None if b is None else b * 1e6, key, "µs", "the same file in a local folder, loaded in turn", q,
             tgt, None if q is None else q >= 1 / t)
+    # The floor: what np.load costs through FUSE itself on this machine.
+    for key, name in (("s5.nprand.floor.listed", "after a stat of each"),
+                      ("s5.nprand.floor.fresh", "fresh mount")):
+        k = r.med(key, "arrays")
+        a, b = div(r.med(key, "secs"), k), div(r.med(key, "ref_secs"), k)
+        row("5b", "  the same, %s, through the floor (a minimal C daemon, scripts/bench/floor.c)" % name,
+            None if a is None else a * 1e6, key, "µs", None if b is None else b * 1e6, key, "µs",
+            "the same file in a local folder, loaded in turn", div(b, a), "—", None)
     # 5c. a million arrays
     n = r.med("s5m.mount", "secs")
     row("5c", "1,000,000 arrays: `npzfs mount` (background) returns", n, "s5m.mount", "s", None, None, None, None,
