@@ -488,17 +488,6 @@ func (a *Archive) sidecar(head int64) *IndexSidecar {
 	return a.found
 }
 
-// knownSidecar is the archive's sidecar when it is known without a
-// request: Options.Sidecar, or one found already.
-func (a *Archive) knownSidecar() *IndexSidecar {
-	if a.opts.Sidecar != nil {
-		return a.opts.Sidecar
-	}
-	a.sidecarMu.Lock()
-	defer a.sidecarMu.Unlock()
-	return a.found
-}
-
 // ErrClosed is the error of reads of a closed Archive.
 var ErrClosed = errors.New("npz: the archive is closed")
 

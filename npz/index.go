@@ -289,8 +289,7 @@ func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
 // store comes first: an index rebuilt after the sidecar's failed is
 // there.)
 func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
-	head := inflate.IndexHeadLen(x.m.e.Size, x.m.a.opts.SpanSize)
-	sc := x.m.a.sidecar(int64(zip.LocalHeaderLen+len(path.Base(name))) + head)
+	sc, head := x.findSidecar(name)
 	if sc == nil {
 		return nil, 0
 	}
@@ -310,6 +309,16 @@ func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
 		x.s.loaded.Add(1)
 	}
 	return src, size
+}
+
+// findSidecar is the archive's sidecar (looked for now, the first time,
+// where Options.FindSidecar finds it), and how many of the first bytes
+// of the member's index, saved under name, a reader reads at once.
+func (x *memberIndex) findSidecar(name string) (*IndexSidecar, int64) {
+	head := inflate.IndexHeadLen(x.m.e.Size, x.m.a.opts.SpanSize)
+	// Told to FindSidecar: the sidecar's start, if it begins with this
+	// index, holds its local header and the index's table.
+	return x.m.a.sidecar(int64(zip.LocalHeaderLen+len(path.Base(name))) + head), head
 }
 
 // close closes the saved index's file, if one was opened, once no save
@@ -537,10 +546,12 @@ func (m *Member) Indexed() int64 {
 }
 
 // HasSavedIndex reports whether a deflated member has a saved index
-// where the archive looks for one (its IndexStore, then its sidecar, if
-// known without a request: not one Options.FindSidecar would look for),
+// where the archive looks for one, its IndexStore, then its sidecar,
 // without loading it: it reads the member's local header and the ends
-// of its compressed data, which make the index's key.
+// of its compressed data, which make the index's key, and the sidecar's
+// start or its directory. A sidecar Options.FindSidecar finds is looked
+// for now, the first time: for a remote archive, the requests the
+// member's first read past its first span would make, made sooner.
 func (m *Member) HasSavedIndex() bool {
 	x, name := m.indexKey()
 	if name == "" {
@@ -549,8 +560,10 @@ func (m *Member) HasSavedIndex() bool {
 	if x.s != nil && x.s.dir.Has(name) {
 		return true
 	}
-	if sc := m.a.knownSidecar(); sc != nil {
-		return sc.has(name)
+	sc, head := x.findSidecar(name)
+	if sc == nil {
+		return false
 	}
-	return false
+	src, _, err := sc.lookup(name, head)
+	return err == nil && src != nil
 }

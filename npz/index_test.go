@@ -782,6 +782,40 @@ func TestHasSavedIndex(t *testing.T) {
 	if !a.Member("b.npy").HasSavedIndex() || a.Member("a.npy").HasSavedIndex() {
 		t.Errorf("HasSavedIndex: b.npy %v (indexed), a.npy %v (not)", a.Member("b.npy").HasSavedIndex(), a.Member("a.npy").HasSavedIndex())
 	}
+
+	// A sidecar Options.FindSidecar finds (a remote archive's) is looked
+	// for by HasSavedIndex, once, and the index looked for in it: the
+	// first entry's from its local header, the other's by the directory.
+	for _, tc := range []struct {
+		name string
+		side []byte
+		want bool
+	}{
+		{"none", nil, false},
+		{"the archive's", sidecarOf(t, b), true},
+		{"another archive's", foreignSidecar(t), false},
+	} {
+		var finds atomic.Int64
+		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{FindSidecar: func(int64) (*IndexSidecar, error) {
+			finds.Add(1)
+			if tc.side == nil {
+				return nil, nil
+			}
+			return NewIndexSidecar(bytes.NewReader(tc.side), int64(len(tc.side)), "https://host/x.npzidx"), nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"a.npy", "b.npy"} {
+			if got := a.Member(name).HasSavedIndex(); got != tc.want {
+				t.Errorf("sidecar %s: %s: HasSavedIndex %v, want %v", tc.name, name, got, tc.want)
+			}
+		}
+		if finds.Load() != 1 {
+			t.Errorf("sidecar %s: looked for %d times, want once", tc.name, finds.Load())
+		}
+		a.Close()
+	}
 }
 
 // TestGrownPartialIndexSavedAtClose: a partial index loaded and grown is

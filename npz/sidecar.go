@@ -41,7 +41,6 @@ type IndexSidecar struct {
 	first     atomic.Pointer[sidecarEntry] // the entry at byte 0, when its local header says all
 
 	dirOnce sync.Once
-	dirRead atomic.Bool // files is complete
 	dirErr  error
 	files   map[string]*sidecarEntry // by entry name, KEY.idx
 }
@@ -105,7 +104,6 @@ func (s *IndexSidecar) dir() error {
 		if err != nil {
 			s.dirErr = fmt.Errorf("index sidecar %s: %w", s.path, err)
 		}
-		s.dirRead.Store(true)
 	})
 	return s.dirErr
 }
@@ -147,21 +145,6 @@ func (s *IndexSidecar) Len() int {
 		return 0
 	}
 	return len(s.files)
-}
-
-// has reports whether the sidecar holds an entry under key name, as far
-// as is known without a request: its first entry, if read, and its
-// directory, if read.
-func (s *IndexSidecar) has(name string) bool {
-	base := path.Base(name)
-	if f := s.first.Load(); f != nil && f.e.Name == base {
-		return true
-	}
-	if !s.dirRead.Load() {
-		return false
-	}
-	_, ok := s.files[base]
-	return ok
 }
 
 // localHeaderSlack is what a sidecar entry's local header is assumed to
