@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/hostile"
+	"github.com/npzfs/npzfs/internal/testserver"
 )
 
 // indexFiles lists the saved indexes under an --index-dir folder.
@@ -470,19 +471,29 @@ func TestDamagedArchiveWithIndex(t *testing.T) {
 	}
 }
 
+// unindexedNote is what npzfs mount says of bigZerosArchive's member
+// while it has no saved index.
+const unindexedNote = "note: a deflated member of 0.3 GiB has no saved index"
+
+// bigZerosArchive writes dir/zeros.npz, whose one deflated member is
+// 320 MiB of zeros (some 320 KiB deflated), and returns its path.
+func bigZerosArchive(t *testing.T, dir string) string {
+	t.Helper()
+	data := hostile.NPY("<i8", []int64{40 << 20}, make([]byte, 320<<20))
+	archive := filepath.Join(dir, "zeros.npz")
+	if err := os.WriteFile(archive, hostile.Zip([]hostile.Member{{Name: "zeros.npy", Data: data, Deflate: true}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
+
 // TestMountNotesUnindexedMember: npzfs mount of an archive with a
 // deflated member over 256 MiB and no saved index says so once, with
 // what to do; once npzfs index has run, or with --index, it does not.
 func TestMountNotesUnindexedMember(t *testing.T) {
 	needFuse(t)
-	data := hostile.NPY("<i8", []int64{40 << 20}, make([]byte, 320<<20)) // zeros: deflates to little
-	z := hostile.Zip([]hostile.Member{{Name: "zeros.npy", Data: data, Deflate: true}})
-	archive := filepath.Join(t.TempDir(), "zeros.npz")
-	if err := os.WriteFile(archive, z, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	archive := bigZerosArchive(t, t.TempDir())
 	idx := t.TempDir()
-	note := "note: a deflated member of 0.3 GiB has no saved index"
 	for _, tc := range []struct {
 		flags []string
 		note  bool
@@ -492,7 +503,7 @@ func TestMountNotesUnindexedMember(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		r := npzfs(t, append(append([]string{"mount"}, tc.flags...), archive, dir)...)
-		if r.code != 0 || strings.Contains(r.stderr, note) != tc.note || strings.Count(r.stderr, "\n") > 1 {
+		if r.code != 0 || strings.Contains(r.stderr, unindexedNote) != tc.note || strings.Count(r.stderr, "\n") > 1 {
 			t.Errorf("mount %v: exit %d, stderr %q; want the note: %v", tc.flags, r.code, r.stderr, tc.note)
 		}
 		if tc.note && !strings.Contains(r.stderr, "npzfs index "+archive) {
@@ -508,4 +519,45 @@ func TestMountNotesUnindexedMember(t *testing.T) {
 		t.Errorf("mount once indexed: exit %d, stderr %q", r.code, r.stderr)
 	}
 	clear(t, dir)
+}
+
+// TestRemoteMountNotesUnindexedMember: so does npzfs mount of a remote
+// archive, which looks for its sidecar to tell; with a sidecar beside
+// it, it does not, and the mount reads deep into the member with it.
+func TestRemoteMountNotesUnindexedMember(t *testing.T) {
+	needFuse(t)
+	www := t.TempDir()
+	bigZerosArchive(t, www)
+	ng := testserver.StartNginx(t, www)
+	url := ng.URL + "/zeros.npz"
+	dir := t.TempDir()
+	r := npzfs(t, "mount", "--index-dir", t.TempDir(), url, dir)
+	if r.code != 0 || !strings.Contains(r.stderr, unindexedNote) || !strings.Contains(r.stderr, "npzfs index "+url+" ") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("mount with no sidecar: exit %d, stderr %q; want the note", r.code, r.stderr)
+	}
+	clear(t, dir)
+	if r := npzfs(t, "index", "--index-dir", t.TempDir(), "--sidecar-file", filepath.Join(www, "zeros.npzidx"), url); r.code != 0 {
+		t.Fatalf("npzfs index --sidecar-file: exit %d, %q", r.code, r.stderr)
+	}
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	dir = t.TempDir()
+	if r := npzfs(t, "mount", "--index-dir", t.TempDir(), "--log", log, url, dir); r.code != 0 || r.stderr != "" {
+		t.Errorf("mount with a sidecar: exit %d, stderr %q", r.code, r.stderr)
+	}
+	p := make([]byte, 4096)
+	f, err := os.Open(filepath.Join(dir, "zeros", "raw.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(p, 300<<20); err != nil || !bytes.Equal(p, make([]byte, 4096)) {
+		t.Errorf("4 KiB at 300 MiB: %v, or not zeros", err)
+	}
+	f.Close()
+	if st := status(t, dir); st.Indexes == nil || st.Indexes.Loaded != 1 {
+		t.Errorf("the sidecar's index was not loaded: %+v", st.Indexes)
+	}
+	clear(t, dir)
+	if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("not used")) {
+		t.Errorf("the log: %s", b)
+	}
 }

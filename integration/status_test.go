@@ -27,6 +27,7 @@ type statusOf struct {
 		Requests     int64
 		BytesFetched int64 `json:"bytes_fetched"`
 	}
+	Indexes  *struct{ Loaded int64 } `json:"saved_indexes"`
 	Indexing *struct {
 		Members     int
 		MembersDone int   `json:"members_done"`

@@ -481,9 +481,10 @@ func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus
 	st := mountStatus{archive: d.Name(), mountpoint: mp.dir, hidden: mp.hidden}
 	if a := d.Archive(); a != nil {
 		st.members, st.unreadable = a.Len(), unreadableMembers(a.All())
-		// A remote archive's sidecar is looked for at its first deep
-		// read, not at mount: whether it has saved indexes is not known.
-		if !ma.buildIndex && !d.Remote() {
+		// For a remote archive with such a member, whether it has a
+		// saved index may take a look for its sidecar: requests its
+		// first deep read would make, made now.
+		if !ma.buildIndex {
 			st.unindexed, st.unindexedBytes = unindexedMembers(a.All())
 		}
 	}

@@ -167,13 +167,15 @@ def prefix_section(rows):
         None if ours is None or ref is None or n is None or nref is None else ours <= 1.2 * ref and n - nref <= 2 * k)
     d, st = med(rows, "p.first4k.bigdefl", "secs"), med(rows, "p.first4k.stored", "secs")
     n = most(rows, "p.first4k.bigdefl", "requests")
+    before, sbefore = most(rows, "p.first4k.bigdefl", "before"), most(rows, "p.first4k.stored", "before")
     fetched = most(rows, "p.first4k.bigdefl", "fetched")
     member = most(rows, "p.first4k.bigdefl", "member")
     frac = None if fetched is None or not member else fetched / member
     row("first 4 KiB at 90% of a 1 GiB deflated member, with the shared sidecar (fresh machine)",
-        f"{fmt(d, ' s', 3)}, {n} requests, {fmt(None if frac is None else 100 * frac, '%', 2)} of the member fetched"
+        f"{fmt(d, ' s', 3)}, {n} requests ({before} before it: mount, stat), "
+        f"{fmt(None if frac is None else 100 * frac, '%', 2)} of the member fetched"
         if d is not None else err(rows, "p.first4k.bigdefl") or "n/a",
-        f"4 KiB of the stored member: {fmt(st, ' s', 3)}",
+        f"4 KiB of the stored member: {fmt(st, ' s', 3)} ({sbefore} requests before it)",
         "" if d is None or st is None else f"{d / st:.2f}x",
         "<= 4 requests, <= 3x, <= 2% fetched",
         None if d is None or st is None or n is None or frac is None else n <= 4 and d <= 3 * st and frac <= 0.02)
