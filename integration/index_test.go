@@ -489,7 +489,8 @@ func bigZerosArchive(t *testing.T, dir string) string {
 
 // TestMountNotesUnindexedMember: npzfs mount of an archive with a
 // deflated member over 256 MiB and no saved index says so once, with
-// what to do; once npzfs index has run, or with --index, it does not.
+// what to do; once npzfs index has run, or with --index or --no-index,
+// it does not.
 func TestMountNotesUnindexedMember(t *testing.T) {
 	needFuse(t)
 	archive := bigZerosArchive(t, t.TempDir())
@@ -500,6 +501,7 @@ func TestMountNotesUnindexedMember(t *testing.T) {
 	}{
 		{[]string{"--index-dir", idx}, true},
 		{[]string{"--index-dir", idx, "--index"}, false},
+		{[]string{"--no-index"}, false},
 	} {
 		dir := t.TempDir()
 		r := npzfs(t, append(append([]string{"mount"}, tc.flags...), archive, dir)...)

@@ -483,8 +483,9 @@ func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus
 		st.members, st.unreadable = a.Len(), unreadableMembers(a.All())
 		// For a remote archive with such a member, whether it has a
 		// saved index may take a look for its sidecar: requests its
-		// first deep read would make, made now.
-		if !ma.buildIndex {
+		// first deep read would make, made now. With --no-index no
+		// saved index would be read: saying to build one is no help.
+		if !ma.buildIndex && !ma.index.none {
 			st.unindexed, st.unindexedBytes = unindexedMembers(a.All())
 		}
 	}
