@@ -201,10 +201,11 @@ func writeBash(w io.Writer, spec []compCommand) {
 	fmt.Fprintf(w, `# bash completion for npzfs. Made by: npzfs completion bash
 
 # _npzfs_mounts lists the npzfs mount points (the mount table escapes
-# blanks as \040, which printf %%b turns back).
+# blanks as \040, which printf %%b turns back). Its fields are split at
+# blanks whatever IFS the caller set.
 _npzfs_mounts() {
   local src dir type rest
-  while read -r src dir type rest; do
+  while IFS=$' \t' read -r src dir type rest; do
     [[ $type == fuse.npzfs ]] && printf '%%b\n' "$dir"
   done </proc/self/mounts
 }
@@ -419,7 +420,9 @@ _npzfs() {
   cmds=(
 `, strings.Join(mountOptionNames(), " "))
 	for _, c := range spec {
-		fmt.Fprintf(w, "    %s\n", shellQuote(c.name+":"+c.summary))
+		for _, n := range append([]string{c.name}, aliasesOf(c.name)...) {
+			fmt.Fprintf(w, "    %s\n", shellQuote(n+":"+c.summary))
+		}
 	}
 	fmt.Fprintf(w, "    'help:show help for a command'\n  )\n")
 	fmt.Fprintf(w, `  if (( CURRENT == 2 )); then
@@ -485,7 +488,9 @@ func zshFlagSpec(f compFlag) string {
 	if !f.repeats {
 		excl = "(-" + f.short + " --" + f.long + ")"
 	}
-	return "'" + excl + "'" + rep + "{" + short + "," + long + "}'" + desc + arg + "'"
+	// The star goes inside the quotes: unquoted, zsh would take it for a
+	// glob and drop the spec.
+	return "'" + excl + rep + "'{" + short + "," + long + "}'" + desc + arg + "'"
 }
 
 // argName names argument i of a command, from its usage line.

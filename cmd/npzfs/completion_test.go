@@ -1,13 +1,15 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/npzfs/npzfs/internal/shellcomp"
 )
 
 // completionDir writes the completion script for shell, and a folder to
@@ -55,84 +57,52 @@ var completionCases = []struct {
 	{"npzfs umount --l", []string{"--lazy"}},
 }
 
-// TestCompletionBash loads the bash script and completes each case as
-// bash would, with COMP_WORDS and COMP_CWORD set.
-func TestCompletionBash(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash not found")
+// TestCompletion completes each case in bash, fish and zsh (with the
+// script installed on $fpath, and sourced).
+func TestCompletion(t *testing.T) {
+	lines := make([]string, len(completionCases))
+	for i, tc := range completionCases {
+		lines[i] = tc.line
 	}
-	script, dir := completionDir(t, "bash")
-	for _, tc := range completionCases {
-		cmd := exec.Command(bash, "--norc", "-c", `source "$1" || exit 9
-read -ra COMP_WORDS <<<"$2"
-[[ $2 == *" " ]] && COMP_WORDS+=("")
-COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-_npzfs
-printf '%s\n' "${COMPREPLY[@]}"`, "bash", script, tc.line)
-		cmd.Dir = dir
-		checkCompletion(t, "bash", tc.line, cmd, tc.want, func(s string) string { return strings.TrimSuffix(s, "/") })
-	}
-	out, err := exec.Command(bash, "--norc", "-c", `source "$1"; complete -p npzfs`, "bash", script).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "complete -F _npzfs npzfs" {
-		t.Errorf("complete -p npzfs: %v %s", err, out)
-	}
-}
-
-// TestCompletionFish completes each case with fish's complete -C.
-func TestCompletionFish(t *testing.T) {
-	fish, err := exec.LookPath("fish")
-	if err != nil {
-		t.Skip("fish not found (Debian: apt-get install fish)")
-	}
-	script, dir := completionDir(t, "fish")
-	for _, tc := range completionCases {
-		cmd := exec.Command(fish, "--no-config", "-c", `source $argv[1]; or exit 9; complete -C $argv[2]`, script, tc.line)
-		cmd.Dir = dir
-		checkCompletion(t, "fish", tc.line, cmd, tc.want, func(s string) string {
-			s, _, _ = strings.Cut(s, "\t") // the description
-			return strings.TrimSuffix(s, "/")
+	for _, shell := range []string{shellcomp.Bash, shellcomp.Fish, shellcomp.Zsh, shellcomp.ZshSourced} {
+		t.Run(shell, func(t *testing.T) {
+			script, dir := completionDir(t, strings.TrimSuffix(shell, "-sourced"))
+			offers, err := shellcomp.Complete(shell, script, dir, lines)
+			if errors.Is(err, shellcomp.ErrNoShell) {
+				t.Skipf("%v (Debian: apt-get install bash zsh fish)", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, tc := range completionCases {
+				if !slices.Equal(offers[i], tc.want) {
+					t.Errorf("%q offers %q, want %q", tc.line, offers[i], tc.want)
+				}
+			}
 		})
 	}
 }
 
-// TestCompletionZsh checks the zsh script's syntax, and that it loads
-// into compinit's table for npzfs.
-func TestCompletionZsh(t *testing.T) {
-	zsh, err := exec.LookPath("zsh")
-	if err != nil {
-		t.Skip("zsh not found (Debian: apt-get install zsh)")
+// TestCompletionLoads checks that bash registers the function for npzfs
+// and that zsh parses the script (zsh -n).
+func TestCompletionLoads(t *testing.T) {
+	bash, errBash := exec.LookPath("bash")
+	zsh, errZsh := exec.LookPath("zsh")
+	if errBash != nil && errZsh != nil {
+		t.Skip("neither bash nor zsh found")
 	}
-	script, _ := completionDir(t, "zsh")
-	if out, err := exec.Command(zsh, "-n", script).CombinedOutput(); err != nil {
-		t.Fatalf("zsh -n: %v %s", err, out)
-	}
-	out, err := exec.Command(zsh, "-f", "-c", `autoload -U compinit && compinit -u -d "$2" && source "$1" && print -r -- $_comps[npzfs]`,
-		"zsh", script, filepath.Join(t.TempDir(), "zcompdump")).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "_npzfs" {
-		t.Errorf("loading: %v %s", err, out)
-	}
-}
-
-func checkCompletion(t *testing.T, shell, line string, cmd *exec.Cmd, want []string, clean func(string) string) {
-	t.Helper()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || stderr.Len() > 0 {
-		t.Errorf("%s %q: %v %s", shell, line, err, stderr.String())
-		return
-	}
-	var got []string
-	for _, s := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if s != "" {
-			got = append(got, clean(s))
+	if errBash == nil {
+		script, _ := completionDir(t, "bash")
+		out, err := exec.Command(bash, "--norc", "-c", `source "$1"; complete -p npzfs`, "bash", script).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "complete -F _npzfs npzfs" {
+			t.Errorf("complete -p npzfs: %v %s", err, out)
 		}
 	}
-	slices.Sort(got)
-	got = slices.Compact(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("%s %q offers %q, want %q", shell, line, got, want)
+	if errZsh == nil {
+		script, _ := completionDir(t, "zsh")
+		if out, err := exec.Command(zsh, "-n", script).CombinedOutput(); err != nil {
+			t.Errorf("zsh -n: %v %s", err, out)
+		}
 	}
 }
 
