@@ -4,7 +4,7 @@
 #   bash scripts/test.sh
 #
 # 1. installs what is missing when run as root on Debian (fuse3, python3-numpy,
-#    gcc, zip, unzip, nginx-light), and builds versitygw once into
+#    gcc, zip, unzip, nginx-light, zsh, fish), and builds versitygw once into
 #    ~/.cache/npzfs/tools (the servers remote archives are tested against);
 # 2. checks gofmt and go vet;
 # 3. runs the unit tests under the race detector, package by package, but
@@ -105,9 +105,10 @@ gotest() {
 }
 
 step "dependencies"
-ensure_deps fuse numpy gcc zip unzip nginx
+# zsh and fish: the completion tests drive each shell.
+ensure_deps fuse numpy gcc zip unzip nginx zsh fish
 ensure_versitygw
-echo "fusermount3, numpy $(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'), gcc, zip, unzip, nginx, versitygw $VERSITYGW_VERSION: present"
+echo "fusermount3, numpy $(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'), gcc, zip, unzip, nginx, zsh, fish, versitygw $VERSITYGW_VERSION: present"
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
