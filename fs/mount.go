@@ -140,15 +140,26 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if st.rootToo && !slices.Contains(mopts, "default_permissions") {
 		mopts = append(mopts, "default_permissions")
 	}
+	mopts = append([]string{"ro"}, mopts...)
+	// Root with CAP_SYS_ADMIN mounts with mount(2) itself and needs no
+	// fusermount3; a handed device is mounted already.
+	_, handed := FDMountpoint(dir)
+	direct := !handed && CanMountDirectly()
+	var flags uintptr
+	if direct {
+		flags, mopts = mountFlags(mopts)
+	}
 	opts := &fuse.MountOptions{
-		FsName:       cfg.Source,
-		Name:         FSType,
-		Options:      append([]string{"ro"}, mopts...),
-		AllowOther:   allowOther || st.rootToo,
-		MaxWrite:     MaxRead, // also sets max_read and max_pages
-		MaxReadAhead: ra,
-		Debug:        cfg.Debug,
-		Logger:       logger,
+		FsName:            cfg.Source,
+		Name:              FSType,
+		Options:           mopts,
+		DirectMountStrict: direct,
+		DirectMountFlags:  flags,
+		AllowOther:        allowOther || st.rootToo,
+		MaxWrite:          MaxRead, // also sets max_read and max_pages
+		MaxReadAhead:      ra,
+		Debug:             cfg.Debug,
+		Logger:            logger,
 		// Plain readdir for big listings unless the caller stats
 		// the entries (ls -l): the kernel decides per request. Folders
 		// of a tree that never changes open without a request (see
