@@ -129,8 +129,9 @@ func checkMountpoint(dir string) (string, error) {
 	return real, nil
 }
 
-// checkFuse checks that this user can mount: root needs to open /dev/fuse;
-// any other user needs it to exist and fusermount3 (setuid root) to open it.
+// checkFuse checks that this user can mount: root needs to open /dev/fuse
+// and CAP_SYS_ADMIN; any other user needs /dev/fuse to exist and
+// fusermount3 (setuid root) to open it.
 func checkFuse() error {
 	const missing = "/dev/fuse does not exist: load the fuse kernel module (modprobe fuse), or pass --device /dev/fuse to the container"
 	if os.Geteuid() != 0 {
@@ -153,5 +154,11 @@ func checkFuse() error {
 		return fmt.Errorf("cannot open /dev/fuse (%v): check that FUSE is allowed here", errors.Unwrap(err))
 	}
 	f.Close()
+	// Root mounts with mount(2), given CAP_SYS_ADMIN; without it, only
+	// through fusermount3, which its setuid bit gives CAP_SYS_ADMIN
+	// unless the bounding set has dropped it too.
+	if eff, bnd := npzfs.SysAdmin(); !eff && !(bnd && npzfs.HaveFusermount()) {
+		return errors.New("cannot mount: this root lacks CAP_SYS_ADMIN, which mount(2) needs: in a container, pass --cap-add SYS_ADMIN (and --device /dev/fuse), or have a privileged helper hand npzfs a mounted /dev/fuse as /dev/fd/N")
+	}
 	return nil
 }
