@@ -86,21 +86,8 @@ func TestMountTypeAndFstab(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The user mounts through fusermount3, which needs /dev/fuse open to
-	// users, as TestNonRootMount arranges.
-	fi, err := os.Stat("/dev/fuse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mode := fi.Mode().Perm(); mode&0o006 != 0o006 {
-		if err := os.Chmod("/dev/fuse", mode|0o666); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := os.Chmod("/dev/fuse", mode); err != nil {
-				t.Errorf("restoring /dev/fuse to %v: %v", mode, err)
-			}
-		})
-	}
+	// users.
+	openFuseToUsers(t)
 
 	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", fstabScript)
 	cmd.Env = append(os.Environ(), "BINDIR="+binDir, "FSTAB="+fstabFile, "ARCHIVE="+pubArchive,

@@ -862,13 +862,22 @@ func publicCopies(t *testing.T, archive string) (dir, pubArchive, pubBin string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	data, _ := os.ReadFile(archive)
-	pubArchive = filepath.Join(dir, "data.npz")
-	os.WriteFile(pubArchive, data, 0o644)
-	pubBin = filepath.Join(dir, "npzfs")
-	b, _ := os.ReadFile(bin)
-	os.WriteFile(pubBin, b, 0o755)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pubArchive, pubBin = filepath.Join(dir, "data.npz"), filepath.Join(dir, "npzfs")
+	for _, c := range []struct {
+		from, to string
+		mode     os.FileMode
+	}{{archive, pubArchive, 0o644}, {bin, pubBin, 0o755}} {
+		b, err := os.ReadFile(c.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(c.to, b, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir, pubArchive, pubBin
 }
 

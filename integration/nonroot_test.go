@@ -28,6 +28,28 @@ func asNobody(t *testing.T, name string, args ...string) result {
 	return run(t, cmd)
 }
 
+// openFuseToUsers opens /dev/fuse to every user for the rest of the test
+// (mode 0666, as udev sets it on desktops), where it is not already.
+func openFuseToUsers(t *testing.T) {
+	t.Helper()
+	fi, err := os.Stat("/dev/fuse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o006 == 0o006 {
+		return
+	}
+	if err := os.Chmod("/dev/fuse", mode|0o666); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Chmod("/dev/fuse", mode); err != nil {
+			t.Errorf("restoring /dev/fuse to %v: %v", mode, err)
+		}
+	})
+}
+
 // withoutDAC is what runs a program as root without root's power to read
 // and write any file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), for mountVia:
 // the daemon then meets the folders of other users as they are. It skips
@@ -57,31 +79,12 @@ func TestNonRootMount(t *testing.T) {
 	needTool(t, "fusermount3")
 	archive, arrays := testArchive(t)
 
-	// Everything nobody needs, in a folder nobody can reach.
-	base, err := os.MkdirTemp("", "npzfs-nonroot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	prog := filepath.Join(base, "npzfs")
-	a := filepath.Join(base, "data.npz")
+	base, a, prog := publicCopies(t, archive)
 	mnt := filepath.Join(base, "mnt")
-	for _, c := range []struct{ from, to string }{{bin, prog}, {archive, a}} {
-		b, err := os.ReadFile(c.from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(c.to, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(mnt, nobody, nobody); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	clearLater(t, mnt)
@@ -99,15 +102,8 @@ func TestNonRootMount(t *testing.T) {
 		if isMounted(mnt) {
 			t.Fatalf("%s mounted anyway", mnt)
 		}
-		if err := os.Chmod("/dev/fuse", mode|0o666); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := os.Chmod("/dev/fuse", mode); err != nil {
-				t.Errorf("restoring /dev/fuse to %v: %v", mode, err)
-			}
-		})
 	}
+	openFuseToUsers(t)
 
 	if r := asNobody(t, prog, "mount", a, mnt); r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("mount as nobody: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
