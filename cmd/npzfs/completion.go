@@ -215,16 +215,46 @@ _npzfs_reply() { # WORDS...: the words that start with $cur
   COMPREPLY+=($(compgen -W "$*" -- "$cur"))
 }
 
-_npzfs_files() { # [dirs|archives]
-  local IFS=$'\n'
+# _npzfs_dequote WORD: sets dcur to WORD as the shell will read it, its
+# quotes and backslashes removed (a quote still open is closed), for
+# compgen, which takes a word as it is. Readline quotes the paths offered
+# back (compopt -o filenames).
+_npzfs_dequote() {
+  local w=$1 c q= i
+  dcur=
+  for ((i = 0; i < ${#w}; i++)); do
+    c=${w:i:1}
+    if [[ $q == "'" ]]; then
+      [[ $c == "'" ]] && q= || dcur+=$c
+    elif [[ $c == '\' ]] && ((i + 1 < ${#w})) && [[ -z $q || ${w:i+1:1} == [\"\\\$] || ${w:i+1:1} == $'\x60' ]]; then
+      ((i++))
+      dcur+=${w:i:1}
+    elif [[ -z $q && ( $c == "'" || $c == '"' ) ]]; then
+      q=$c
+    elif [[ $q == '"' && $c == '"' ]]; then
+      q=
+    else
+      dcur+=$c
+    fi
+  done
+}
+
+_npzfs_files() { # [dirs|archives|mounts]
+  local IFS=$'\n' dcur
+  _npzfs_dequote "$cur"
   compopt -o filenames 2>/dev/null
   case $1 in
-    dirs) COMPREPLY+=($(compgen -d -- "$cur")) ;;
+    dirs) COMPREPLY+=($(compgen -d -- "$dcur")) ;;
     archives)
-      COMPREPLY+=($(compgen -d -- "$cur"))
-      COMPREPLY+=($(compgen -f -X '!*.npz' -- "$cur"))
-      COMPREPLY+=($(compgen -f -X '!*.npy' -- "$cur")) ;;
-    *) COMPREPLY+=($(compgen -f -- "$cur")) ;;
+      COMPREPLY+=($(compgen -d -- "$dcur"))
+      COMPREPLY+=($(compgen -f -X '!*.npz' -- "$dcur"))
+      COMPREPLY+=($(compgen -f -X '!*.npy' -- "$dcur")) ;;
+    mounts)
+      local m
+      while IFS= read -r m; do
+        [[ $m == "$dcur"* ]] && COMPREPLY+=("$m")
+      done < <(_npzfs_mounts) ;;
+    *) COMPREPLY+=($(compgen -f -- "$dcur")) ;;
   esac
 }
 
@@ -233,7 +263,7 @@ _npzfs_value() { # KIND: complete $cur as a value of that kind
     %[1]s) _npzfs_files ;;
     %[2]s) _npzfs_files dirs ;;
     %[3]s) _npzfs_files archives ;;
-    %[4]s) local IFS=$'\n'; COMPREPLY+=($(_npzfs_mounts | while IFS= read -r m; do [[ $m == "$cur"* ]] && printf '%%q\n' "$m"; done)) ;;
+    %[4]s) _npzfs_files mounts ;;
     %[5]s)
       local done=
       [[ $cur == *,* ]] && done=${cur%%,*},
@@ -544,8 +574,10 @@ function __npzfs_mounts
     end </proc/self/mounts
 end
 
+# __npzfs_archives: archives and folders. The token is taken as fish will
+# read it (quotes and backslashes removed); fish quotes what it inserts.
 function __npzfs_archives
-    for f in (__fish_complete_path (commandline -ct))
+    for f in (__fish_complete_path (string unescape -- (commandline -ct)))
         string match -qr '(\.np[zy]|/)(\t.*)?$' -- $f; and echo $f
     end
 end

@@ -13,17 +13,20 @@ import (
 )
 
 // completionDir writes the completion script for shell, and a folder to
-// complete in: two archives, a text file and a sub-folder.
+// complete in: archives (one with a space in its name), text files and
+// sub-folders (one with a space).
 func completionDir(t *testing.T, shell string) (script, dir string) {
 	t.Helper()
 	dir = t.TempDir()
-	for _, f := range []string{"a.npz", "b.npy", "c.txt", "d.npz.txt"} {
+	for _, f := range []string{"a.npz", "b.npy", "c.txt", "d.npz.txt", "my data.npz"} {
 		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"sub", "my dir"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	code, out, errs := runCmd("completion", shell)
 	if code != exitOK || errs != "" {
@@ -46,12 +49,15 @@ var completionCases = []struct {
 	{"npzfs u", []string{"umount", "unmount"}},
 	{"npzfs mount --ca", []string{"--cache-mb"}},
 	{"npzfs mount -o allow_other,noe", []string{"allow_other,noexec"}},
-	{"npzfs mount ", []string{"a.npz", "b.npy", "sub"}},
-	{"npzfs mount a.npz ", []string{"sub"}},
-	{"npzfs mount --cache-mb 16 a.npz ", []string{"sub"}},
-	{"npzfs mount --log ", []string{"a.npz", "b.npy", "c.txt", "d.npz.txt", "sub"}},
-	{"npzfs ls ", []string{"a.npz", "b.npy", "sub"}},
-	{"npzfs index --index-dir ", []string{"sub"}},
+	{"npzfs mount ", []string{"a.npz", "b.npy", "my data.npz", "my dir", "sub"}},
+	{"npzfs mount a.npz ", []string{"my dir", "sub"}},
+	{"npzfs mount --cache-mb 16 a.npz ", []string{"my dir", "sub"}},
+	{"npzfs mount --log ", []string{"a.npz", "b.npy", "c.txt", "d.npz.txt", "my data.npz", "my dir", "sub"}},
+	{"npzfs ls ", []string{"a.npz", "b.npy", "my data.npz", "my dir", "sub"}},
+	{"npzfs index --index-dir ", []string{"my dir", "sub"}},
+	{`npzfs mount my\ d`, []string{"my data.npz", "my dir"}},
+	{"npzfs ls 'my d", []string{"my data.npz", "my dir"}},
+	{`npzfs mount a.npz "my`, []string{"my dir"}},
 	{"npzfs completion ", []string{"bash", "fish", "zsh"}},
 	{"npzfs help in", []string{"index", "inspect"}},
 	{"npzfs umount --l", []string{"--lazy"}},

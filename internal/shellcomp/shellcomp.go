@@ -29,8 +29,9 @@ var ErrNoShell = errors.New("shell not installed")
 // Complete loads script, the completion script for the command named by
 // each line's first word, into shell and completes the last word of each
 // line in the folder dir (a line ending in a space completes a new word).
-// It returns each line's offer: the words, sorted, without repeats, with
-// a folder's trailing slash and fish's descriptions removed.
+// It returns each line's offer: the words as the shell will read them
+// back (unquoted: each shell quotes what it inserts), sorted, without
+// repeats, with a folder's trailing slash and fish's descriptions removed.
 func Complete(shell, script, dir string, lines []string) ([][]string, error) {
 	exe, err := exec.LookPath(strings.TrimSuffix(shell, "-sourced"))
 	if err != nil {
@@ -93,13 +94,35 @@ func words(block string) []string {
 // each line's offer, one word a line, ended by a line holding one NUL.
 
 // bashDriver sets COMP_WORDS and COMP_CWORD as bash's programmable
-// completion does and calls the function `complete -p` names for the
-// command.
+// completion does (words split at blanks outside quotes, quotes and
+// backslashes kept; not at COMP_WORDBREAKS' other characters) and calls
+// the function complete -p names for the command.
 const bashDriver = `source "$1" || exit 9
 shift
 for line; do
-  read -ra COMP_WORDS <<<"$line"
-  [[ $line == *" " ]] && COMP_WORDS+=("")
+  COMP_WORDS=() w= q=
+  for ((i = 0; i < ${#line}; i++)); do
+    c=${line:i:1}
+    if [[ $q == '"' && $c == '\\' ]]; then
+      w+=$c${line:i+1:1}
+      ((i++))
+    elif [[ -n $q ]]; then
+      w+=$c
+      [[ $c == "$q" ]] && q=
+    elif [[ $c == '\' ]]; then
+      w+=$c${line:i+1:1}
+      ((i++))
+    elif [[ $c == "'" || $c == '"' ]]; then
+      q=$c
+      w+=$c
+    elif [[ $c == ' ' ]]; then
+      [[ -n $w ]] && COMP_WORDS+=("$w")
+      w=
+    else
+      w+=$c
+    fi
+  done
+  COMP_WORDS+=("$w")
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
   COMP_LINE=$line COMP_POINT=${#line}
   spec=$(complete -p "${COMP_WORDS[0]}") || exit 9
@@ -123,7 +146,8 @@ end
 // zpty module), since zsh completes only inside its line editor: it
 // types each line and a tab, and compadd, wrapped, writes down every
 // match it is given, with the prefix zsh set aside in IPREFIX (the "a,"
-// of "-o a,b"). Arguments: how the script is loaded (fpath: as an
+// of "-o a,b"), unquoted where compadd is told they are quoted (-Q, as
+// _files gives them). Arguments: how the script is loaded (fpath: as an
 // installed #compdef file; source: sourced), the script, a scratch
 // folder, then the lines. It fails if the shell has not answered within a
 // minute.
@@ -143,7 +167,12 @@ zpty -w z "PS1=; unsetopt beep; $setup"
 zpty -w z 'compadd() {
   if [[ " $* " == *" -"[OAD]* ]]; then builtin compadd "$@"; return; fi
   local -a hits
+  local a
   builtin compadd -O hits "$@"
+  for a; do
+    [[ $a == (-|--) ]] && break
+    [[ $a == -[^-]* && $a == *Q* ]] && { hits=(${(Q)hits}); break }
+  done
   (( $#hits )) && print -rl -- $IPREFIX${^hits} >>'${(q)out}'
   builtin compadd "$@"
 }'
