@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,5 +106,46 @@ func TestStoredReadsAreSpliced(t *testing.T) {
 	}
 	if copied := readChars(t, pid) - before; copied > int64(len(got))/16 {
 		t.Errorf("the daemon read %d bytes to serve %d: reads were copied, not spliced", copied, len(got))
+	}
+}
+
+// TestMountFlagOptions: the -o options that are mount flags reach the
+// mount table (as root, who mounts with mount(2) itself, passes them;
+// as another user, through fusermount3): read-only, nosuid and nodev by
+// default, noexec and noatime when asked, and for root dev and suid lift
+// their defaults (fusermount3 refuses them to users).
+func TestMountFlagOptions(t *testing.T) {
+	archive, _ := testArchive(t)
+	for _, tc := range []struct {
+		opts      string
+		want, not []string
+	}{
+		{"", []string{"ro", "nosuid", "nodev", "relatime"}, []string{"noexec", "noatime"}},
+		{"noexec,noatime", []string{"ro", "nosuid", "nodev", "noexec", "noatime"}, []string{"relatime"}},
+		{"noatime,atime", []string{"ro", "relatime"}, []string{"noatime"}},
+		{"dev,suid,exec", []string{"ro"}, []string{"nosuid", "nodev", "noexec"}},
+	} {
+		t.Run("-o "+tc.opts, func(t *testing.T) {
+			if strings.Contains(tc.opts, "suid") && os.Geteuid() != 0 {
+				t.Skip("dev and suid are root's")
+			}
+			var flags []string
+			if tc.opts != "" {
+				flags = []string{"-o", tc.opts}
+			}
+			dir := mount(t, archive, flags...)
+			m, _ := mountOf(dir)
+			opts := strings.Split(m.Options, ",")
+			for _, o := range tc.want {
+				if !slices.Contains(opts, o) {
+					t.Errorf("mount options %s, without %s", m.Options, o)
+				}
+			}
+			for _, o := range tc.not {
+				if slices.Contains(opts, o) {
+					t.Errorf("mount options %s, with %s", m.Options, o)
+				}
+			}
+		})
 	}
 }
