@@ -281,11 +281,16 @@ func (f *frontier) decodeSpan(ctx context.Context, d *decoder, cp *checkpoint, w
 	if err := f.s.resume(ctx, d, cp, g.buf); err != nil {
 		return g, decodeErr(d, err, cp.out)
 	}
-	if f.touched == nil {
-		f.touched = make([]bool, windowSize)
+	// The bytes of the window that matches read are marked, to pack only
+	// those. A stream's first span has no window: nothing to mark, and
+	// no 32 KiB to touch for a member that may be a few hundred bytes.
+	if w > 0 {
+		if f.touched == nil {
+			f.touched = make([]bool, windowSize)
+		}
+		clear(f.touched[:w])
+		d.touched, d.trackEnd = f.touched, w
 	}
-	clear(f.touched)
-	d.touched, d.trackEnd = f.touched, w
 	end, err := f.decodeHelped(d, cp.out, w, target)
 	if end < target {
 		g.last = false // the span ends at a chunk's start before the stream's end

@@ -21,7 +21,7 @@ func (f *frontier) packLater(win []byte, touched []bool) *pendingWindow {
 	if p := f.packing; p != nil {
 		<-p.done
 	}
-	if f.packBuf == nil {
+	if f.packBuf == nil && len(win) > 0 {
 		f.packBuf = make([]byte, windowSize)
 	}
 	masked := f.packBuf[:len(win)]

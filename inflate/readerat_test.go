@@ -328,6 +328,37 @@ func TestReaderAtRecyclesBuffers(t *testing.T) {
 	}
 }
 
+// TestSmallStreamAllocatesLittle: a stream of one span, as the members of
+// an archive of many small arrays are, is read whole without the 32 KiB
+// buffers that later spans' windows need (a mount reads thousands of such
+// members, and fresh memory costs a page fault a page).
+func TestSmallStreamAllocatesLittle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under the race detector")
+	}
+	data := mixed(1200, 21)
+	comp := deflate(t, data, 6)
+	cache := NewCache(1 << 20)
+	if err := readAllAt(newRA(data, comp, 64<<10, cache), int64(len(data))); err != nil { // warm the pools
+		t.Fatal(err)
+	}
+	const reads = 100
+	var err error
+	n := allocated(func() {
+		for range reads {
+			if e := readAllAt(newRA(data, comp, 64<<10, cache), int64(len(data))); e != nil {
+				err = e
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if per := n / reads; per > 8<<10 {
+		t.Errorf("reading a %d-byte stream whole through a new ReaderAt allocated %d bytes", len(data), per)
+	}
+}
+
 // TestReaderAtCachesWantedSpans: extending the index caches the spans that
 // reads waiting for it want, whichever read extends it, and no others.
 func TestReaderAtCachesWantedSpans(t *testing.T) {
