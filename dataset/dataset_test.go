@@ -1,7 +1,9 @@
 package dataset
 
 import (
+	"archive/zip"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,6 +32,52 @@ func copyFile(t *testing.T, src, dir, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// writeIndexable writes at path an archive as np.savez_compressed makes
+// it, of a deflated array large enough to need an index (12 MiB of int32,
+// 24 spans), two small deflated ones (which need none) and, stored, a
+// third small one; and returns the path.
+func writeIndexable(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zw := zip.NewWriter(f)
+	for _, m := range []struct {
+		name   string
+		n      int
+		method uint16
+	}{{"big.npy", 3 << 20, zip.Deflate}, {"a.npy", 1000, zip.Deflate}, {"b.npy", 10, zip.Deflate}, {"c.npy", 10, zip.Store}} {
+		hdr, err := npy.EncodeHeader("<i4", false, []int64{int64(m.n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, len(hdr)+4*m.n)
+		copy(data, hdr)
+		x := uint32(7)
+		for i := range m.n { // a random walk, as compressible as real data
+			x += x>>13 ^ uint32(i)
+			binary.LittleEndian.PutUint32(data[len(hdr)+4*i:], x%1000)
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: m.name, Method: m.method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // writeNPY writes a small .npy file at path.
@@ -133,12 +181,14 @@ func TestRedact(t *testing.T) {
 
 var summaryLine = regexp.MustCompile(`^indexed (\d+) of (\d+ deflated members?) \(.*\) in [\d.]+ s, \d+ MB/s: (.*); indexes in .*$`)
 
-// TestIndex: Index builds each deflated member's index and saves it; a
-// second Index loads them; the report says so, member by member and in
-// its summary; stored members are counted, not indexed.
+// TestIndex: Index builds the index of each deflated member that needs
+// one and saves it; a second Index loads them; the report says so,
+// member by member and in its summary; stored members and small deflated
+// ones are counted, not indexed (nor saved: the index folder holds one
+// index).
 func TestIndex(t *testing.T) {
 	dir := t.TempDir()
-	archive := copyFile(t, corpus+"numpy_savez_compressed.npz", dir, "c.npz")
+	archive := writeIndexable(t, dir, "c.npz")
 	opts := &Options{IndexDir: filepath.Join(dir, "index")}
 	var p Progress
 	rep, err := Index(context.Background(), archive, opts, &IndexOptions{Workers: 2}, &p)
@@ -146,8 +196,21 @@ func TestIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	built, loaded, _, failed, unsaved := rep.Counts()
-	if len(rep.Members) == 0 || built != len(rep.Members) || loaded+failed+unsaved != 0 || !rep.OK() {
+	if len(rep.Members) != 1 || rep.Members[0].Name != "big.npy" || built != 1 || loaded+failed+unsaved != 0 || rep.Small != 2 || rep.Stored != 1 || !rep.OK() {
 		t.Fatalf("first Index: %+v", rep)
+	}
+	if !strings.Contains(rep.Summary(), ", 1 stored skipped, 2 small skipped;") {
+		t.Errorf("summary %q", rep.Summary())
+	}
+	var files int
+	filepath.WalkDir(rep.Store, func(_ string, d os.DirEntry, _ error) error {
+		if d != nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	if files != 1 {
+		t.Errorf("%d files in the index folder, want 1 (the large member's index)", files)
 	}
 	if p.Total() != rep.Bytes() || p.Done() != rep.Bytes() {
 		t.Errorf("progress %d of %d, want %d of %d", p.Done(), p.Total(), rep.Bytes(), rep.Bytes())
@@ -173,6 +236,21 @@ func TestIndex(t *testing.T) {
 		t.Errorf("an archive of stored members: %s", rep.Summary())
 	}
 
+	// Small deflated members only: none needs an index; --verify reads
+	// them all the same.
+	small := copyFile(t, corpus+"numpy_savez_compressed.npz", dir, "small.npz")
+	p = Progress{}
+	rep, err = Index(context.Background(), small, opts, &IndexOptions{Verify: true}, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.Summary(), "no member needs an index: nothing to index (") || rep.Small == 0 || len(rep.Members) != 0 || !rep.OK() {
+		t.Errorf("an archive of small deflated members: %s", rep.Summary())
+	}
+	if p.Total() == 0 || p.Done() != p.Total() {
+		t.Errorf("verifying small members: progress %d of %d", p.Done(), p.Total())
+	}
+
 	for _, tc := range []struct {
 		opts *Options
 		xo   *IndexOptions
@@ -191,8 +269,8 @@ func TestIndex(t *testing.T) {
 // names, without stopping, one it cannot open.
 func TestIndexFolder(t *testing.T) {
 	dir := t.TempDir()
-	copyFile(t, corpus+"numpy_savez_compressed.npz", dir, "one.npz")
-	copyFile(t, corpus+"numpy_savez_compressed.npz", dir, "sub/two.npz")
+	writeIndexable(t, dir, "one.npz")
+	writeIndexable(t, dir, "sub/two.npz")
 	os.WriteFile(filepath.Join(dir, "sub", "bad.npz"), []byte("not a zip"), 0o644)
 	rep, err := Index(context.Background(), dir, &Options{IndexDir: t.TempDir()}, nil, nil)
 	if err != nil {

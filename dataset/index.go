@@ -103,6 +103,10 @@ type IndexReport struct {
 	Workers  int
 	Members  []MemberIndex // the deflated members indexed, or tried
 	Stored   int           // members that need no index (stored)
+	// Small are deflated members too small to need an index (see
+	// npz.Member.NeedsIndex); with Verify they are read whole too, and
+	// those that fail to are among Members.
+	Small    int
 	Failures []Failure
 	Sidecars []string // sidecars written
 	// SidecarsKept are sidecars beside remote archives that were left as
@@ -267,6 +271,7 @@ func archivesOf(ctx context.Context, d *Dataset) ([]indexTarget, error) {
 type indexed struct {
 	a       *npz.Archive
 	members []*npz.Member
+	small   []*npz.Member // deflated members too small to need an index
 	backend remote.Backend
 	env     *remoteEnv
 	close   func()
@@ -293,9 +298,7 @@ func (ix *indexer) run(ctx context.Context, targets []indexTarget) error {
 			t.path = "" // reported
 			continue
 		}
-		for _, m := range x.members {
-			ix.p.total.Add(m.Size())
-		}
+		ix.count(x)
 		if ix.folder {
 			x.close()
 		} else {
@@ -320,15 +323,25 @@ func (ix *indexer) run(ctx context.Context, targets []indexTarget) error {
 				continue
 			}
 			if !counted {
-				for _, m := range x.members {
-					ix.p.total.Add(m.Size())
-				}
+				ix.count(x)
 			}
 		}
 		ix.archive(ctx, x, t)
 		x.close()
 	}
 	return nil
+}
+
+// count adds what indexing x reads to the progress's total.
+func (ix *indexer) count(x *indexed) {
+	for _, m := range x.members {
+		ix.p.total.Add(m.Size())
+	}
+	if ix.xo.Verify {
+		for _, m := range x.small {
+			ix.p.total.Add(m.Size())
+		}
+	}
 }
 
 // open opens an archive to index and picks its members.
@@ -355,7 +368,7 @@ func (ix *indexer) open(ctx context.Context, t *indexTarget) (*indexed, error) {
 		x = indexed{a: d.Archive(), backend: d.backend, env: d.env, close: func() { d.Close() }}
 	}
 	var err error
-	if x.members, err = pickMembers(x.a.Members(), ix.xo.Keys); err != nil {
+	if x.members, x.small, err = pickMembers(x.a.Members(), ix.xo.Keys); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -385,6 +398,18 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 		results[i] = MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err}
 	})
 	ix.rep.Members = append(ix.rep.Members, results...)
+	ix.rep.Small += len(x.small)
+	if ix.xo.Verify {
+		var mu sync.Mutex
+		forEachN(len(x.small), ix.xo.Workers, func(i int) {
+			m := x.small[i]
+			if err := readWhole(m, &ix.p.read); err != nil {
+				mu.Lock()
+				ix.rep.Members = append(ix.rep.Members, MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), Err: err})
+				mu.Unlock()
+			}
+		})
+	}
 	failed := slices.ContainsFunc(results, func(r MemberIndex) bool { return r.Err != nil })
 	if (ix.xo.Sidecar || ix.xo.SidecarFile != "") && !failed && len(members) > 0 {
 		ix.sidecar(ctx, x, t)
@@ -393,6 +418,11 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 	var size int64
 	for _, m := range members {
 		size += m.Size()
+	}
+	if ix.xo.Verify {
+		for _, m := range x.small {
+			size += m.Size()
+		}
 	}
 	ix.p.before.Add(size)
 }
@@ -454,31 +484,37 @@ func isServedFile(n string) bool {
 	return strings.HasSuffix(n, ".npz") || strings.HasSuffix(n, ".npy") && n != ".npy"
 }
 
-// pickMembers picks the deflated members to index: all, or those keys
-// name.
-func pickMembers(all []*npz.Member, keys []string) ([]*npz.Member, error) {
-	var out []*npz.Member
+// pickMembers picks the deflated members to index, all or those keys
+// name, and apart from them those too small to need an index.
+func pickMembers(all []*npz.Member, keys []string) (index, small []*npz.Member, err error) {
+	add := func(m *npz.Member) {
+		switch {
+		case slices.Contains(index, m) || slices.Contains(small, m):
+		case m.NeedsIndex():
+			index = append(index, m)
+		default:
+			small = append(small, m)
+		}
+	}
 	if len(keys) == 0 {
 		for _, m := range all {
 			if m.Method() == zip.Deflated && !m.IsDir() && m.Served() && m.Size() > 0 {
-				out = append(out, m)
+				add(m)
 			}
 		}
-		return out, nil
+		return index, small, nil
 	}
 	for _, k := range keys {
 		i := slices.IndexFunc(all, func(m *npz.Member) bool { return m.Name() == k || m.Name() == k+".npy" })
 		if i < 0 {
-			return nil, fmt.Errorf("no member %q in the archive", k)
+			return nil, nil, fmt.Errorf("no member %q in the archive", k)
 		}
 		if all[i].Method() != zip.Deflated {
-			return nil, fmt.Errorf("%s is not deflated: it needs no index", all[i].Name())
+			return nil, nil, fmt.Errorf("%s is not deflated: it needs no index", all[i].Name())
 		}
-		if !slices.Contains(out, all[i]) {
-			out = append(out, all[i])
-		}
+		add(all[i])
 	}
-	return out, nil
+	return index, small, nil
 }
 
 // forEachN calls f(i) for 0 <= i < n from up to workers goroutines.
@@ -516,9 +552,20 @@ func (r *IndexReport) Summary() string {
 	built, loaded, split, failed, unsaved := r.Counts()
 	var b strings.Builder
 	if len(r.Members) == 0 {
-		b.WriteString("no deflated members: nothing to index")
+		var none []string
 		if r.Stored > 0 {
-			fmt.Fprintf(&b, " (%s need none)", plural(r.Stored, "stored member"))
+			none = append(none, plural(r.Stored, "stored member"))
+		}
+		if r.Small > 0 {
+			none = append(none, plural(r.Small, "small deflated member"))
+		}
+		if r.Small > 0 {
+			b.WriteString("no member needs an index: nothing to index")
+		} else {
+			b.WriteString("no deflated members: nothing to index")
+		}
+		if len(none) > 0 {
+			fmt.Fprintf(&b, " (%s need none)", strings.Join(none, " and "))
 		}
 	} else {
 		secs := r.Elapsed.Seconds()
@@ -533,7 +580,7 @@ func (r *IndexReport) Summary() string {
 		for _, c := range []struct {
 			n    int
 			what string
-		}{{loaded, "already saved"}, {failed, "failed"}, {unsaved, "not saved"}, {r.Stored, "stored skipped"}} {
+		}{{loaded, "already saved"}, {failed, "failed"}, {unsaved, "not saved"}, {r.Stored, "stored skipped"}, {r.Small, "small skipped"}} {
 			if c.n > 0 {
 				fmt.Fprintf(&b, ", %d %s", c.n, c.what)
 			}
@@ -610,7 +657,7 @@ func (d *Dataset) IndexInBackground(ctx context.Context) (*IndexReport, error) {
 	if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19); err != nil {
 		rep.Failures = append(rep.Failures, Failure{Err: fmt.Errorf("cannot lower its priority: %w", err)})
 	}
-	members, _ := pickMembers(a.Members(), nil)
+	members, _, _ := pickMembers(a.Members(), nil)
 	ix := &indexing{start: time.Now(), members: members}
 	d.mu.Lock()
 	d.indexing = ix

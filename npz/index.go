@@ -165,9 +165,19 @@ func (x *memberIndex) note() {
 	}
 }
 
-// minPartialSpans is the least a partial index covers to be saved: less
-// is quickly indexed again.
-const minPartialSpans = 4
+// minIndexSpans is the least an index covers to be worth saving or
+// loading: a member (or the part of one indexed so far) of no more spans
+// is inflated again from its start sooner than an index is loaded, and
+// saving one is a file write (and a file kept) per member, which for an
+// archive of many small arrays costs more than the reads themselves.
+const minIndexSpans = 4
+
+// NeedsIndex reports whether the member is deflated and larger than
+// minIndexSpans spans inflated: only such members have indexes saved,
+// loaded or built.
+func (m *Member) NeedsIndex() bool {
+	return m.e.Method == zip.Deflated && m.e.Size > minIndexSpans*m.a.opts.SpanSize
+}
 
 // partialEvery is how far a member's index grows between two saves of it
 // as a partial index while the archive is open (so that a daemon killed
@@ -409,7 +419,7 @@ func (x *memberIndex) savePartial() {
 	if x.s == nil || x.changed() {
 		return
 	}
-	snap, ok := x.inf.PartialIndexSnapshot(minPartialSpans)
+	snap, ok := x.inf.PartialIndexSnapshot(minIndexSpans)
 	if !ok {
 		return
 	}
@@ -486,10 +496,11 @@ type IndexResult struct {
 // goroutine, a part at a time so that the index is saved as it grows,
 // and reads of the member go on meanwhile, each waiting for at most a
 // span (a mount's background indexing). It stops when ctx is done. A
-// stored member needs no index: BuildIndex does nothing for it.
+// member that needs no index (NeedsIndex: stored, or small) is left as
+// it is.
 func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, error) {
 	var res IndexResult
-	if m.e.Method != zip.Deflated {
+	if !m.NeedsIndex() {
 		return res, nil
 	}
 	l := m.locate()

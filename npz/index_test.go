@@ -915,3 +915,52 @@ func TestSidecarOfAnotherWriter(t *testing.T) {
 		t.Errorf("a deep read with the sidecar read %d bytes of the archive; log %q", read, log.String())
 	}
 }
+
+// TestSmallMembersHaveNoIndex: a deflated member of at most
+// minIndexSpans spans is inflated from its start rather than indexed:
+// read whole, it saves no index (an archive of many small arrays would
+// write a file for each), nor does BuildIndex make one, nor is one looked
+// for; a member one byte larger has its index saved.
+func TestSmallMembersHaveNoIndex(t *testing.T) {
+	const span = 4096
+	limit := minIndexSpans * span
+	members := map[string][]byte{"small.npy": make([]byte, limit), "large.npy": make([]byte, limit+1)}
+	var ents []zent
+	for _, name := range []string{"small.npy", "large.npy"} {
+		for i := range members[name] {
+			members[name][i] = byte(i*i>>5) & 0x3f
+		}
+		ents = append(ents, zent{name: name, data: members[name], method: 8})
+	}
+	b := makeZip(t, ents)
+	dir := t.TempDir()
+	s, err := OpenIndexStore(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Indexes: s, SpanSize: span})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, large := a.Member("small.npy"), a.Member("large.npy")
+	if small.NeedsIndex() || !large.NeedsIndex() {
+		t.Fatalf("NeedsIndex: small %v, large %v; want false, true", small.NeedsIndex(), large.NeedsIndex())
+	}
+	for name, data := range members {
+		if got := readMember(t, a, name, 0, int64(len(data))); !bytes.Equal(got, data) {
+			t.Fatalf("%s read wrong", name)
+		}
+	}
+	if res, err := small.BuildIndex(context.Background(), 1); err != nil || res != (IndexResult{}) {
+		t.Errorf("BuildIndex of the small member: %+v, %v; want nothing done", res, err)
+	}
+	if small.HasSavedIndex() {
+		t.Error("the small member has a saved index")
+	}
+	a.Close()
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "v1", "*", "*.idx"))
+	if len(files) != 1 {
+		t.Errorf("%d index files after reading both members whole, want 1 (the large one's)", len(files))
+	}
+}

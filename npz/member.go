@@ -329,7 +329,7 @@ func (m *Member) locate() *location {
 		cache := m.a.spanCache() // makes the window budget too
 		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows, Helpers: m.a.opts.Helpers}
 		var x *memberIndex
-		if m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil || m.a.opts.FindSidecar != nil {
+		if m.NeedsIndex() && (m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil || m.a.opts.FindSidecar != nil) {
 			x = &memberIndex{s: m.a.opts.Indexes, m: m, off: l.dataOff}
 			opts.Index = x
 		}
