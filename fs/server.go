@@ -388,7 +388,7 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 	}
 	size := f.Size()
 	if off >= size || len(dest) == 0 {
-		return fuse.ReadResultData(nil), 0
+		return dataResult(nil), 0
 	}
 	want := int64(len(dest))
 	if rest := size - off; want > rest {
@@ -403,7 +403,7 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 	}
 	got, err := f.ReadAtContext(ctx, dest[:want], off)
 	if got == int(want) {
-		return fuse.ReadResultData(dest[:got]), 0 // err may be io.EOF at the end
+		return dataResult(dest[:got]), 0 // err may be io.EOF at the end
 	}
 	// A short reply would tell the kernel the file ends there (it would
 	// shrink its size for the file): content that ends before its Size

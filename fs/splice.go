@@ -41,7 +41,7 @@ func readExact(fd uintptr, off int64, head []byte, want int, dest []byte) (fuse.
 				page := int64(os.Getpagesize())
 				lead := dest[:len(head)+int(min(int64(want-len(head)), (page-off%page)%page))]
 				copy(lead, head)
-				if _, err = readFull(fd, off, lead[len(head):]); err == nil {
+				if err = readFull(fd, off, lead[len(head):]); err == nil {
 					n, err = writePipe(pair, lead)
 				}
 			}
@@ -66,11 +66,11 @@ func readExact(fd uintptr, off int64, head []byte, want int, dest []byte) (fuse.
 func readCopy(fd uintptr, off int64, head []byte, dest []byte) (fuse.ReadResult, error) {
 	n := copy(dest, head)
 	if n < len(dest) {
-		if _, err := readFull(fd, off, dest[n:]); err != nil {
+		if err := readFull(fd, off, dest[n:]); err != nil {
 			return nil, err
 		}
 	}
-	return fuse.ReadResultData(dest), nil
+	return dataResult(dest), nil
 }
 
 // writePipe writes all of b into pair (which has room for it).
@@ -109,7 +109,7 @@ func loadPipe(pair *splice.Pair, fd uintptr, off int64, want int) (int, error) {
 }
 
 // readFull preads all of p at off of fd.
-func readFull(fd uintptr, off int64, p []byte) (fuse.ReadResult, error) {
+func readFull(fd uintptr, off int64, p []byte) error {
 	n := 0
 	for n < len(p) {
 		k, err := syscall.Pread(int(fd), p[n:], off+int64(n))
@@ -117,11 +117,19 @@ func readFull(fd uintptr, off int64, p []byte) (fuse.ReadResult, error) {
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("fs: reading %d bytes at %d of the archive: %w", len(p), off, err)
+			return fmt.Errorf("fs: reading %d bytes at %d of the archive: %w", len(p), off, err)
 		case k == 0:
-			return nil, fmt.Errorf("%w: %d of %d bytes at %d", errShortFile, n, len(p), off)
+			return fmt.Errorf("%w: %d of %d bytes at %d", errShortFile, n, len(p), off)
 		}
 		n += k
 	}
-	return fuse.ReadResultData(p), nil
+	return nil
+}
+
+// dataResult is a reply of bytes in memory. go-fuse tries to splice every
+// reply that is not a list of slices: for bytes in memory that costs a
+// pipe write, a splice to /dev/null and an ioctl before the writev it
+// falls back to. A list of one slice goes straight to writev.
+func dataResult(b []byte) fuse.ReadResult {
+	return fuse.ReadResultVector([][]byte{b})
 }
