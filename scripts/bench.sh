@@ -44,9 +44,9 @@ gotime=${BENCH_GOTIME:-200ms}
 # Every npzfs step is bounded too, so a hung mount cannot hang the run.
 guard=(timeout "${BENCH_GUARD:-300}")
 case "$size" in
-  full) params='{"stored_bytes":1073741824,"deflated_bytes":268435456,"bigdefl_bytes":1073741824,"many_count":100000,"million_count":1000000}'
+  full) params='{"stored_bytes":1073741824,"deflated_bytes":268435456,"bigdefl_bytes":1073741824,"many_count":100000,"million_count":1000000,"manydefl_count":20000}'
         write_md=${BENCH_WRITE:-1} ;;
-  small) params='{"stored_bytes":67108864,"deflated_bytes":33554432,"bigdefl_bytes":67108864,"many_count":10000,"million_count":100000}'
+  small) params='{"stored_bytes":67108864,"deflated_bytes":33554432,"bigdefl_bytes":67108864,"many_count":10000,"million_count":100000,"manydefl_count":5000}'
         write_md=${BENCH_WRITE:-0} ;;
   *) die "BENCH_SIZE must be full or small" ;;
 esac
@@ -227,7 +227,7 @@ rec meta.load "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 say "data in $data"
 gen_pids=()
-for name in stored deflated bigdefl many million; do
+for name in stored deflated bigdefl many million manydefl; do
   if "$py" scripts/bench/gen.py --check "$data" "$name" "$params"; then
     continue
   fi
@@ -262,6 +262,9 @@ many_bytes=$(cat "$work/many.bytes")
 rec meta.many "$(du -h --apparent-size "$many" | cut -f1) np.savez, $many_count float32 arrays of 4 elements"
 million_count=$(layout million members)
 rec meta.million "$(du -h --apparent-size "$million" | cut -f1) np.savez, $million_count float32 arrays of 4 elements"
+manydefl="$data/manydefl.npz"
+manydefl_count=$(layout manydefl members)
+rec meta.manydefl "$(du -h --apparent-size "$manydefl" | cut -f1) np.savez_compressed, $manydefl_count float32 arrays of 300 elements"
 mnt="$work/mnt"
 mkdir -p "$mnt"
 list_in() { sed "s|^|$1/|" "$work/many.names" >"$work/many.list.$2"; }
@@ -776,6 +779,26 @@ if start_fs npzfs "$million" "$mnt"; then
   else rec s5m.find.err "find failed or timed out (exit status $rc)"; fi
   stop_fs "$mnt" million
 fi
+
+# ------------------------------- 5d. many small deflated arrays
+
+say "5d. $manydefl_count small deflated arrays: read every member, with an index folder"
+# As step 5's C reader, on np.savez_compressed's archive, with saved
+# indexes on as they are by default: a member of a few KB inflates in
+# microseconds and has no index to save (none is written).
+warm "$manydefl"
+unzip -Z1 "$manydefl" | sed "s|^|$mnt/|" >"$work/manydefl.list"
+for r in $(seq "$rounds5"); do
+  rm -rf "$work/index-5d"
+  npzfs_flags=(--index-dir "$work/index-5d")
+  if start_fs npzfs "$manydefl" "$mnt"; then
+    run_rd s5d.readall "${guard[@]}" "$rd" many "$work/manydefl.list" 1048576 >/dev/null || true
+    stop_fs "$mnt" manydefl-read
+    rec s5d.indexfiles "files=$(find "$work/index-5d" -name '*.idx' 2>/dev/null | wc -l)"
+  fi
+  npzfs_flags=(--no-index)
+done
+rm -rf "$work/index-5d"
 
 # ------------------------------------------- 6. the other FUSE mounters
 

@@ -10,6 +10,8 @@ NAME is one of:
                                                     to about a quarter, slowly
   many       np.savez(a000000=float32[4], ...)      100,000 small arrays
   million    np.savez(a0000000=float32[4], ...)     1,000,000 small arrays
+  manydefl   np.savez_compressed(b00000=float32[300], ...)  20,000 small deflated
+                                                    arrays (1.3 KB each)
 
 PARAMS_JSON holds the sizes ({"stored_bytes": ..., ...}). Each archive gets a
 sidecar OUTDIR/NAME.json recording the parameters it was written with, its
@@ -64,6 +66,11 @@ def write(outdir, name, p):
         k = p["million_count"]
         vals = rng.standard_normal((k, 4), dtype=np.float32)
         np.savez(tmp, **{"a%07d" % i: vals[i] for i in range(k)})
+    elif name == "manydefl":
+        rng = np.random.default_rng(6)
+        k = p["manydefl_count"]
+        vals = (np.round(rng.standard_normal((k, 300)) * 16) / 16).astype(np.float32)
+        np.savez_compressed(tmp, **{"b%05d" % i: vals[i] for i in range(k)})
     else:
         raise SystemExit("gen.py: unknown archive " + name)
     os.replace(tmp, path)
@@ -116,7 +123,8 @@ def main(argv):
     outdir, name, params = argv[0], argv[1], json.loads(argv[2])
     # Only the parameters this archive depends on decide whether it is reused.
     keys = {"stored": ["stored_bytes"], "deflated": ["deflated_bytes"],
-            "bigdefl": ["bigdefl_bytes"], "many": ["many_count"], "million": ["million_count"]}[name]
+            "bigdefl": ["bigdefl_bytes"], "many": ["many_count"], "million": ["million_count"],
+            "manydefl": ["manydefl_count"]}[name]
     params = {k: params[k] for k in keys}
     if check:
         return 0 if sidecar_ok(outdir, name, params) else 1

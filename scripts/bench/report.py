@@ -421,6 +421,15 @@ def build(r, gobench):
     ok = None if not fnd else fnd.get("found") == fnd.get("expected")
     row("5c", "  `find MNT -name '*.npy' | wc -l` (found %s of %s)" % (fnd.get("found", "?"), fnd.get("expected", "?")),
         n, "s5m.find", "s", None, None, None, None, None, "finishes, right", ok)
+    # 5d. many small deflated arrays, per file against step 5's stored ones
+    a, b = r.med("s5d.readall", "us_per_file"), r.med("s5.readall", "us_per_file")
+    cnt = r.med("s5d.readall", "files")
+    row("5d", "%s small deflated arrays: read every KEY.npy (C reader), per file, fresh mount, index folder on"
+        % ("?" if cnt is None else "{:,}".format(int(cnt))), a, "s5d.readall", "µs", b, "s5.readall", "µs",
+        "step 5's stored arrays, per file", div(b, a), "—", None)
+    nf = r.max("s5d.indexfiles", "files")
+    row("5d", "  index files the reads wrote", nf, "s5d.indexfiles", "", None, None, None, None, None, "0",
+        None if nf is None else nf == 0, digits=0)
     return rows
 
 
