@@ -623,7 +623,7 @@ def main(argv):
     run = "%s, commit %s, size %s, %s, medians; whole run %.0f s; %s, numpy %s, fuse-zip %s, archivemount %s" % (
         one("meta.date"), one("meta.commit"), one("meta.size"), one("meta.rounds", "?"),
         float(one("meta.wall", "0") or 0), one("meta.go"), one("meta.numpy"), one("meta.fusezip"), one("meta.archivemount"))
-    data = [one("meta.stored"), one("meta.deflated"), one("meta.bigdefl"), one("meta.many"), one("meta.million")]
+    data = [one("meta.stored"), one("meta.deflated"), one("meta.bigdefl"), one("meta.many"), one("meta.million"), one("meta.manydefl")]
     probes = []
     probes.append("fuse bdi %s as npzfs mounts it: read_ahead_kb %s, max_read %s" % (
         one("s1.bdi", "?"), one("s1.read_ahead_kb", "?"), one("s1.max_read", "?")))
