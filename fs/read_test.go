@@ -71,6 +71,11 @@ func TestReadClampsToFileEnd(t *testing.T) {
 	}
 }
 
+// sliced is a read result go-fuse writes with one writev.
+type sliced interface {
+	Slices() ([][]byte, fuse.Status)
+}
+
 // TestMemoryRepliesAreVectors: a read answered from memory (content with
 // no extent in the archive file, or past its end) is a list of slices,
 // which go-fuse writes with one writev; any other kind of result it
@@ -82,7 +87,7 @@ func TestMemoryRepliesAreVectors(t *testing.T) {
 		if errno != 0 {
 			t.Fatalf("read at %d: %v", off, errno)
 		}
-		if _, ok := r.(interface{ Slices() ([][]byte, fuse.Status) }); !ok {
+		if _, ok := r.(sliced); !ok {
 			t.Errorf("read at %d: a %T, not a list of slices", off, r)
 		}
 	}
