@@ -212,8 +212,10 @@ func TestRemoteSidecarRefused(t *testing.T) {
 
 // TestPrefixIndexAndLs: npzfs ls of an S3 prefix prints what it prints
 // for the local folder; npzfs index --sidecar of the prefix puts a
-// sidecar beside each archive with deflated members, and a mount of the
-// prefix on another machine reads deep into them with those sidecars.
+// sidecar beside each archive with members that need an index (none
+// beside the shards, whose compressed members are small), and a mount of
+// the prefix on another machine reads deep into them with those
+// sidecars.
 func TestPrefixIndexAndLs(t *testing.T) {
 	src := shardFolder(t, 6)
 	_, raw := noiseArchive(t, filepath.Join(src, "part2"))
@@ -228,14 +230,18 @@ func TestPrefixIndexAndLs(t *testing.T) {
 		t.Errorf("ls %s: exit %d, %s\n%s\nwant exit %d\n%s", url, got.code, got.stderr, got.stdout, want.code, want.stdout)
 	}
 	r := npzfs(t, "index", "--sidecar", url, "--endpoint", s3.Endpoint, "--index-dir", t.TempDir())
-	// shard0001 and shard0005 are compressed, and noise: 3 sidecars; the
+	// noise's member needs an index: one sidecar; shard0001's and
+	// shard0005's compressed members are too small to need one; the
 	// broken archive fails.
-	if r.code != 1 || !strings.Contains(r.stdout, "; 3 sidecars") || !strings.Contains(r.stderr, "broken.npz") {
+	if r.code != 1 || !strings.Contains(r.stdout, " small skipped; ") || !strings.Contains(r.stdout, "; sidecar s3://pix/ds/part2/noise.npzidx") || !strings.Contains(r.stderr, "broken.npz") {
 		t.Errorf("index --sidecar %s: exit %d, %q %q", url, r.code, r.stdout, r.stderr)
 	}
-	for _, key := range []string{"ds/part1/shard0001.npzidx", "ds/part2/shard0005.npzidx", "ds/part2/noise.npzidx"} {
-		if tryGet(s3, "pix", key) == nil {
-			t.Errorf("no sidecar %s", key)
+	if tryGet(s3, "pix", "ds/part2/noise.npzidx") == nil {
+		t.Error("no sidecar ds/part2/noise.npzidx")
+	}
+	for _, key := range []string{"ds/part1/shard0001.npzidx", "ds/part2/shard0005.npzidx"} {
+		if tryGet(s3, "pix", key) != nil {
+			t.Errorf("a sidecar %s, of members that need no index", key)
 		}
 	}
 	if !needFuseOK() {
