@@ -231,7 +231,9 @@ def test_unknown_options_run_nothing(data):
         npzfs.ls(data / "stored.npz", cache_mb=1)
     with pytest.raises(TypeError):
         npzfs.index(data / "stored.npz", json=True)
-    assert daemon_cmdlines() == before
+    # No daemon started; one an earlier test unmounted may have exited
+    # meanwhile (npzfs unmount does not wait for its daemon to exit).
+    assert all(c in before for c in daemon_cmdlines())
 
 
 def test_command(data):
