@@ -333,15 +333,21 @@ func (ix *indexer) run(ctx context.Context, targets []indexTarget) error {
 }
 
 // count adds what indexing x reads to the progress's total.
-func (ix *indexer) count(x *indexed) {
+func (ix *indexer) count(x *indexed) { ix.p.total.Add(ix.bytes(x)) }
+
+// bytes is what indexing x reads: its members to index, and with Verify
+// its small ones too.
+func (ix *indexer) bytes(x *indexed) int64 {
+	var n int64
 	for _, m := range x.members {
-		ix.p.total.Add(m.Size())
+		n += m.Size()
 	}
 	if ix.xo.Verify {
 		for _, m := range x.small {
-			ix.p.total.Add(m.Size())
+			n += m.Size()
 		}
 	}
+	return n
 }
 
 // open opens an archive to index and picks its members.
@@ -415,16 +421,7 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 		ix.sidecar(ctx, x, t)
 	}
 	ix.p.current(nil)
-	var size int64
-	for _, m := range members {
-		size += m.Size()
-	}
-	if ix.xo.Verify {
-		for _, m := range x.small {
-			size += m.Size()
-		}
-	}
-	ix.p.before.Add(size)
+	ix.p.before.Add(ix.bytes(x))
 }
 
 // sidecar writes an archive's sidecar where asked: to the file named, or
@@ -558,8 +555,6 @@ func (r *IndexReport) Summary() string {
 		}
 		if r.Small > 0 {
 			none = append(none, plural(r.Small, "small deflated member"))
-		}
-		if r.Small > 0 {
 			b.WriteString("no member needs an index: nothing to index")
 		} else {
 			b.WriteString("no deflated members: nothing to index")
