@@ -287,3 +287,24 @@ func TestIndexFolder(t *testing.T) {
 		t.Errorf("problems %q", probs)
 	}
 }
+
+// TestSummaryOfNothingToIndex checks the line for archives with no
+// member that needs an index, whose verb agrees with the count.
+func TestSummaryOfNothingToIndex(t *testing.T) {
+	for _, tc := range []struct {
+		stored, small int
+		want          string
+	}{
+		{0, 0, "no deflated members: nothing to index"},
+		{1, 0, "no deflated members: nothing to index (1 stored member needs none)"},
+		{3, 0, "no deflated members: nothing to index (3 stored members need none)"},
+		{0, 1, "no member needs an index: nothing to index (1 small deflated member needs none)"},
+		{1, 1, "no member needs an index: nothing to index (1 stored member and 1 small deflated member need none)"},
+		{2, 5, "no member needs an index: nothing to index (2 stored members and 5 small deflated members need none)"},
+	} {
+		r := &IndexReport{Stored: tc.stored, Small: tc.small}
+		if got := r.Summary(); got != tc.want {
+			t.Errorf("%d stored, %d small: %q, want %q", tc.stored, tc.small, got, tc.want)
+		}
+	}
+}

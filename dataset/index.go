@@ -560,7 +560,11 @@ func (r *IndexReport) Summary() string {
 			b.WriteString("no deflated members: nothing to index")
 		}
 		if len(none) > 0 {
-			fmt.Fprintf(&b, " (%s need none)", strings.Join(none, " and "))
+			verb := "need"
+			if r.Stored+r.Small == 1 {
+				verb = "needs"
+			}
+			fmt.Fprintf(&b, " (%s %s none)", strings.Join(none, " and "), verb)
 		}
 	} else {
 		secs := r.Elapsed.Seconds()
