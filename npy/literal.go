@@ -565,18 +565,8 @@ func (p *literalParser) integer(neg bool) (Value, error) {
 		if c == '_' {
 			continue
 		}
-		var d int
-		switch {
-		case c >= '0' && c <= '9':
-			d = int(c - '0')
-		case c >= 'a' && c <= 'f':
-			d = int(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			d = int(c-'A') + 10
-		default:
-			d = 99
-		}
-		if d >= base {
+		d := hexVal(c)
+		if d < 0 || d >= base {
 			if c == 'e' || c == 'E' || c == 'j' || c == 'J' {
 				if base == 10 {
 					return nil, p.errAt(start, "floating-point or complex numbers are not allowed in a header")
@@ -591,14 +581,7 @@ func (p *literalParser) integer(neg bool) (Value, error) {
 	}
 	p.pos = end
 	if !trailingL && p.allowL {
-		// "3 L": the L may be separated by spaces.
-		q := p.pos
-		for q < len(src) && (src[q] == ' ' || src[q] == '\t' || src[q] == '\f') {
-			q++
-		}
-		if q < len(src) && src[q] == 'L' && (q+1 == len(src) || !isIdentByte(src[q+1])) {
-			p.pos = q + 1
-		}
+		p.skipSpacedL()
 	}
 	if neg {
 		if mag == uint64(math.MaxInt64)+1 {
@@ -607,4 +590,17 @@ func (p *literalParser) integer(neg bool) (Value, error) {
 		return -int64(mag), nil
 	}
 	return int64(mag), nil
+}
+
+// skipSpacedL skips the name L after a number and the blanks before it
+// ("3 L"), which numpy drops as it drops "3L".
+func (p *literalParser) skipSpacedL() {
+	src := p.src
+	q := p.pos
+	for q < len(src) && (src[q] == ' ' || src[q] == '\t' || src[q] == '\f') {
+		q++
+	}
+	if q < len(src) && src[q] == 'L' && (q+1 == len(src) || !isIdentByte(src[q+1])) {
+		p.pos = q + 1
+	}
 }

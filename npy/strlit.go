@@ -135,6 +135,8 @@ func (p *literalParser) oneString(b *strings.Builder) error {
 	}
 }
 
+// hexVal is the value of the hexadecimal digit c, and -1 for a byte that
+// is none.
 func hexVal(c byte) int {
 	switch {
 	case c >= '0' && c <= '9':

@@ -156,38 +156,9 @@ func parseTypeStr(s string) (*DType, error) {
 		d.ByteOrder = endian
 		return d, nil
 	}
-	var kind byte
-	var size int64
-	found := false
-	if len(s) == 1 {
-		if c, ok := charCodes[s[0]]; ok {
-			kind, size, found = c.kind, c.size, true
-		}
-	} else {
-		n, used := cStrtol(s[1:])
-		if n >= 0 && used == len(s)-1 {
-			k := s[0]
-			switch k {
-			case 'S', 'a', 'U', 'V':
-				// numpy stores the size in a C int: it wraps.
-				sz := int64(int32(n))
-				if k == 'U' {
-					sz = int64(int32(uint32(sz) << 2))
-				}
-				if sz < 0 {
-					return nil, descrErrorf("data type %s has a negative itemsize", reprShort(orig))
-				}
-				kind, size, found = k, sz, true
-				if k == 'a' {
-					kind = 'S'
-				}
-			default:
-				sz := int64(int32(n))
-				if n != 0 && sizedKind(k, sz) {
-					kind, size, found = k, sz, true
-				}
-			}
-		}
+	kind, size, found, err := kindAndSize(s, orig)
+	if err != nil {
+		return nil, err
 	}
 	if !found {
 		// numpy looks the whole original string up in np.sctypeDict.
@@ -213,6 +184,38 @@ func parseTypeStr(s string) (*DType, error) {
 		d.ByteOrder = endian
 	}
 	return d, nil
+}
+
+// kindAndSize reads a type string without its byte order (s, of orig): a
+// character code ("f", "d") or a kind and item size ("f4", "S10").
+func kindAndSize(s, orig string) (kind byte, size int64, found bool, err error) {
+	if len(s) == 1 {
+		c, ok := charCodes[s[0]]
+		return c.kind, c.size, ok, nil
+	}
+	n, used := cStrtol(s[1:])
+	if n < 0 || used != len(s)-1 {
+		return 0, 0, false, nil
+	}
+	k := s[0]
+	sz := int64(int32(n)) // numpy keeps the size in a C int: it wraps
+	switch k {
+	case 'S', 'a', 'U', 'V':
+		if k == 'U' {
+			sz = int64(int32(uint32(sz) << 2))
+		}
+		if sz < 0 {
+			return 0, 0, false, descrErrorf("data type %s has a negative itemsize", reprShort(orig))
+		}
+		if k == 'a' {
+			k = 'S'
+		}
+		return k, sz, true, nil
+	}
+	if n != 0 && sizedKind(k, sz) {
+		return k, sz, true, nil
+	}
+	return 0, 0, false, nil
 }
 
 // isCommaString is numpy's _check_for_commastring: a leading digit (after
@@ -270,22 +273,9 @@ func parseCommaString(s string) (*DType, error) {
 				start = len(s) - len(r)
 			}
 		}
-		order := order1
-		if order1 == "" {
-			order = order2
-		} else if order2 != "" {
-			conv := func(o string) string {
-				if o == "=" {
-					return string(nativeOrder)
-				}
-				return o
-			}
-			if conv(order1) != conv(order2) {
-				return nil, descrErrorf("inconsistent byte-order specification %s and %s in %s", order1, order2, reprShort(s))
-			}
-		}
-		if order == "|" || order == "=" || order == string(nativeOrder) {
-			order = ""
+		order, err := commaOrder(order1, order2, s)
+		if err != nil {
+			return nil, err
 		}
 		typ = order + typ
 		if repeats == "" {
@@ -328,6 +318,28 @@ func parseCommaString(s string) (*DType, error) {
 		d.HasObject = d.HasObject || dt.HasObject
 	}
 	return d, nil
+}
+
+// commaOrder is the byte order of an item of the comma string s, given
+// before its repeat (order1), after it (order2) or both, as a prefix of
+// its type: empty where it is the machine's or means none.
+func commaOrder(order1, order2, s string) (string, error) {
+	native := func(o string) string {
+		if o == "=" {
+			return string(nativeOrder)
+		}
+		return o
+	}
+	order := order1
+	if order1 == "" {
+		order = order2
+	} else if order2 != "" && native(order1) != native(order2) {
+		return "", descrErrorf("inconsistent byte-order specification %s and %s in %s", order1, order2, reprShort(s))
+	}
+	if order == "|" || native(order) == string(nativeOrder) {
+		return "", nil
+	}
+	return order, nil
 }
 
 // hasTopParenComma reports a comma outside parentheses.
