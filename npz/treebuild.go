@@ -63,19 +63,7 @@ func (a *Archive) buildTree() {
 				folderPath = p[:j]
 			}
 		}
-		missing := 0
-		for q := folderPath; q != ""; {
-			if _, ok := byPath[q]; ok {
-				break
-			}
-			missing++
-			j := strings.LastIndexByte(q, '/')
-			if j < 0 {
-				break
-			}
-			q = q[:j]
-		}
-		if len(a.folders)-1+missing > folderBudget {
+		if len(a.folders)-1+newFolders(byPath, folderPath) > folderBudget {
 			m.skip(fmt.Sprintf("the archive's names make more than %d folders (at most 65,536 and 4 per member)", folderBudget))
 			a.notef("npz: %q: not served: %s", m.Name(), m.reason())
 			continue
@@ -93,6 +81,40 @@ func (a *Archive) buildTree() {
 			m.lhLen = uint32(f)
 		}
 	}
+	a.fillKids(counts)
+	if len(a.folders) > 1 {
+		a.folderByPath = byPath
+	}
+	for f := range a.folders {
+		names := a.sortKids(&a.folders[f])
+		a.placeViews(a.folders[f].kids, names)
+	}
+	a.memberIno = 1 + uint64(len(a.folders))
+	a.maxIno = a.memberIno + uint64(a.n)*inoBlock - 1
+}
+
+// newFolders is how many folders of path, itself and those above it, are
+// not in byPath yet.
+func newFolders(byPath map[string]int32, path string) int {
+	n := 0
+	for path != "" {
+		if _, ok := byPath[path]; ok {
+			break
+		}
+		n++
+		j := strings.LastIndexByte(path, '/')
+		if j < 0 {
+			break
+		}
+		path = path[:j]
+	}
+	return n
+}
+
+// fillKids gives each folder its kids, counts[f] of them: its folders,
+// then its files, each served file member's folder taken from its lhLen
+// (which is cleared).
+func (a *Archive) fillKids(counts []int32) {
 	for f := range a.folders {
 		a.folders[f].kids = make([]uint32, 0, counts[f])
 	}
@@ -108,15 +130,6 @@ func (a *Archive) buildTree() {
 			m.lhLen = 0
 		}
 	}
-	if len(a.folders) > 1 {
-		a.folderByPath = byPath
-	}
-	for f := range a.folders {
-		names := a.sortKids(&a.folders[f])
-		a.placeViews(a.folders[f].kids, names)
-	}
-	a.memberIno = 1 + uint64(len(a.folders))
-	a.maxIno = a.memberIno + uint64(a.n)*inoBlock - 1
 }
 
 // sortKids sorts a folder's kids by name and drops the losers of name
