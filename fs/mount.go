@@ -120,27 +120,8 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if cfg.Files > 0 {
 		st.countOnce.Do(func() { st.count = cfg.Files })
 	}
-	var mopts []string
-	allowOther := false
-	for _, o := range cfg.Options {
-		switch o {
-		case "allow_root":
-			st.rootToo = true
-		case "allow_other":
-			allowOther = true
-		case "ro":
-			// always there
-		default:
-			mopts = append(mopts, o)
-		}
-	}
-	if allowOther {
-		st.rootToo = false
-	}
-	if st.rootToo && !slices.Contains(mopts, "default_permissions") {
-		mopts = append(mopts, "default_permissions")
-	}
-	mopts = append([]string{"ro"}, mopts...)
+	mopts, allowOther, rootToo := mountOptions(cfg.Options)
+	st.rootToo = rootToo
 	// Root with CAP_SYS_ADMIN mounts with mount(2) itself and needs no
 	// fusermount3; a handed device is mounted already.
 	_, handed := FDMountpoint(dir)
@@ -179,6 +160,35 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 		s.stopped = make(chan struct{})
 	}
 	return s, nil
+}
+
+// mountOptions sorts the -o options into those passed on as they are
+// (always "ro"; allow_other is go-fuse's to pass), whether anyone may
+// enter, and whether root may too. fusermount3 does not know allow_root:
+// such a mount gets allow_other, the server refuses users other than
+// root and the owner (mountState.rootToo), and default_permissions has
+// the kernel check the modes.
+func mountOptions(options []string) (mopts []string, allowOther, rootToo bool) {
+	mopts = []string{"ro"}
+	for _, o := range options {
+		switch o {
+		case "allow_root":
+			rootToo = true
+		case "allow_other":
+			allowOther = true
+		case "ro":
+			// always there
+		default:
+			mopts = append(mopts, o)
+		}
+	}
+	if allowOther {
+		rootToo = false
+	}
+	if rootToo && !slices.Contains(mopts, "default_permissions") {
+		mopts = append(mopts, "default_permissions")
+	}
+	return mopts, allowOther, rootToo
 }
 
 // Stats are what a Server has answered since it was mounted.
