@@ -11,6 +11,7 @@ require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/klauspost/compress v1.20.3
 	github.com/spf13/pflag v1.0.10
+	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -27,5 +28,4 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.35.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.40.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.47.1 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 )

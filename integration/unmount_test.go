@@ -140,3 +140,23 @@ func TestUnmountNamesInnerMount(t *testing.T) {
 		t.Errorf("unmount after the inner one: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestUnmountWaitsForTheDaemon: npzfs unmount returns once the daemon of
+// the mount it removed has exited (its log closed, its files written), so
+// that what runs next sees it gone.
+func TestUnmountWaitsForTheDaemon(t *testing.T) {
+	archive, _ := testArchive(t)
+	for range 3 {
+		dir := mount(t, archive)
+		pids := daemons(dir)
+		if len(pids) != 1 {
+			t.Fatalf("daemons for %s: %v, want one", dir, pids)
+		}
+		if r := npzfs(t, "unmount", dir); r.code != 0 || r.stderr != "" {
+			t.Fatalf("unmount: exit %d: %s", r.code, r.stderr)
+		}
+		if processAlive(pids[0]) {
+			t.Errorf("the daemon (pid %d) of %s still runs after npzfs unmount returned", pids[0], dir)
+		}
+	}
+}

@@ -272,9 +272,10 @@ and one there already that holds every index is kept as it is. An
 http(s):// server takes no upload: --sidecar-file FILE writes the
 sidecar of one archive to FILE, to put beside it by hand.`
 
-const unmountHelp = `Unmounts an npzfs mount; its daemon then exits. A mount whose daemon was
-killed ("Transport endpoint is not connected") or stopped is cleared too:
-unmount never waits on the daemon. A mount with files still open, or with
+const unmountHelp = `Unmounts an npzfs mount and returns once its daemon has exited (at most
+5 s). A mount whose daemon was killed ("Transport endpoint is not
+connected") or stopped is cleared too: unmount never waits on a daemon
+that cannot answer, nor for --lazy. A mount with files still open, or with
 another mount inside it, is busy: close them (or unmount the inner mount),
 or pass --lazy to detach it now (it goes away when the last file closes).
 npzfs mounts stacked on one mount point are all removed. A mount that a

@@ -32,8 +32,12 @@ func runUnmount(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() != 1 {
 		return argsError(stderr, "unmount", fl.Args(), 1, "MOUNTPOINT")
 	}
-	if err := unmount(fl.Arg(0), *lazy); err != nil {
+	abs, ds, err := unmount(fl.Arg(0), *lazy)
+	if err != nil {
 		return fail(stderr, "unmount", err)
+	}
+	if running := waitExit(ds, exitWait); len(running) > 0 {
+		fmt.Fprintf(stderr, "npzfs unmount: %s is unmounted, but its daemon (pid %d) has not exited after %v (is the mount still in another mount namespace?)\n", abs, running[0], exitWait)
 	}
 	return exitOK
 }
@@ -48,10 +52,45 @@ const maxStack = 16
 // returns at once even when the daemon is stopped or dead. A mount whose
 // daemon was killed unmounts like any other (the kernel needs nothing from
 // the daemon to unmount), unless files are still open in it.
-func unmount(dir string, lazy bool) error {
+//
+// It returns the mount point, and, unless lazy (a detached mount's
+// daemon serves until its last file is closed), the daemons of the mounts
+// removed, which exit next (see waitExit).
+func unmount(dir string, lazy bool) (abs string, ds []daemon, err error) {
+	abs, err = unmountPoint(dir)
+	if err != nil {
+		return abs, nil, err
+	}
+	remove := npzfs.Unmount
+	if lazy {
+		remove = npzfs.LazyUnmount
+	}
+	m, _ := mountinfo.Find(abs)
+	for range maxStack {
+		if !lazy {
+			ds = append(ds, daemonsOf(m.Dev)...)
+		}
+		if err := remove(abs); err != nil {
+			waitExit(ds, 0) // closes their pidfds
+			return abs, nil, unmountError(abs, err)
+		}
+		var ok bool
+		if m, ok = mountinfo.Find(abs); !ok || m.FSType != "fuse."+npzfs.FSType {
+			return abs, unmounted(ds), nil
+		}
+		// Another npzfs mount was under it (two mounts raced onto one
+		// mount point before npzfs locked it): remove it too.
+	}
+	waitExit(ds, 0)
+	return abs, nil, fmt.Errorf("%s is still mounted after %d unmounts", abs, maxStack)
+}
+
+// unmountPoint is dir made absolute, its parent's links resolved, once it
+// is known to be an npzfs mount this user may remove.
+func unmountPoint(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return err
+		return dir, err
 	}
 	// Resolve symlinks in the parent only: the mount point itself may
 	// be a dead mount, or one whose daemon does not answer.
@@ -62,32 +101,14 @@ func unmount(dir string, lazy bool) error {
 	if !ok {
 		// Not a mount point, so looking at it waits on no daemon.
 		if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s does not exist", abs)
+			return abs, fmt.Errorf("%s does not exist", abs)
 		}
-		return fmt.Errorf("%s is not mounted", abs)
+		return abs, fmt.Errorf("%s is not mounted", abs)
 	}
 	if m.FSType != "fuse."+npzfs.FSType {
-		return fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.FSType)
+		return abs, fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.FSType)
 	}
-	if err := mayUnmount(abs, m); err != nil {
-		return err
-	}
-	for range maxStack {
-		if lazy {
-			err = npzfs.LazyUnmount(abs)
-		} else {
-			err = npzfs.Unmount(abs)
-		}
-		if err != nil {
-			return unmountError(abs, err)
-		}
-		if m, ok := mountinfo.Find(abs); !ok || m.FSType != "fuse."+npzfs.FSType {
-			return nil
-		}
-		// Another npzfs mount was under it (two mounts raced onto one
-		// mount point before npzfs locked it): remove it too.
-	}
-	return fmt.Errorf("%s is still mounted after %d unmounts", abs, maxStack)
+	return abs, mayUnmount(abs, m)
 }
 
 // unmountError says why unmounting abs failed and what to do.

@@ -44,6 +44,8 @@ def test_mount_on_a_folder_of_mine(data, tmp_path):
     assert m.path == mnt and m.mounted
     same(np.load(mnt / "labels.npy"), ARRAYS["labels"])
     m.unmount()
+    # Its daemon has exited by the time unmount returns.
+    assert not [c for c in daemon_cmdlines() if os.fsencode(mnt) in c]
     m.unmount()  # idempotent
     assert not m.mounted and str(mnt) not in npzfs_mounts()
     assert mnt.is_dir()  # a folder the caller gave stays
@@ -231,8 +233,8 @@ def test_unknown_options_run_nothing(data):
         npzfs.ls(data / "stored.npz", cache_mb=1)
     with pytest.raises(TypeError):
         npzfs.index(data / "stored.npz", json=True)
-    # No daemon started; one an earlier test unmounted may have exited
-    # meanwhile (npzfs unmount does not wait for its daemon to exit).
+    # No daemon started; one an earlier test detached may have exited
+    # meanwhile (a lazy unmount does not wait for its daemon to exit).
     assert all(c in before for c in daemon_cmdlines())
 
 
