@@ -232,7 +232,8 @@ class Mount:
         return self._finalizer.alive
 
     def unmount(self, lazy: Optional[bool] = None) -> None:
-        """Unmounts. With lazy None (the default) a mount whose files are
+        """Unmounts; unmounted plainly, the mount's daemon has exited when
+        this returns. With lazy None (the default) a mount whose files are
         still open (memory maps of its arrays) is detached: it leaves the
         mount table now and goes when they are closed. lazy=False raises
         :class:`Error` instead; lazy=True always detaches."""
