@@ -128,10 +128,14 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "Usage: npzfs COMMAND [flags] [args]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
+	width := len("help")
 	for _, n := range commandNames() {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
 	}
-	fmt.Fprintln(w, "  help      show help for a command: npzfs help COMMAND")
+	for _, n := range commandNames() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "  %-*s  %s\n", width, "help", "show help for a command: npzfs help COMMAND")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, exitCodesLine)
 	fmt.Fprintln(w, moreHelp)
