@@ -53,7 +53,17 @@ func testMain(m *testing.M) int {
 	if err != nil {
 		gobin = "/usr/local/go/bin/go"
 	}
-	build := exec.Command(gobin, "build", "-buildvcs=auto", "-o", bin, "./cmd/npzfs")
+	// NPZFS_RACE_DAEMON=1 builds npzfs with the race detector, whose
+	// reports every npzfs process the tests run writes beside the binary
+	// (GORACE's log_path, which they inherit); any fails the run.
+	raceLogs := ""
+	args := []string{"build", "-buildvcs=auto", "-o", bin}
+	if os.Getenv("NPZFS_RACE_DAEMON") == "1" {
+		args = append(args, "-race")
+		raceLogs = filepath.Join(dir, "race")
+		os.Setenv("GORACE", "log_path="+raceLogs)
+	}
+	build := exec.Command(gobin, append(args, "./cmd/npzfs")...)
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building npzfs: %v\n%s", err, out)
@@ -76,6 +86,14 @@ func testMain(m *testing.M) int {
 	if shared.path != "" && shared.err == nil {
 		if b, err := os.ReadFile(shared.path); err != nil || sha256.Sum256(b) != shared.sum {
 			fmt.Fprintf(os.Stderr, "integration: %s changed during the tests (%v)\n", shared.path, err)
+			code = 1
+		}
+	}
+	if raceLogs != "" {
+		reports, _ := filepath.Glob(raceLogs + ".*")
+		for _, r := range reports {
+			b, _ := os.ReadFile(r)
+			fmt.Fprintf(os.Stderr, "integration: the race detector in npzfs (%s):\n%s\n", r, b)
 			code = 1
 		}
 	}

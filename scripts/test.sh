@@ -12,7 +12,8 @@
 # 4. runs the unit tests without it, at full size, and the allocation tests
 #    the race detector skips;
 # 5. runs the integration tests, which mount the real binary, with
-#    NPZFS_REQUIRE_FUSE=1 so that they fail rather than skip without FUSE;
+#    NPZFS_REQUIRE_FUSE=1 so that they fail rather than skip without FUSE,
+#    and those that read concurrently again with npzfs built with -race;
 # 6. runs each fuzzer for NPZFS_FUZZTIME (default 30s);
 # 7. tests the Python package from its wheel, and the release artifacts
 #    (scripts/test-python.sh, scripts/test-packages.sh);
@@ -136,6 +137,17 @@ status=0
 NPZFS_REQUIRE_FUSE=1 go test -race -count=1 -v -timeout "$(pkg_timeout ./integration 1)" ./integration/ || status=$?
 leftover_check || status=1
 [ "$status" = 0 ] || die "integration tests failed"
+
+step "integration tests that read concurrently, npzfs built with -race"
+# The run above checks the tests; this one checks npzfs itself, serving
+# concurrent readers, folder and prefix mounts under change, and indexes
+# built by two processes at once. The memory tests stay out: the race
+# detector multiplies what npzfs uses.
+status=0
+NPZFS_RACE_DAEMON=1 NPZFS_REQUIRE_FUSE=1 go test -count=1 -v -timeout "$(pkg_timeout ./integration 1)" \
+  -run 'TestFolder|TestPrefix|TestManyArrays|TestRemoteObjectReplaced|TestRemoteSidecarConcurrentIndex' ./integration/ || status=$?
+leftover_check || status=1
+[ "$status" = 0 ] || die "integration tests against a race-built npzfs failed"
 
 step "fuzzing, $fuzztime each"
 fuzz() { # package target
