@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -191,6 +192,7 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 	ma.logTarget = cmp.Or(ma.logFile, "stderr")
 	err := serve(ma, logger, func(st mountStatus) {
 		logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.archive, st.mountpoint)
+		st.indexDir = ma.indexDirArg()
 		for _, w := range st.warnings() {
 			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 		}
@@ -205,6 +207,17 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 		return fail(stderr, "mount", err)
 	}
 	return exitOK
+}
+
+// indexDirArg is --index-dir made absolute, or "" when not given.
+func (ma *mountArgs) indexDirArg() string {
+	if ma.index.dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(ma.index.dir); err == nil {
+		return abs
+	}
+	return ma.index.dir
 }
 
 // memory is the daemon's memory target and budgets, from the flags.
@@ -269,6 +282,7 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 		if st.logCreated != "" {
 			fmt.Fprintf(stderr, "npzfs mount: no syslog answers here: the daemon's messages go to %s\n", st.logCreated)
 		}
+		st.indexDir = ma.indexDirArg()
 		for _, w := range st.warnings() {
 			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 		}

@@ -102,6 +102,13 @@ func TestReadyLine(t *testing.T) {
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}
 	}
+	got.indexDir, got.archive, got.hidden = "/my indexes", "/data/b.npz", 1
+	w = strings.Join(got.warnings(), "\n")
+	for _, want := range []string{"npzfs index --index-dir '/my indexes' /data/b.npz", "(1 entry)"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
 	if _, ok := parseReady("cannot mount: why"); ok {
 		t.Error("a failure line parsed as ready")
 	}

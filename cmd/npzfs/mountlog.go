@@ -24,6 +24,9 @@ type mountStatus struct {
 	// have no saved index, and their bytes.
 	unindexed      int
 	unindexedBytes int64
+	// indexDir is --index-dir as given to npzfs mount, for the note's
+	// npzfs index command (set by npzfs mount, not sent by the daemon).
+	indexDir string
 }
 
 // bigMember is the size past which a deflated member without a saved
@@ -57,7 +60,11 @@ func (st mountStatus) unreadableLine() string {
 func (st mountStatus) warnings() []string {
 	var out []string
 	if st.hidden > 0 {
-		out = append(out, fmt.Sprintf("warning: %s is not empty: what it holds (%d entries) is hidden while it is mounted", st.mountpoint, st.hidden))
+		entries := "1 entry"
+		if st.hidden > 1 {
+			entries = fmt.Sprintf("%d entries", st.hidden)
+		}
+		out = append(out, fmt.Sprintf("warning: %s is not empty: what it holds (%s) is hidden while it is mounted", st.mountpoint, entries))
 	}
 	if line := st.unreadableLine(); line != "" {
 		out = append(out, line)
@@ -67,8 +74,12 @@ func (st mountStatus) warnings() []string {
 		if st.unindexed > 1 {
 			what = fmt.Sprintf("%d deflated members", st.unindexed)
 		}
-		out = append(out, fmt.Sprintf("note: %s of %.1f GiB has no saved index: the first read deep into it inflates it from its start (about a second a GiB); to avoid that, run once: npzfs index %s (or mount with --index)",
-			what, float64(st.unindexedBytes)/(1<<30), st.archive))
+		index := "npzfs index "
+		if st.indexDir != "" {
+			index += "--index-dir " + shellWord(st.indexDir) + " "
+		}
+		out = append(out, fmt.Sprintf("note: %s of %.1f GiB has no saved index: the first read deep into it inflates it from its start (about a second a GiB); to avoid that, run once: %s%s (or mount with --index)",
+			what, float64(st.unindexedBytes)/(1<<30), index, shellWord(st.archive)))
 	}
 	return out
 }
@@ -155,4 +166,18 @@ func openStateLog() (f *os.File, created bool, err error) {
 // SIGQUIT.
 func redirectStderr(f *os.File) {
 	syscall.Dup3(int(f.Fd()), 2, 0)
+}
+
+// shellWord is s as one word of a shell command line: as it is when it
+// holds nothing a shell would read otherwise, else quoted.
+func shellWord(s string) string {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:@%=,", c)) {
+			return shellQuote(s)
+		}
+	}
+	if s == "" {
+		return "''"
+	}
+	return s
 }
