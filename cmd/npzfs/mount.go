@@ -538,11 +538,14 @@ func (ma *mountArgs) datasetOptions(mem dataset.Memory, logger *log.Logger) (*da
 // shownOptions are the flags the mount was made with, as npzfs status
 // shows them: without secrets (header values are counted, not shown).
 func (ma *mountArgs) shownOptions() []string {
-	var out []string
+	out := []string{}
 	add := func(flag string, v any, def any) {
 		if v != def {
 			out = append(out, fmt.Sprintf("--%s=%v", flag, v))
 		}
+	}
+	if ma.debug {
+		out = append(out, "--debug")
 	}
 	add("memory-mb", ma.memoryMB, 0)
 	add("cache-mb", ma.cacheMB, 0)
@@ -550,13 +553,18 @@ func (ma *mountArgs) shownOptions() []string {
 	add("max-open", ma.maxOpen, folder.DefaultMaxOpen)
 	add("remote-cache-mb", ma.remoteCacheMB, 0)
 	add("max-header-kb", ma.maxHeaderKB, npz.DefaultMaxHeaderLen>>10)
+	add("readahead-kb", ma.readAheadKB, npzfs.MaxRead>>10)
 	add("endpoint", ma.remote.endpoint, "")
 	add("disk-cache", ma.remote.diskCache, "")
+	add("disk-cache-mb", ma.remote.diskCacheMB, defaultDiskCacheMB)
 	add("list-ttl", ma.listTTL, remote.DefaultListTTL)
 	if ma.index.none {
 		out = append(out, "--no-index")
 	} else {
-		add("index-dir", ma.index.dir, defaultIndexDir())
+		if ma.index.dir != "" {
+			add("index-dir", ma.index.dir, defaultIndexDir())
+		}
+		add("index-cache-mb", ma.index.cacheMB, defaultIndexCacheMB)
 	}
 	if ma.buildIndex {
 		out = append(out, "--index")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,5 +112,29 @@ func TestReadyLine(t *testing.T) {
 	}
 	if _, ok := parseReady("cannot mount: why"); ok {
 		t.Error("a failure line parsed as ready")
+	}
+}
+
+// TestShownOptions: npzfs status shows every mount flag given a value
+// other than its default, and nothing (an empty list) for a plain mount.
+func TestShownOptions(t *testing.T) {
+	parse := func(args ...string) *mountArgs {
+		fl := newFlags("mount", io.Discard, io.Discard)
+		var ma mountArgs
+		var opts []string
+		ma.addFlags(fl, &opts)
+		if err := fl.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		ma.options = opts
+		return &ma
+	}
+	if got := parse().shownOptions(); got == nil || len(got) != 0 {
+		t.Errorf("a plain mount shows %#v, want an empty list", got)
+	}
+	got := strings.Join(parse("--debug", "--readahead-kb", "64", "--disk-cache-mb", "5", "--index-cache-mb", "7", "--max-open", "3", "-o", "noatime").shownOptions(), " ")
+	want := "--debug --max-open=3 --readahead-kb=64 --disk-cache-mb=5 --index-cache-mb=7 -o noatime"
+	if got != want {
+		t.Errorf("shown options %q, want %q", got, want)
 	}
 }
