@@ -408,8 +408,8 @@ type jsonMember struct {
 	CRC32          string          `json:"crc32"`
 	DType          string          `json:"dtype,omitempty"`
 	Descr          json.RawMessage `json:"descr,omitempty"`
-	Shape          []int64         `json:"shape,omitempty"`
-	FortranOrder   bool            `json:"fortran_order,omitempty"`
+	Shape          *[]int64        `json:"shape,omitempty"`         // [] for a 0-d array
+	FortranOrder   *bool           `json:"fortran_order,omitempty"` // with shape
 	Views          bool            `json:"views"`
 	Reason         string          `json:"reason,omitempty"`
 	ReadError      string          `json:"read_error,omitempty"`
@@ -438,6 +438,7 @@ func (l *listing) writeJSON(w io.Writer, archive string, verified bool) error {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // dtypes as numpy writes them: "<f4"
 	return enc.Encode(v)
 }
 
@@ -457,12 +458,14 @@ func (l *listing) json(archive string, verified bool) jsonListing {
 		}
 		if m.IsNPY() && m.Served() {
 			if h, err := m.Header(); err == nil {
-				j.DType, j.Shape, j.FortranOrder = h.DType.Str(), h.Shape, h.FortranOrder
+				shape := h.Shape
+				if shape == nil {
+					shape = []int64{}
+				}
+				fortran := h.FortranOrder
+				j.DType, j.Shape, j.FortranOrder = h.DType.Str(), &shape, &fortran
 				if h.DType.Record || h.DType.Subarray != nil {
 					j.Descr = descrJSON(m)
-				}
-				if j.Shape == nil {
-					j.Shape = []int64{}
 				}
 			}
 		}

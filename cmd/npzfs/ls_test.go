@@ -308,6 +308,13 @@ func TestLsJSON(t *testing.T) {
 		if m["name"] == "fortran.npy" && (m["dtype"] != "<f8" || m["fortran_order"] != true || m["views"] != true || len(m["shape"].([]any)) != 2) {
 			t.Errorf("fortran.npy: %v", m)
 		}
+		// A 0-d array has a shape, (), and C order is said, not left out.
+		if shape, ok := m["shape"].([]any); m["name"] == "scalar.npy" && (!ok || len(shape) != 0 || m["fortran_order"] != false) {
+			t.Errorf("scalar.npy: %v", m)
+		}
+	}
+	if !strings.Contains(out, `"dtype": "<`) {
+		t.Errorf("dtypes are escaped:\n%s", out)
 	}
 }
 
