@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -192,7 +191,7 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 	ma.logTarget = cmp.Or(ma.logFile, "stderr")
 	err := serve(ma, logger, func(st mountStatus) {
 		logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.archive, st.mountpoint)
-		st.indexDir = ma.indexDirArg()
+		st.indexDir = ma.givenIndexDir()
 		for _, w := range st.warnings() {
 			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 		}
@@ -209,13 +208,11 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 	return exitOK
 }
 
-// indexDirArg is --index-dir made absolute, or "" when not given.
-func (ma *mountArgs) indexDirArg() string {
-	if ma.index.dir == "" {
+// givenIndexDir is the index folder (made absolute by indexFlags.check)
+// when it is not the default one, for the unindexed note; else "".
+func (ma *mountArgs) givenIndexDir() string {
+	if ma.index.none || ma.index.dir == defaultIndexDir() {
 		return ""
-	}
-	if abs, err := filepath.Abs(ma.index.dir); err == nil {
-		return abs
 	}
 	return ma.index.dir
 }
@@ -282,7 +279,7 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 		if st.logCreated != "" {
 			fmt.Fprintf(stderr, "npzfs mount: no syslog answers here: the daemon's messages go to %s\n", st.logCreated)
 		}
-		st.indexDir = ma.indexDirArg()
+		st.indexDir = ma.givenIndexDir()
 		for _, w := range st.warnings() {
 			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 		}
@@ -561,9 +558,7 @@ func (ma *mountArgs) shownOptions() []string {
 	if ma.index.none {
 		out = append(out, "--no-index")
 	} else {
-		if ma.index.dir != "" {
-			add("index-dir", ma.index.dir, defaultIndexDir())
-		}
+		add("index-dir", ma.index.dir, defaultIndexDir())
 		add("index-cache-mb", ma.index.cacheMB, defaultIndexCacheMB)
 	}
 	if ma.buildIndex {

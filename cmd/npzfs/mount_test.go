@@ -126,6 +126,9 @@ func TestShownOptions(t *testing.T) {
 		if err := fl.Parse(args); err != nil {
 			t.Fatal(err)
 		}
+		if err := ma.index.check(); err != nil {
+			t.Fatal(err)
+		}
 		ma.options = opts
 		return &ma
 	}

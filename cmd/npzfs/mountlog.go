@@ -24,8 +24,9 @@ type mountStatus struct {
 	// have no saved index, and their bytes.
 	unindexed      int
 	unindexedBytes int64
-	// indexDir is --index-dir as given to npzfs mount, for the note's
-	// npzfs index command (set by npzfs mount, not sent by the daemon).
+	// indexDir is the mount's --index-dir when not the default, for the
+	// note's npzfs index command (set by npzfs mount, not sent by the
+	// daemon).
 	indexDir string
 }
 

@@ -57,7 +57,7 @@ const maxStack = 16
 // daemon serves until its last file is closed), the daemons of the mounts
 // removed, which exit next (see waitExit).
 func unmount(dir string, lazy bool) (abs string, ds []daemon, err error) {
-	abs, err = unmountPoint(dir)
+	abs, m, err := unmountPoint(dir)
 	if err != nil {
 		return abs, nil, err
 	}
@@ -65,7 +65,6 @@ func unmount(dir string, lazy bool) (abs string, ds []daemon, err error) {
 	if lazy {
 		remove = npzfs.LazyUnmount
 	}
-	m, _ := mountinfo.Find(abs)
 	for range maxStack {
 		if !lazy {
 			ds = append(ds, daemonsOf(m.Dev)...)
@@ -85,12 +84,13 @@ func unmount(dir string, lazy bool) (abs string, ds []daemon, err error) {
 	return abs, nil, fmt.Errorf("%s is still mounted after %d unmounts", abs, maxStack)
 }
 
-// unmountPoint is dir made absolute, its parent's links resolved, once it
-// is known to be an npzfs mount this user may remove.
-func unmountPoint(dir string) (string, error) {
+// unmountPoint is dir made absolute, its parent's links resolved, and its
+// topmost mount, once that is known to be an npzfs mount this user may
+// remove.
+func unmountPoint(dir string) (string, mountinfo.Entry, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return dir, err
+		return dir, mountinfo.Entry{}, err
 	}
 	// Resolve symlinks in the parent only: the mount point itself may
 	// be a dead mount, or one whose daemon does not answer.
@@ -101,14 +101,14 @@ func unmountPoint(dir string) (string, error) {
 	if !ok {
 		// Not a mount point, so looking at it waits on no daemon.
 		if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
-			return abs, fmt.Errorf("%s does not exist", abs)
+			return abs, m, fmt.Errorf("%s does not exist", abs)
 		}
-		return abs, fmt.Errorf("%s is not mounted", abs)
+		return abs, m, fmt.Errorf("%s is not mounted", abs)
 	}
 	if m.FSType != "fuse."+npzfs.FSType {
-		return abs, fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.FSType)
+		return abs, m, fmt.Errorf("%s is a %s mount, not npzfs; use umount(8)", abs, m.FSType)
 	}
-	return abs, mayUnmount(abs, m)
+	return abs, m, mayUnmount(abs, m)
 }
 
 // unmountError says why unmounting abs failed and what to do.
