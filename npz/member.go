@@ -548,7 +548,8 @@ func (m *Member) readNPYFrom(head []byte) (*npy.Header, error) {
 	}
 	dl := h.DataLength(m.e.Size)
 	if dl < 0 || dl > m.e.Size-h.DataOffset {
-		return nil, fmt.Errorf("npz: array data (%d bytes from byte %d) is longer than the member's %d bytes", dl, h.DataOffset, m.e.Size)
+		return nil, fmt.Errorf("npz: the header's shape and dtype need %d bytes of data from byte %d, but the member ends at byte %d (%d bytes missing)",
+			dl, h.DataOffset, m.e.Size, dl-(m.e.Size-h.DataOffset))
 	}
 	return h, nil
 }

@@ -673,7 +673,11 @@ func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer)
 		js, err = m.HeaderJSON()
 	}
 	if err != nil {
-		return fail(stderr, "inspect", fmt.Errorf("%s: %s: %v", path, m.Name(), err))
+		if a.Bare() {
+			// The member is the file itself: name it once.
+			return fail(stderr, "inspect", fmt.Errorf("%s: %s", path, bare(err)))
+		}
+		return fail(stderr, "inspect", fmt.Errorf("%s: %s: %s", path, m.Name(), bare(err)))
 	}
 	if _, err := stdout.Write(js); err != nil {
 		return fail(stderr, "inspect", err)
