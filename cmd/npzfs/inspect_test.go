@@ -107,7 +107,7 @@ func TestNPYWhereAnArchiveIsExpected(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	code = run([]string{"ls", "--verify", path}, &out, &errb)
-	if code != exitOK || !strings.Contains(out.String(), "a.npy ") || !strings.Contains(out.String(), "<f8") || !strings.HasSuffix(out.String(), "1 member, 1 served\n") {
+	if code != exitOK || !strings.Contains(out.String(), "a.npy ") || !strings.Contains(out.String(), "<f8") || !strings.HasSuffix(out.String(), "1 member, 1 served, 1 verified\n") {
 		t.Errorf("ls --verify of a .npy: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }

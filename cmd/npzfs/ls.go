@@ -242,7 +242,9 @@ type listing struct {
 }
 
 // listCounts count members by state; folders are counted as served.
-type listCounts struct{ served, unreadable, failed, notServed, folders int }
+// verified counts the served members that --verify read whole without a
+// fault.
+type listCounts struct{ served, unreadable, failed, notServed, folders, verified int }
 
 func (c *listCounts) add(d listCounts) {
 	c.served += d.served
@@ -250,6 +252,7 @@ func (c *listCounts) add(d listCounts) {
 	c.failed += d.failed
 	c.notServed += d.notServed
 	c.folders += d.folders
+	c.verified += d.verified
 }
 
 // summary is a listing's last line: how many members are served, and
@@ -260,6 +263,7 @@ func (c *listCounts) summary(members int) string {
 		n    int
 		what string
 	}{
+		{c.verified, "verified"},
 		{c.unreadable, "unreadable"},
 		{c.failed, "failed verification"},
 		{c.notServed, "not served"},
@@ -323,6 +327,9 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 		default:
 			r.state = stateServed
 			l.counts.served++
+			if failures != nil {
+				l.counts.verified++
+			}
 		}
 		r.note = join(m.Reason(), r.verifyErr)
 		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {

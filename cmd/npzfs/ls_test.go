@@ -218,7 +218,7 @@ func TestLsVerify(t *testing.T) {
 	if code != exitFail || errs != "" {
 		t.Fatalf("exit %d, stderr %q; want exit 1 (two members fail)", code, errs)
 	}
-	if !strings.Contains(out, "\n3 members, 1 served, 2 failed verification\n") {
+	if !strings.Contains(out, "\n3 members, 1 served, 1 verified, 2 failed verification\n") {
 		t.Errorf("summary does not count the failures apart:\n%s", out)
 	}
 	if strings.Contains(plain, "reading fails") {
