@@ -144,6 +144,26 @@ func TestDidYouMean(t *testing.T) {
 	}
 }
 
+// TestFlagValueErrors: a value a flag cannot take is named with what the
+// flag wants, not with the parser's message.
+func TestFlagValueErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mount", "--cache-mb", "x", "a", "b"}, `npzfs mount: --cache-mb takes a whole number, not "x" (see 'npzfs mount --help')` + "\n"},
+		{[]string{"mount", "--memory-mb=", "a", "b"}, `npzfs mount: --memory-mb takes a whole number, not "" (see 'npzfs mount --help')` + "\n"},
+		{[]string{"mount", "--cache-mb", "99999999999999999999", "a", "b"}, "npzfs mount: --cache-mb 99999999999999999999: too large (see 'npzfs mount --help')\n"},
+		{[]string{"mount", "--list-ttl", "5", "a", "b"}, `npzfs mount: --list-ttl takes a duration such as 90s, 5m or 1h30m, not "5" (see 'npzfs mount --help')` + "\n"},
+		{[]string{"ls", "--json=maybe", "a"}, `npzfs ls: --json takes true or false, or no value, not "maybe" (see 'npzfs ls --help')` + "\n"},
+	} {
+		code, stdout, stderr := runCmd(tc.args...)
+		if code != exitUsage || stdout != "" || stderr != tc.want {
+			t.Errorf("npzfs %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+}
+
 func TestEditDistance(t *testing.T) {
 	for _, tc := range []struct {
 		a, b string

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -158,10 +159,38 @@ func parseFlags(fl *pflag.FlagSet, args []string) (code int, done bool) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK, true
 		}
-		fmt.Fprintf(fl.Output(), "npzfs %s: %v%s (see 'npzfs %s --help')\n", fl.Name(), err, suggestFlag(fl, err), fl.Name())
+		fmt.Fprintf(fl.Output(), "npzfs %s: %v%s (see 'npzfs %s --help')\n", fl.Name(), flagValueError(err), suggestFlag(fl, err), fl.Name())
 		return exitUsage, true
 	}
 	return 0, false
+}
+
+// flagValueError says what a flag's value must be, in place of pflag's
+// message for a value that does not parse, which quotes the strconv or
+// time function that refused it.
+func flagValueError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	var want string
+	switch ive.GetFlag().Value.Type() {
+	case "int", "int32", "int64":
+		want = "a whole number"
+	case "uint", "uint32", "uint64":
+		want = "a whole number, 0 or more"
+	case "duration":
+		want = "a duration such as 90s, 5m or 1h30m"
+	case "bool":
+		want = "true or false, or no value"
+	default:
+		return err
+	}
+	name, value := ive.GetFlag().Name, ive.GetValue()
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("--%s %s: too large", name, value)
+	}
+	return fmt.Errorf("--%s takes %s, not %q", name, want, value)
 }
 
 // usageError prints one line about a bad command line and returns

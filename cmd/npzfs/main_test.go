@@ -49,7 +49,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"help", "bogus"}, `unknown command "bogus"`},
 		{[]string{"ls", "--bogus"}, "npzfs ls: unknown flag: --bogus"},
-		{[]string{"mount", "--cache-mb", "x", "a", "b"}, "npzfs mount: invalid argument"},
+		{[]string{"mount", "--cache-mb", "x", "a", "b"}, "npzfs mount: --cache-mb takes a whole number"},
 		{[]string{"version", "extra"}, "takes no arguments"},
 	}
 	for _, c := range cases {
