@@ -7,19 +7,31 @@ import (
 	"syscall"
 
 	npzfs "github.com/npzfs/npzfs/fs"
+	"golang.org/x/sys/unix"
 )
+
+// checkHanded checks that fd, named by the mount point /dev/fd/N, was
+// passed to this process open on the FUSE device. The Go runtime and
+// package initialisation open a few descriptors of their own before main
+// runs, so a number the caller did not pass may well be open here; those
+// are close-on-exec, which a passed descriptor cannot be (exec would have
+// closed it).
+func checkHanded(fd int) error {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil || flags&unix.FD_CLOEXEC != 0 {
+		return fmt.Errorf("/dev/fd/%d was not passed to npzfs: the process that mounted the FUSE device must pass its descriptor open", fd)
+	}
+	return npzfs.CheckFD(fd)
+}
 
 // handOn passes a handed FUSE device (mount point /dev/fd/N, see
 // fs/fdmount.go) on to the daemon cmd starts: as its next extra file,
-// with the mount point argument renamed to match. Any other mount point
-// is left alone.
+// with the mount point argument renamed to match (runMount has checked
+// the descriptor). Any other mount point is left alone.
 func handOn(cmd *exec.Cmd, mountpoint string) error {
 	fd, ok := npzfs.FDMountpoint(mountpoint)
 	if !ok {
 		return nil
-	}
-	if err := npzfs.CheckFD(fd); err != nil {
-		return err
 	}
 	// The mount point is the last argument that names it.
 	for i := len(cmd.Args) - 1; i > 0; i-- {

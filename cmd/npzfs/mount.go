@@ -83,6 +83,11 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	if err := ma.check(fl); err != nil {
 		return usageError(stderr, "mount", err.Error())
 	}
+	if fd, handed := npzfs.FDMountpoint(ma.mountpoint); handed {
+		if err := checkHanded(fd); err != nil {
+			return fail(stderr, "mount", err)
+		}
+	}
 	switch {
 	case ma.readyFD > 0:
 		return runDaemon(&ma)
@@ -420,10 +425,9 @@ type mountpoint struct {
 // takeMountpoint checks that a mount can go on dir and locks it.
 func takeMountpoint(dir string) (*mountpoint, error) {
 	mp := &mountpoint{dir: dir, unlock: func() {}}
-	fd, handed := npzfs.FDMountpoint(dir)
-	if handed {
+	if _, handed := npzfs.FDMountpoint(dir); handed { // checked by runMount
 		mp.handed = true
-		return mp, npzfs.CheckFD(fd)
+		return mp, nil
 	}
 	mp.unlock = lockMountpoint(dir)
 	var err error
