@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -225,6 +226,17 @@ func TestIndex(t *testing.T) {
 	}
 	if built, loaded, _, _, _ := rep.Counts(); built != 0 || loaded != len(rep.Members) || !strings.Contains(rep.Summary(), "already saved") {
 		t.Errorf("second Index: built %d, loaded %d: %s", built, loaded, rep.Summary())
+	}
+	// Nothing was inflated: no time or rate is given.
+	if want := fmt.Sprintf("indexed 1 of 1 deflated member (%.1f MiB): 0 built, 1 already saved, 1 stored skipped, 2 small skipped;", float64(rep.Bytes())/(1<<20)); !strings.HasPrefix(rep.Summary(), want) {
+		t.Errorf("second Index: %q, want it to start %q", rep.Summary(), want)
+	}
+	rep, err = Index(context.Background(), archive, opts, &IndexOptions{Verify: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := summaryLine.FindStringSubmatch(rep.Summary()); m == nil || !strings.HasPrefix(m[3], "0 built, 1 already saved") {
+		t.Errorf("second Index, verifying: %q, want the time and rate of reading the member", rep.Summary())
 	}
 
 	stored := copyFile(t, corpus+"numpy_savez.npz", dir, "s.npz")

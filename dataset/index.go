@@ -107,6 +107,7 @@ type IndexReport struct {
 	// npz.Member.NeedsIndex); with Verify they are read whole too, and
 	// those that fail to are among Members.
 	Small    int
+	Verified bool // the members were read whole (IndexOptions.Verify)
 	Failures []Failure
 	Sidecars []string // sidecars written
 	// SidecarsKept are sidecars beside remote archives that were left as
@@ -121,6 +122,18 @@ func (r *IndexReport) Bytes() int64 {
 	var n int64
 	for _, m := range r.Members {
 		n += m.Size
+	}
+	return n
+}
+
+// inflated is the bytes this run inflated: the members it built or
+// failed to, and with Verified those whose index was already saved too.
+func (r *IndexReport) inflated() int64 {
+	var n int64
+	for _, m := range r.Members {
+		if !m.Loaded || r.Verified {
+			n += m.Size
+		}
 	}
 	return n
 }
@@ -206,7 +219,7 @@ func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions,
 	// sidecar is not read: the indexes built go to the store. A remote
 	// one's is, so that a sidecar there already is not rebuilt.
 	o.IndexDir, o.Sidecars = "", xo.Sidecar && IsRemote(name)
-	ix := &indexer{opts: &o, xo: &xo, p: progress, rep: &IndexReport{Store: store.Path(), Workers: xo.Workers}}
+	ix := &indexer{opts: &o, xo: &xo, p: progress, rep: &IndexReport{Store: store.Path(), Workers: xo.Workers, Verified: xo.Verify}}
 
 	targets := []indexTarget{{path: name}}
 	if isFolder {
@@ -572,7 +585,13 @@ func (r *IndexReport) Summary() string {
 		if r.Folder {
 			fmt.Fprintf(&b, " of %s", plural(r.Archives, "archive"))
 		}
-		fmt.Fprintf(&b, " (%.1f MiB) in %.1f s, %.0f MB/s: %d built", float64(r.Bytes())/(1<<20), secs, float64(r.Bytes())/max(secs, 1e-9)/1e6, built)
+		fmt.Fprintf(&b, " (%.1f MiB)", float64(r.Bytes())/(1<<20))
+		if n := r.inflated(); n > 0 {
+			// The rate of what was inflated; loading a saved index is
+			// not inflating.
+			fmt.Fprintf(&b, " in %.1f s, %.0f MB/s", secs, float64(n)/max(secs, 1e-9)/1e6)
+		}
+		fmt.Fprintf(&b, ": %d built", built)
 		if split > 0 {
 			fmt.Fprintf(&b, " (%d split among %d threads)", split, r.Workers)
 		}
