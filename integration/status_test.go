@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/testserver"
@@ -19,6 +21,7 @@ type statusOf struct {
 	Kind       string
 	Members    int
 	Answering  bool
+	Daemon     string
 	Log        string
 	Served     struct{ Reads, Bytes int64 }
 	SpanCache  struct{ Hits, Misses int64 } `json:"span_cache"`
@@ -104,4 +107,54 @@ func TestStatus(t *testing.T) {
 		t.Errorf("after reading one archive of the folder: %+v", st)
 	}
 	clear(t, fdir)
+}
+
+// TestStatusOfASilentDaemon: a mount whose daemon is stopped is named
+// with its daemon's pid, and npzfs status does not wait on it; once the
+// daemon is killed, the mount is said to be dead, and npzfs unmount
+// removes it.
+func TestStatusOfASilentDaemon(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	archive, _ := bigArchive(t, 1)
+	dir := mount(t, archive)
+	pid := status(t, dir).PID
+	if pid == 0 {
+		t.Fatal("no pid")
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) }) // before the unmount
+
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the daemon shows as stopped", func() bool {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		i := strings.LastIndexByte(string(b), ')')
+		return i > 0 && i+2 < len(b) && b[i+2] == 'T'
+	})
+	if st := status(t, dir); st.Answering || st.Daemon != "stopped" || st.PID != pid || st.Source != archive {
+		t.Errorf("a stopped daemon: %+v", st)
+	}
+	want := dir + ": " + archive + ": its daemon (pid " + strconv.Itoa(pid) + ") is stopped"
+	if r := npzfs(t, "status"); r.code != 0 || !strings.HasPrefix(r.stdout, want) {
+		t.Errorf("npzfs status: exit %d, %q; want it to start %q", r.code, r.stdout, want)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	if st := status(t, dir); !st.Answering || st.PID != pid {
+		t.Errorf("the daemon continued: %+v", st)
+	}
+
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !waitGone(pid) {
+		t.Fatalf("daemon %d still running after SIGKILL", pid)
+	}
+	if st := status(t, dir); st.Answering || st.Daemon != "exited" || st.Source != archive {
+		t.Errorf("a killed daemon: %+v", st)
+	}
+	want = dir + ": " + archive + ": its daemon has exited, and every access to the mount fails; npzfs unmount " + dir + " removes it\n"
+	if r := npzfs(t, "status"); r.code != 0 || r.stdout != want {
+		t.Errorf("npzfs status: exit %d, %q; want %q", r.code, r.stdout, want)
+	}
+	if r := npzfs(t, "unmount", dir); r.code != 0 || isMounted(dir) {
+		t.Errorf("npzfs unmount of a dead mount: exit %d, %q; mounted: %v", r.code, r.stderr, isMounted(dir))
+	}
 }

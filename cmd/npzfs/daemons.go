@@ -37,13 +37,8 @@ func daemonsOf(dev string) []daemon {
 	if !ok {
 		return nil
 	}
-	ents, _ := os.ReadDir("/proc")
 	var out []daemon
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() || !isMountCommand(pid) || !servesConnection(pid, conn) {
-			continue
-		}
+	for _, pid := range servers(conn) {
 		pidfd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
 			continue
@@ -55,6 +50,21 @@ func daemonsOf(dev string) []daemon {
 			continue
 		}
 		out = append(out, daemon{pid: pid, pidfd: pidfd, dev: dev})
+	}
+	return out
+}
+
+// servers are the processes run as "npzfs mount" that hold /dev/fuse
+// open on the FUSE connection conn (a device's minor number), stopped
+// ones too.
+func servers(conn string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && pid != os.Getpid() && isMountCommand(pid) && servesConnection(pid, conn) {
+			out = append(out, pid)
+		}
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/npzfs/npzfs/dataset"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -48,9 +49,19 @@ type mountStats struct {
 	} `json:"served"`
 	dataset.Stats
 	// Answering is false for a mount of this user's whose daemon did not
-	// answer (only its mount point and source are known).
-	Answering bool `json:"answering"`
+	// answer: only its mount point and source are known, its daemon's pid
+	// where one was found, and Daemon says what became of it.
+	Answering bool   `json:"answering"`
+	Daemon    string `json:"daemon,omitempty"` // daemonExited, ...
 }
+
+// What became of a daemon that does not answer (mountStats.Daemon).
+const (
+	daemonExited  = "exited"  // no process serves the mount: it is dead
+	daemonStopped = "stopped" // stopped by a signal or a tracer
+	daemonSilent  = "silent"  // running, but with no status socket (an older npzfs)
+	daemonUnknown = "unknown" // none found, and the mount did not say it is dead
+)
 
 // statusDir is the folder of this user's daemons' sockets:
 // $XDG_RUNTIME_DIR/npzfs, else /tmp/npzfs-UID. With create it is made
@@ -121,6 +132,11 @@ func askDaemons() []mountStats {
 	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
 	var out []mountStats
 	for _, s := range socks {
+		// A stopped daemon would take a connection and never answer
+		// it; silentStatus tells of its mount.
+		if pid, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(s), ".sock")); err == nil && isStopped(pid) {
+			continue
+		}
 		c, err := net.DialTimeout("unix", s, 2*time.Second)
 		if err != nil {
 			if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
@@ -140,16 +156,48 @@ func askDaemons() []mountStats {
 }
 
 // myMounts are the npzfs mounts of this user in the mount table, by mount
-// point: their source.
-func myMounts() map[string]string {
-	out := map[string]string{}
+// point.
+func myMounts() map[string]mountinfo.Entry {
+	out := map[string]mountinfo.Entry{}
 	uid := strconv.Itoa(os.Getuid())
 	for _, m := range mountinfo.Read() {
 		if u, _ := mountinfo.Option(m.Super, "user_id"); m.FSType == "fuse."+npzfs.FSType && u == uid {
-			out[m.Dir] = m.Source
+			out[m.Dir] = m
 		}
 	}
 	return out
+}
+
+// silentStatus is what can be told of mount m, whose daemon did not
+// answer: the process serving its FUSE connection and its state, or,
+// where there is none, whether the kernel says the mount is dead.
+func silentStatus(m mountinfo.Entry) mountStats {
+	st := mountStats{Mountpoint: m.Dir, Options: []string{}, Stats: dataset.Stats{Source: m.Source}, Daemon: daemonUnknown}
+	_, conn, _ := strings.Cut(m.Dev, ":")
+	if pids := servers(conn); len(pids) > 0 {
+		st.PID, st.Daemon = pids[0], daemonSilent
+		if isStopped(pids[0]) {
+			st.Daemon = daemonStopped
+		}
+		return st
+	}
+	// A mount whose daemon is gone answers at once with ENOTCONN. One
+	// whose daemon the scan could not see (a kernel that does not name
+	// connections in fdinfo) might not answer at all: the look is given
+	// up after a moment, left to finish in the background.
+	done := make(chan error, 1)
+	go func() {
+		var sb unix.Statfs_t
+		done <- unix.Statfs(m.Dir, &sb)
+	}()
+	select {
+	case err := <-done:
+		if err == unix.ENOTCONN {
+			st.Daemon = daemonExited
+		}
+	case <-time.After(time.Second):
+	}
+	return st
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
@@ -169,8 +217,8 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		list = append(list, st)
 		delete(live, st.Mountpoint)
 	}
-	for dir, src := range live {
-		list = append(list, mountStats{Mountpoint: dir, Stats: dataset.Stats{Source: src}})
+	for _, m := range live {
+		list = append(list, silentStatus(m))
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Mountpoint < list[j].Mountpoint })
 	if fl.NArg() == 1 {
@@ -226,10 +274,23 @@ func mountpointArg(dir string) (string, error) {
 	return abs, nil
 }
 
+// silentReason says for people why st's daemon did not answer.
+func silentReason(st *mountStats) string {
+	switch st.Daemon {
+	case daemonExited:
+		return fmt.Sprintf("its daemon has exited, and every access to the mount fails; npzfs unmount %s removes it", shellWord(st.Mountpoint))
+	case daemonStopped:
+		return fmt.Sprintf("its daemon (pid %d) is stopped, and every access to the mount waits; kill -CONT %d resumes it", st.PID, st.PID)
+	case daemonSilent:
+		return fmt.Sprintf("its daemon (pid %d) does not answer (an npzfs from before npzfs status existed?)", st.PID)
+	}
+	return "its daemon does not answer (it may be stopped, or have exited)"
+}
+
 // writeStatus prints one mount's status for people.
 func writeStatus(w io.Writer, st *mountStats) {
 	if !st.Answering {
-		fmt.Fprintf(w, "%s: %s: its daemon does not answer (it may be stopped, or a mount made before npzfs status existed)\n", st.Mountpoint, st.Source)
+		fmt.Fprintf(w, "%s: %s: %s\n", st.Mountpoint, st.Source, silentReason(st))
 		return
 	}
 	up := time.Duration(st.Uptime * float64(time.Second)).Round(time.Second)
