@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +51,7 @@ func TestMountHandedFD(t *testing.T) {
 		}
 		t.Skip("mount(2) of /dev/fuse needs root")
 	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemons alone
 	shared, arrays := testArchive(t)
 	// A folder of our own that the user nobody can reach, holding the
 	// program and a copy of the archive, whose path names this test's
@@ -105,7 +107,21 @@ func TestMountHandedFD(t *testing.T) {
 				}
 			}
 			if !fg {
-				r := asNobody(t, prog, "unmount", dir)
+				// npzfs status names the mount where the helper put
+				// it, once: its daemon answers for that folder.
+				r := npzfs(t, "status", "--json")
+				var doc struct{ Mounts []statusOf }
+				json.Unmarshal([]byte(r.stdout), &doc)
+				var ours []statusOf
+				for _, st := range doc.Mounts {
+					if st.Mountpoint == dir || strings.HasPrefix(st.Mountpoint, "/dev/fd/") {
+						ours = append(ours, st)
+					}
+				}
+				if len(ours) != 1 || ours[0].Mountpoint != dir || !ours[0].Answering || ours[0].PID != pids[0] {
+					t.Errorf("npzfs status --json: the handed mount as %+v; want it once, on %s, answering from pid %d", ours, dir, pids[0])
+				}
+				r = asNobody(t, prog, "unmount", dir)
 				if r.code != 1 || !strings.Contains(r.stderr, "was mounted for user 0, not you") || !strings.Contains(r.stderr, "/dev/fd/N") || strings.Count(r.stderr, "\n") != 1 {
 					t.Errorf("npzfs unmount as nobody: exit %d, stderr %q", r.code, r.stderr)
 				}

@@ -88,17 +88,27 @@ func servesConnection(pid int, conn string) bool {
 		if l, err := os.Readlink(filepath.Join(dir, "fd", fd.Name())); err != nil || l != "/dev/fuse" {
 			continue
 		}
-		info, err := os.ReadFile(filepath.Join(dir, "fdinfo", fd.Name()))
-		if err != nil {
-			continue
-		}
-		for line := range strings.Lines(string(info)) {
-			if k, v, ok := strings.Cut(line, ":"); ok && k == "fuse_connection" && strings.TrimSpace(v) == conn {
-				return true
-			}
+		if c, ok := fuseConnection(filepath.Join(dir, "fdinfo", fd.Name())); ok && c == conn {
+			return true
 		}
 	}
 	return false
+}
+
+// fuseConnection is the FUSE connection a descriptor of /dev/fuse is on,
+// as the kernel names it in the fdinfo file at path (the minor number of
+// the mounts it serves).
+func fuseConnection(path string) (string, bool) {
+	info, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	for line := range strings.Lines(string(info)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == "fuse_connection" {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
 }
 
 // isStopped reports a process stopped by a signal or a tracer.

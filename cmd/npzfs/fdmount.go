@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 
 	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -49,4 +51,20 @@ func handOn(cmd *exec.Cmd, mountpoint string) error {
 		return nil
 	}
 	return fmt.Errorf("the mount point %s is not among the daemon's arguments", mountpoint)
+}
+
+// handedDir is where the FUSE device handed as descriptor fd is mounted
+// in this process's mount namespace, found by its connection; "" where
+// the kernel does not say or the mount is in another namespace.
+func handedDir(fd int) string {
+	conn, ok := fuseConnection("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if !ok {
+		return ""
+	}
+	for _, m := range mountinfo.Read() {
+		if m.Dev == "0:"+conn { // FUSE mounts have anonymous devices
+			return m.Dir
+		}
+	}
+	return ""
 }

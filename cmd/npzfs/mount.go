@@ -480,8 +480,14 @@ func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, logger *log.Logge
 func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, srv *npzfs.Server) func() mountStats {
 	started := time.Now()
 	return func() mountStats {
+		name := dir
+		if fd, handed := npzfs.FDMountpoint(dir); handed {
+			// Named where the helper mounted it, when that can be
+			// found: the mount table, and status, know it by that.
+			name = cmp.Or(handedDir(fd), dir)
+		}
 		st := mountStats{
-			Mountpoint: dir, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
+			Mountpoint: name, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
 			Uptime: time.Since(started).Seconds(), Options: ma.shownOptions(), Log: ma.logTarget,
 			Stats: d.Stats(), Answering: true,
 		}

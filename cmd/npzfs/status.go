@@ -212,8 +212,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	live := myMounts()
 	var list []mountStats
 	for _, st := range askDaemons() {
-		// A daemon serving a FUSE device it was handed (/dev/fd/N)
-		// does not know where that is mounted: it is listed too.
+		// A daemon serving a FUSE device it was handed names the
+		// folder it is mounted on where it can find it, else
+		// /dev/fd/N (a mount in another namespace): listed either way.
 		list = append(list, st)
 		delete(live, st.Mountpoint)
 	}
