@@ -13,11 +13,12 @@ import (
 type Stats struct {
 	Source string `json:"source"`
 	Kind   string `json:"kind"` // "archive", "npy" or "folder"
-	// Members and Failing count an archive's members, and those not
-	// served or whose reads fail; a folder's count the archives open now.
-	Members      int `json:"members"`
-	Failing      int `json:"members_failing"`
-	ArchivesOpen int `json:"archives_open,omitempty"`
+	// Members and Failing count an archive's (or a .npy's) members, and
+	// those not served or whose reads fail; ArchivesOpen counts a
+	// folder's archives open now. Each is nil for the other kind.
+	Members      *int `json:"members,omitempty"`
+	Failing      *int `json:"members_failing,omitempty"`
+	ArchivesOpen *int `json:"archives_open,omitempty"`
 	// SpanCache is the cache of inflated spans of deflated members.
 	SpanCache CacheStats `json:"span_cache"`
 	// Indexes count the saved indexes loaded, refused and saved, when
@@ -109,15 +110,17 @@ func (ix *indexing) stats() *IndexingStats {
 func (d *Dataset) Stats() Stats {
 	st := Stats{Source: d.name, Kind: [...]string{Archive: "archive", NPY: "npy", Folder: "folder"}[d.kind]}
 	if a := d.archive; a != nil {
-		st.Members = a.Len()
+		members, failing := a.Len(), 0
 		for m := range a.All() {
 			if !m.Served() || m.ReadError() != nil {
-				st.Failing++
+				failing++
 			}
 		}
+		st.Members, st.Failing = &members, &failing
 	}
 	if d.tree != nil {
-		st.ArchivesOpen = d.tree.Open()
+		open := d.tree.Open()
+		st.ArchivesOpen = &open
 	}
 	if c := d.cache; c != nil {
 		st.SpanCache.Hits, st.SpanCache.Misses = c.Lookups()

@@ -102,6 +102,11 @@ func TestStatus(t *testing.T) {
 	if st := status(t, fdir); st.Kind != "folder" || st.Archives != 0 {
 		t.Errorf("a fresh folder mount: %+v", st)
 	}
+	// A folder's document counts its open archives, even none, and has
+	// no members of its own.
+	if r := npzfs(t, "status", "--json", fdir); !strings.Contains(r.stdout, `"archives_open": 0,`) || strings.Contains(r.stdout, `"members`) {
+		t.Errorf("npzfs status --json of a folder mount:\n%s", r.stdout)
+	}
 	sameFiles(t, fdir, map[string][]byte{"a.npz/stored/raw.bin": files["stored/raw.bin"]})
 	if st := status(t, fdir); st.Archives != 1 {
 		t.Errorf("after reading one archive of the folder: %+v", st)

@@ -300,11 +300,11 @@ func writeStatus(w io.Writer, st *mountStats) {
 		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
 	}
 	line("served", "%s in %d reads and %d pushes", humanSize(st.Served.Bytes), st.Served.Reads, st.Served.Pushes)
-	switch st.Kind {
-	case "folder":
-		line("archives", "%d open", st.ArchivesOpen)
-	default:
-		line("members", "%d, %d failing (npzfs ls says why)", st.Members, st.Failing)
+	if st.ArchivesOpen != nil {
+		line("archives", "%d open", *st.ArchivesOpen)
+	}
+	if st.Members != nil && st.Failing != nil {
+		line("members", "%d, %d failing (npzfs ls says why)", *st.Members, *st.Failing)
 	}
 	sc := st.SpanCache
 	line("span cache", "%d hits, %d misses; %s of %s", sc.Hits, sc.Misses, humanSize(sc.Bytes), humanSize(sc.Budget))

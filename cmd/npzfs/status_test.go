@@ -20,7 +20,7 @@ func TestStatusJSONGolden(t *testing.T) {
 		Mountpoint: "/mnt/run", PID: 4242, Started: time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC),
 		Uptime: 61.5, Options: []string{"--cache-mb=64", "--index"}, Log: "/var/log/npzfs.log",
 		Stats: dataset.Stats{
-			Source: "s3://bucket/run.npz", Kind: "archive", Members: 12, Failing: 1, ArchivesOpen: 0,
+			Source: "s3://bucket/run.npz", Kind: "archive", Members: ptr(12), Failing: ptr(1), ArchivesOpen: ptr(0),
 			SpanCache: dataset.CacheStats{Hits: 100, Misses: 7, Bytes: 3 << 20, Budget: 16 << 20},
 			Indexes:   &dataset.IndexesStats{Folder: "/home/me/.cache/npzfs/index/v1", Loaded: 2, Refused: 1, Saved: 1},
 			Remote: &dataset.RemoteStats{Requests: 14, Retries: 1, BytesFetched: 1 << 20, BlockHits: 40,
@@ -51,6 +51,8 @@ func TestStatusJSONGolden(t *testing.T) {
 		t.Errorf("npzfs status --json prints:\n%s\nwant (testdata/status.golden):\n%s", out.Bytes(), want)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestStatusDirIsPrivate: the status folder is made mode 0700, and one
 // that others may enter is refused.
