@@ -31,10 +31,12 @@ func isHelperCall(args []string) bool {
 // helperIgnored are options mount(8) or fstab may hand to a helper that
 // mean nothing to a read-only FUSE mount (or were acted on already by
 // mount(8): "user" lets a user mount an fstab entry; "noauto", "_netdev"
-// and "nofail" say when to mount it). "rw" is mount(8)'s default: the
-// mount is read-only whatever it says.
+// and "nofail" say when to mount it). "rw", "dev" and "suid" are
+// mount(8)'s defaults, handed over whether or not the user wrote them: the
+// mount is read-only whatever they say, and stays nosuid and nodev as
+// npzfs mount makes it (it serves no device or set-user-ID files).
 var helperIgnored = map[string]bool{
-	"rw": true, "defaults": true, "auto": true, "noauto": true, "_netdev": true, "nofail": true,
+	"rw": true, "dev": true, "suid": true, "defaults": true, "auto": true, "noauto": true, "_netdev": true, "nofail": true,
 	"user": true, "users": true, "nouser": true, "owner": true, "group": true,
 	"sync": true, "async": true, "dirsync": true,
 }

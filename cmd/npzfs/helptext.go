@@ -234,8 +234,9 @@ From mount(8) and /etc/fstab, as type fuse.npzfs (npzfs must be on
 mount's PATH, /usr/local/bin or /usr/bin):
   mount -t fuse.npzfs /data/run.npz /mnt/run -o ro,allow_other
   /data/run.npz  /mnt/run  fuse.npzfs  ro,noauto,user,cache_mb=256  0 0
-mount(8)'s own options (rw, its default; dev, suid, user, noauto, nofail,
-_netdev, x-*) are accepted there and mean nothing more to npzfs.
+mount(8)'s own options (rw, dev and suid, its defaults; user, noauto,
+nofail, _netdev, x-*) are accepted there and change nothing: the mount
+stays read-only, nosuid and nodev.
 
 Exit codes: 0 mounted (with -f: unmounted cleanly after a signal or
 "npzfs unmount"), 1 the mount failed, 2 bad command line.`

@@ -67,7 +67,8 @@ func TestHelperArgs(t *testing.T) {
 		helper bool
 		want   []string
 	}{
-		{[]string{"a.npz", "/mnt", "-o", "rw,dev,suid"}, true, []string{"a.npz", "/mnt", "-o", "dev,suid"}},
+		{[]string{"a.npz", "/mnt", "-o", "rw,dev,suid"}, true, []string{"a.npz", "/mnt"}},
+		{[]string{"a.npz", "/mnt", "-o", "rw,dev,suid,noexec"}, true, []string{"a.npz", "/mnt", "-o", "noexec"}},
 		{[]string{"a.npz", "/mnt", "-o", "ro,noauto,user,_netdev,nofail,sync,x-systemd.automount,comment=x,user=nobody,cache_mb=8,allow_other"}, true,
 			[]string{"a.npz", "/mnt", "-o", "ro,cache_mb=8,allow_other"}},
 		{[]string{"a.npz", "/mnt", "-o", "rw,defaults"}, true, []string{"a.npz", "/mnt"}},
