@@ -97,8 +97,13 @@ var examples = map[string][]string{
 		"npzfs status",
 		"npzfs status --json /mnt/data",
 	},
-	"version":    {"npzfs version"},
-	"completion": {"source <(npzfs completion bash)"},
+	"version": {"npzfs version"},
+	"completion": {
+		"source <(npzfs completion bash)    # in this shell; to keep it:",
+		"npzfs completion bash > ~/.local/share/bash-completion/completions/npzfs",
+		`npzfs completion zsh > "${fpath[1]}/_npzfs"`,
+		"npzfs completion fish > ~/.config/fish/completions/npzfs.fish",
+	},
 }
 
 // lsHelp is the long description of npzfs ls.
