@@ -427,7 +427,8 @@ var pythonCommands = []string{"index", "ls", "mount", "unmount"}
 func writePythonFlags(w io.Writer) {
 	fmt.Fprint(w, `"""The flags of the npzfs commands the Python API runs, keyed by keyword
 argument name: (kind, usage). kind is "bool" (the bare flag, for True),
-"value" (--flag=VALUE) or "list" (--flag=VALUE for each item).
+"int" (--flag=N), "duration" (--flag=DURATION), "value" (--flag=TEXT) or
+"list" (--flag=TEXT for each item).
 
 Made from the command line's flag definitions by
 go test ./cmd/npzfs -run TestPythonFlags -update: do not edit.
@@ -442,8 +443,10 @@ FLAGS = {
 			f := fl.Lookup(r.name)
 			kind := "value"
 			switch t := f.Value.Type(); {
-			case t == "bool":
-				kind = "bool"
+			case t == "bool", t == "duration":
+				kind = t
+			case t == "int", t == "int64", t == "uint":
+				kind = "int"
 			case strings.HasSuffix(t, "Array"), strings.HasSuffix(t, "Slice"):
 				kind = "list"
 			}

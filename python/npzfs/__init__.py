@@ -136,8 +136,12 @@ def _flags(command: str, function: str, options: dict) -> tuple[list, dict]:
             continue
         if kind == "list":
             items = [value] if isinstance(value, (str, os.PathLike)) else list(value)
-        elif isinstance(value, (bool, list, tuple, dict, set)):
-            raise TypeError(f"npzfs.{function}(): {key} takes one value, not {value!r}")
+            if not all(isinstance(v, (str, os.PathLike)) for v in items):
+                raise TypeError(f"npzfs.{function}(): {key} takes a str or a list of them, not {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, _KINDS[kind][0]):
+            raise TypeError(f"npzfs.{function}(): {key} takes {_KINDS[kind][1]}, not {value!r}")
+        elif kind == "duration" and not isinstance(value, str):
+            items = [f"{value}s"]  # seconds
         else:
             items = [value]
         items = [os.fspath(v) if isinstance(v, os.PathLike) else str(v) for v in items]
@@ -149,6 +153,14 @@ def _flags(command: str, function: str, options: dict) -> tuple[list, dict]:
             continue
         argv.extend(f"{flag}={v}" for v in items)
     return argv, env
+
+
+# What a flag of each kind takes: the Python types, and how to say so.
+_KINDS = {
+    "int": (int, "an int"),
+    "duration": ((str, int, float), "a duration: seconds, or a str such as '90s' or '5m'"),
+    "value": ((str, os.PathLike), "a str"),
+}
 
 
 def _source(source: Source) -> tuple[str, dict]:

@@ -225,8 +225,16 @@ def test_unknown_options_run_nothing(data):
         npzfs.mount(data / "stored.npz", foreground=True)
     with pytest.raises(TypeError, match="takes True or False"):
         npzfs.mount(data / "stored.npz", no_index="yes")
-    with pytest.raises(TypeError, match="takes one value"):
+    with pytest.raises(TypeError, match="cache_mb takes an int, not \\[1, 2\\]"):
         npzfs.mount(data / "stored.npz", cache_mb=[1, 2])
+    with pytest.raises(TypeError, match="cache_mb takes an int, not 'abc'"):
+        npzfs.mount(data / "stored.npz", cache_mb="abc")
+    with pytest.raises(TypeError, match="takes an int"):
+        npzfs.mount(data / "stored.npz", memory_mb=1.5)
+    with pytest.raises(TypeError, match="list_ttl takes a duration"):
+        npzfs.mount(data / "stored.npz", list_ttl=[5])
+    with pytest.raises(TypeError, match="log takes a str"):
+        npzfs.mount(data / "stored.npz", log=3)
     with pytest.raises(TypeError):
         npzfs.load(data / "stored.npz", bogus=1)
     with pytest.raises(TypeError):
