@@ -286,7 +286,9 @@ def mount(source: Source, mountpoint: Optional[Union[str, "os.PathLike[str]"]] =
     if mountpoint is None:
         made = tempfile.mkdtemp(prefix="npzfs-")
         mountpoint = made
-    path = Path(os.path.abspath(os.fspath(mountpoint)))
+    # The mount table names the folder with its links resolved: so does
+    # the Mount, or it could not find its own mount to unmount.
+    path = Path(os.path.realpath(os.fspath(mountpoint)))
     try:
         r = _run(["mount", *argv, "--", src, str(path)], env)
         if r.returncode != 0:
@@ -304,7 +306,10 @@ def mount(source: Source, mountpoint: Optional[Union[str, "os.PathLike[str]"]] =
 def ls(source: Source, verify: bool = False, **options: Any) -> list:
     """The members of an archive, as ``npzfs ls --json`` gives them: a list
     of dicts (name, path, state, method, size, dtype, shape, ...; see
-    ``man npzfs``). With verify=True every member is read whole and its
+    ``man npzfs``). Of a folder (local, or a remote prefix), the members of
+    every archive under it, each dict naming its archive's path in the
+    folder (``archive``); an archive there that cannot be opened raises
+    :class:`Error`. With verify=True every member is read whole and its
     CRC-32 checked, and each dict says how (``verify``): a member that
     fails is reported there, not raised."""
     argv, env = _flags("ls", "ls", options)
@@ -313,9 +318,18 @@ def ls(source: Source, verify: bool = False, **options: Any) -> list:
     src, src_env = _source(source)
     env.update(src_env)
     r = _run(["ls", "--json", *argv, "--", src], env)
-    if r.returncode == 0 or (verify and r.returncode == 1 and r.stdout.strip()):
-        return json.loads(r.stdout)["members"]
-    raise _failure(r)
+    if r.returncode not in (0, 1) or not r.stdout.strip():
+        raise _failure(r)
+    doc = json.loads(r.stdout)
+    if "archives" not in doc:
+        if r.returncode == 0 or verify:
+            return doc["members"]
+        raise _failure(r)
+    if doc["errors"]:
+        first = doc["errors"][0]
+        more = f" (and {len(doc['errors']) - 1} more)" if len(doc["errors"]) > 1 else ""
+        raise Error(f"npzfs ls: {first['archive']}: {first['error']}{more}", r.returncode)
+    return [dict(m, archive=a["archive"]) for a in doc["archives"] for m in a["members"]]
 
 
 def index(source: Source, keys: Optional[Sequence[str]] = None, **options: Any) -> str:
@@ -330,6 +344,12 @@ def index(source: Source, keys: Optional[Sequence[str]] = None, **options: Any) 
     if r.returncode != 0:
         raise _failure(r)
     return r.stdout.strip()
+
+
+def _is_folder(source: Source) -> bool:
+    """Whether source names a folder: a local one, or a URL ending in /."""
+    s = os.fspath(source)
+    return os.path.isdir(s) or ("://" in s and s.endswith("/"))
 
 
 class Archive(Mapping):
@@ -357,6 +377,8 @@ class Archive(Mapping):
         if self._mount is None:
             taken = {k: v for k, v in self._options.items() if k in FLAGS["ls"]}
             members = ls(self._source, **taken)
+            if any("archive" in m for m in members) or (not members and _is_folder(self._source)):
+                raise Error(f"{os.fspath(self._source)} is a folder: npzfs.load takes one archive (.npz or .npy); mount a folder with npzfs.mount", 2)
             paths = {}
             for m in members:
                 if m.get("path") is None or m["state"] == "folder":

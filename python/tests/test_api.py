@@ -5,6 +5,7 @@ errors."""
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,34 @@ def test_ls(data):
     assert big["method"] == "deflate" and big["shape"] == [1 << 20] and big["state"] == "served"
     checked = npzfs.ls(data / "stored.npz", verify=True)
     assert all(m["verify"] == "ok" for m in checked)
+
+
+def test_ls_folder(data, tmp_path):
+    members = npzfs.ls(data / "folder", verify=True)
+    assert {(m["archive"], m["name"]) for m in members} >= {("a.npz", "x.npy"), ("sub/b.npz", "y.npy"), ("c.npy", "c.npy")}
+    assert all(m["verify"] == "ok" for m in members)
+    bad = tmp_path / "bad"
+    shutil.copytree(data / "folder", bad)
+    (bad / "junk.npz").write_bytes(b"junk")
+    with pytest.raises(npzfs.Error) as e:
+        npzfs.ls(bad)
+    assert e.value.exit_code == 1 and e.value.message.startswith("npzfs ls: junk.npz: ")
+    with pytest.raises(npzfs.Error, match="is a folder: npzfs.load takes one archive"):
+        npzfs.load(data / "folder").files
+
+
+def test_mount_through_a_link(data, tmp_path):
+    """A mount point named through a symlink is the folder it leads to,
+    as the mount table names it: the Mount finds its mount to unmount."""
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    m = npzfs.mount(data / "stored.npz", link)
+    assert m.path == real.resolve() and str(m.path) in npzfs_mounts()
+    same(np.load(link / "labels.npy"), ARRAYS["labels"])
+    m.unmount()
+    assert str(m.path) not in npzfs_mounts()
 
 
 def test_index(data, tmp_path):
