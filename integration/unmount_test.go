@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -158,5 +159,32 @@ func TestUnmountWaitsForTheDaemon(t *testing.T) {
 		if processAlive(pids[0]) {
 			t.Errorf("the daemon (pid %d) of %s still runs after npzfs unmount returned", pids[0], dir)
 		}
+	}
+}
+
+// TestMountThroughALink: a mount point named through a symbolic link is
+// mounted on the folder the link leads to; status and unmount find it by
+// the link as by the folder.
+func TestMountThroughALink(t *testing.T) {
+	archive, _ := testArchive(t)
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
+	os.Mkdir(real, 0o755)
+	os.Symlink("real", link)
+	clearLater(t, real)
+	if r := npzfs(t, "mount", archive, link); r.code != 0 {
+		t.Fatalf("mount on a link: exit %d: %s", r.code, r.stderr)
+	}
+	if !isMounted(real) {
+		t.Fatalf("%s is not mounted", real)
+	}
+	if r := npzfs(t, "status", link); r.code != 0 || !strings.HasPrefix(r.stdout, real+": "+archive+" (archive)") {
+		t.Errorf("status of the link: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	if r := npzfs(t, "unmount", link); r.code != 0 || r.stderr != "" || isMounted(real) {
+		t.Errorf("unmount of the link: exit %d, %q; mounted: %v", r.code, r.stderr, isMounted(real))
 	}
 }

@@ -29,6 +29,32 @@ func detached(m mountinfo.Entry) bool {
 	return true
 }
 
+// mountPath is dir as the mount table names a mount on it: absolute, with
+// its symbolic links resolved, as mount resolved them. A mount point's
+// daemon may not answer (stopped, or gone), so nothing is looked up on
+// it: the parent's links are resolved, and dir itself is only read as a
+// link (readlink of a mount point fails at once, asking no daemon).
+func mountPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir, err
+	}
+	for range 40 { // as many links as the kernel follows
+		if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			abs = filepath.Join(parent, filepath.Base(abs))
+		}
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return abs, nil
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(abs), target)
+		}
+		abs = filepath.Clean(target)
+	}
+	return abs, fmt.Errorf("%s: too many levels of symbolic links", dir)
+}
+
 // within reports whether path is dir or inside it, symbolic links
 // resolved.
 func within(path, dir string) bool {

@@ -223,7 +223,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Mountpoint < list[j].Mountpoint })
 	if fl.NArg() == 1 {
-		want, err := mountpointArg(fl.Arg(0))
+		want, err := mountPath(fl.Arg(0))
 		if err != nil {
 			return fail(stderr, "status", err)
 		}
@@ -234,6 +234,12 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if len(one) == 0 {
+			if _, mounted := mountinfo.Find(want); !mounted {
+				// Not a mount point, so looking at it waits on no daemon.
+				if _, err := os.Lstat(want); errors.Is(err, os.ErrNotExist) {
+					return fail(stderr, "status", fmt.Errorf("%s does not exist", want))
+				}
+			}
 			return fail(stderr, "status", fmt.Errorf("%s is not an npzfs mount of yours", want))
 		}
 		list = one
@@ -259,20 +265,6 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		writeStatus(stdout, &st)
 	}
 	return exitOK
-}
-
-// mountpointArg is a mount point as given, absolute, its parent's links
-// resolved (the mount point itself is not looked at: its daemon may not
-// answer).
-func mountpointArg(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		abs = filepath.Join(parent, filepath.Base(abs))
-	}
-	return abs, nil
 }
 
 // silentReason says for people why st's daemon did not answer.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,18 +83,13 @@ func unmount(dir string, lazy bool) (abs string, ds []daemon, err error) {
 	return abs, nil, fmt.Errorf("%s is still mounted after %d unmounts", abs, maxStack)
 }
 
-// unmountPoint is dir made absolute, its parent's links resolved, and its
+// unmountPoint is dir as the mount table names it (mountPath), and its
 // topmost mount, once that is known to be an npzfs mount this user may
 // remove.
 func unmountPoint(dir string) (string, mountinfo.Entry, error) {
-	abs, err := filepath.Abs(dir)
+	abs, err := mountPath(dir)
 	if err != nil {
 		return dir, mountinfo.Entry{}, err
-	}
-	// Resolve symlinks in the parent only: the mount point itself may
-	// be a dead mount, or one whose daemon does not answer.
-	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		abs = filepath.Join(parent, filepath.Base(abs))
 	}
 	m, ok := mountinfo.Find(abs)
 	if !ok {
