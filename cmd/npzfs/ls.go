@@ -318,6 +318,9 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 		case m.IsDir():
 			r.state = stateFolder
 			l.counts.folders++
+			if failures != nil {
+				l.counts.verified++ // nothing in it to fail
+			}
 		case r.readError != "":
 			r.state = stateUnreadable
 			l.counts.unreadable++
@@ -485,7 +488,7 @@ func (l *listing) json(archive string, verified bool) jsonListing {
 		out.Members = append(out.Members, j)
 	}
 	out.Counts.Members = len(l.members)
-	out.Counts.Served, out.Counts.Unreadable = l.counts.served, l.counts.unreadable
+	out.Counts.Served, out.Counts.Unreadable = l.counts.served+l.counts.folders, l.counts.unreadable
 	out.Counts.Failed, out.Counts.NotServed = l.counts.failed, l.counts.notServed
 	return out
 }

@@ -392,3 +392,27 @@ func TestHumanSize(t *testing.T) {
 		t.Errorf("ls -h: exit %d:\n%s", code, out)
 	}
 }
+
+// TestLsCountsFolderEntries: an archive's entry for a folder ("d/") is
+// counted as served in the table's summary and in --json alike, and
+// --verify has nothing in it to fail.
+func TestLsCountsFolderEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.npz")
+	z := hostile.Zip([]hostile.Member{{Name: "d/"}, {Name: "d/a.npy", Data: hostile.NPY("<i8", []int64{3}, make([]byte, 24))}})
+	if err := os.WriteFile(path, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCmd("ls", "--verify", path); code != exitOK || !strings.HasSuffix(out, "\n2 members, 2 served, 2 verified\n") {
+		t.Errorf("ls --verify: exit %d\n%s", code, out)
+	}
+	code, out, _ := runCmd("ls", "--json", path)
+	var doc struct {
+		Counts map[string]int `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != exitOK || err != nil {
+		t.Fatalf("ls --json: exit %d, %v", code, err)
+	}
+	if c := doc.Counts; c["members"] != 2 || c["served"] != 2 || c["unreadable"]+c["failed"]+c["not_served"] != 0 {
+		t.Errorf("ls --json counts %v, want 2 members, 2 served", c)
+	}
+}
