@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,28 @@ type mountStats struct {
 	// where one was found, and Daemon says what became of it.
 	Answering bool   `json:"answering"`
 	Daemon    string `json:"daemon,omitempty"` // daemonExited, ...
+}
+
+// MarshalJSON gives a mount whose daemon did not answer as what is known
+// of it alone (mountpoint, source, pid where one was found, daemon), not
+// as zeros.
+func (st mountStats) MarshalJSON() ([]byte, error) {
+	var v any = struct {
+		Mountpoint string `json:"mountpoint"`
+		Source     string `json:"source"`
+		PID        int    `json:"pid,omitempty"`
+		Answering  bool   `json:"answering"`
+		Daemon     string `json:"daemon"`
+	}{st.Mountpoint, st.Source, st.PID, false, st.Daemon}
+	if st.Answering {
+		type plain mountStats // without this method
+		v = plain(st)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
 // What became of a daemon that does not answer (mountStats.Daemon).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +87,29 @@ func TestServeStatus(t *testing.T) {
 	stop()
 	if got := askDaemons(); len(got) != 0 {
 		t.Errorf("after stop: %+v", got)
+	}
+}
+
+// TestSilentStatusJSON: a mount whose daemon did not answer is given in
+// --json by what is known of it alone, not with zeros for the rest.
+func TestSilentStatusJSON(t *testing.T) {
+	for _, tc := range []struct {
+		st   mountStats
+		want string
+	}{
+		{mountStats{Mountpoint: "/mnt/a&b", PID: 77, Stats: dataset.Stats{Source: "/data/<a>.npz"}, Daemon: daemonStopped},
+			`{"mountpoint":"/mnt/a&b","source":"/data/<a>.npz","pid":77,"answering":false,"daemon":"stopped"}`},
+		{mountStats{Mountpoint: "/mnt/x", Stats: dataset.Stats{Source: "/data/x.npz"}, Daemon: daemonExited},
+			`{"mountpoint":"/mnt/x","source":"/data/x.npz","answering":false,"daemon":"exited"}`},
+	} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(tc.st); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(b.String()); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
 	}
 }
