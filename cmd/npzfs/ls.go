@@ -671,6 +671,10 @@ func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer)
 	if m == nil {
 		return fail(stderr, "inspect", fmt.Errorf("%s: no member %q; its keys: %s", path, key, keyList(a)))
 	}
+	if !m.Served() {
+		// As the mount and keyList have it: not a key of the archive.
+		return fail(stderr, "inspect", fmt.Errorf("%s: the member %s is not served (%s); its keys: %s", path, quoteName(m.Name()), m.Reason(), keyList(a)))
+	}
 	var js []byte
 	if a.Bare() {
 		// A file of its own: its header.json has no archive_offset
