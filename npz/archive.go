@@ -423,6 +423,14 @@ var ErrChanged = source.ErrChanged
 // Bare reports an archive that is a bare .npy file (NewNPY), not a zip.
 func (a *Archive) Bare() bool { return a.n == 1 && a.member(0).st.Load()&flagBare != 0 }
 
+// what is what messages call the member of a bare .npy: the file.
+func (a *Archive) what() string {
+	if a.Bare() {
+		return "file"
+	}
+	return "member"
+}
+
 // Close closes the archive file (and its sidecar) when Open opened it. Reads after Close
 // fail (those that would splice from its file with ErrClosed), and what
 // its indexes took of a shared window budget (Options.Windows) is given

@@ -544,12 +544,12 @@ func (m *Member) readNPYFrom(head []byte) (*npy.Header, error) {
 		return nil, errors.New("npz: npy header has no dtype")
 	}
 	if h.DataOffset < 0 || h.DataOffset > m.e.Size {
-		return nil, fmt.Errorf("npz: npy header ends at byte %d, past the member's %d bytes", h.DataOffset, m.e.Size)
+		return nil, fmt.Errorf("npz: npy header ends at byte %d, past the %s's %d bytes", h.DataOffset, m.a.what(), m.e.Size)
 	}
 	dl := h.DataLength(m.e.Size)
 	if dl < 0 || dl > m.e.Size-h.DataOffset {
-		return nil, fmt.Errorf("npz: the header's shape and dtype need %d bytes of data from byte %d, but the member ends at byte %d (%d bytes missing)",
-			dl, h.DataOffset, m.e.Size, dl-(m.e.Size-h.DataOffset))
+		return nil, fmt.Errorf("npz: the header's shape and dtype need %d bytes of data from byte %d, but the %s ends at byte %d (%d bytes missing)",
+			dl, h.DataOffset, m.a.what(), m.e.Size, dl-(m.e.Size-h.DataOffset))
 	}
 	return h, nil
 }
