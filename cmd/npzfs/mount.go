@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -174,6 +175,15 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 	}
 	if _, err := ma.memory(); err != nil {
 		return err
+	}
+	if ma.logFile != "" {
+		// Named absolute while the caller's folder is this process's
+		// (the daemon serves from /), for status to show.
+		abs, err := filepath.Abs(ma.logFile)
+		if err != nil {
+			return err
+		}
+		ma.logFile = abs
 	}
 	if err := ma.remote.check(); err != nil {
 		return err

@@ -144,6 +144,25 @@ func TestShownOptions(t *testing.T) {
 	}
 }
 
+// TestLogFileAbsolute: --log is named absolute from the caller's folder
+// before the daemon serves from /, so that status shows where it is.
+func TestLogFileAbsolute(t *testing.T) {
+	fl := newFlags("mount", io.Discard, io.Discard)
+	var ma mountArgs
+	var opts []string
+	ma.addFlags(fl, &opts)
+	if err := fl.Parse([]string{"--log", "run/npzfs.log", "--no-index"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ma.check(fl); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if want := filepath.Join(wd, "run", "npzfs.log"); ma.logFile != want {
+		t.Errorf("--log run/npzfs.log is %q, want %q", ma.logFile, want)
+	}
+}
+
 // TestMountPath: a mount point given through links, relative or absolute,
 // in its parent or as itself, is named as the mount table names it; a
 // loop of links is refused.
