@@ -15,6 +15,7 @@ import (
 	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/inflate"
+	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
 )
@@ -187,10 +188,22 @@ func (d *Dataset) setArchive(a *npz.Archive) {
 	d.closers = append(d.closers, a)
 }
 
+// formatError is err's malformed zip or .npy, if that is what it is.
+func formatError(err error) error {
+	var ze *npz.FormatError
+	if errors.As(err, &ze) {
+		return ze
+	}
+	var ne *npy.FormatError
+	if errors.As(err, &ne) {
+		return ne
+	}
+	return nil
+}
+
 // describe says in one line why the file at path is not an archive.
 func describe(path string, err error) error {
-	var fe *npz.FormatError
-	if errors.As(err, &fe) {
+	if fe := formatError(err); fe != nil {
 		return fmt.Errorf("%s is not a readable .npz archive or .npy file (%v)", path, fe)
 	}
 	var pe *iofs.PathError

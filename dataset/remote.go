@@ -96,8 +96,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	}
 	a, err := npz.New(src, src.Size(), path.Base(src.String()), &ao)
 	if err != nil {
-		var fe *npz.FormatError
-		if errors.As(err, &fe) {
+		if fe := formatError(err); fe != nil {
 			return fmt.Errorf("%s is not a readable .npz archive or .npy file (%v)", src, fe)
 		}
 		return fmt.Errorf("%s: %w", src, err)

@@ -253,7 +253,8 @@ func Open(path string, opts *Options) (*Archive, error) {
 // not end so). This is how every archive npzfs opens is told apart, by
 // its bytes and not its name: a zip's end is read first, since a remote
 // source has fetched it already. A source that is neither fails with
-// the zip reader's error.
+// the zip reader's error, or, when name ends in ".npy", with what a .npy
+// lacks.
 func New(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
 	a, err := NewReader(r, size, opts)
 	if err == nil {
@@ -261,6 +262,11 @@ func New(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error
 	}
 	var magic [6]byte
 	if size < int64(len(magic)) || zip.ReadAtFull(r, magic[:], 0) != nil || string(magic[:]) != npy.Magic {
+		if path.Ext(name) == ".npy" && string(magic[:2]) != "PK" {
+			// Named .npy, and not a zip's first bytes either: what a
+			// .npy lacks says more than a missing zip end record.
+			return nil, &npy.FormatError{Msg: `not a .npy file: it does not start with the magic "\x93NUMPY", nor is it a zip archive`}
+		}
 		return nil, err
 	}
 	if path.Ext(name) != ".npy" {
