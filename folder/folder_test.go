@@ -127,6 +127,9 @@ func TestFolderTree(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hi"), 0o644)
 	os.WriteFile(filepath.Join(dir, "taken.npy"), npyBytes(t, 1, 1), 0o644)
 	os.Mkdir(filepath.Join(dir, "taken"), 0o755) // a folder takes the views' name
+	os.WriteFile(filepath.Join(dir, "junk.npy"), []byte("not a .npy"), 0o644)
+	writeNPZ(t, filepath.Join(dir, "zipped.npy"), 0, 1, "q")                 // an archive named .npy
+	os.WriteFile(filepath.Join(dir, "npyish.npz"), npyBytes(t, 1, 1), 0o644) // a .npy named .npz
 	tr, err := Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +146,10 @@ func TestFolderTree(t *testing.T) {
 		"/a.npz/y", "/a.npz/y.npy", "/a.npz/y.ra", "/a.npz/y/header.json", "/a.npz/y/raw.bin",
 		"/bad.npz", "/bad.npz/" + ErrorName,
 		"/grid", "/grid.npy", "/grid.ra", "/grid/header.json", "/grid/raw.bin",
+		"/junk", "/junk/" + ErrorName, "/npyish.npz", "/npyish.npz/" + ErrorName,
 		"/sub", "/sub/deeper", "/sub/deeper/b.npz", "/sub/deeper/b.npz/z", "/sub/deeper/b.npz/z.npy", "/sub/deeper/b.npz/z.ra",
 		"/sub/deeper/b.npz/z/header.json", "/sub/deeper/b.npz/z/raw.bin",
-		"/taken", "/taken.npy", "/taken.ra",
+		"/taken", "/taken.npy", "/taken.ra", "/zipped", "/zipped/" + ErrorName,
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("tree:\n%q\nwant:\n%q", names, want)
@@ -161,6 +165,18 @@ func TestFolderTree(t *testing.T) {
 	}
 	if b := string(read(t, got["/bad.npz/"+ErrorName])); !strings.Contains(b, "end of central directory") {
 		t.Errorf("bad.npz's error file says %q", b)
+	}
+	for p, want := range map[string]string{
+		"/junk/" + ErrorName:       `junk.npy: npy: not a .npy file: it does not start with the magic "\x93NUMPY", nor is it a zip archive (at byte 0)`,
+		"/zipped/" + ErrorName:     "zipped.npy is named .npy but holds a zip archive (name it .npz)",
+		"/npyish.npz/" + ErrorName: "npyish.npz is named .npz but holds a .npy file (name it .npy)",
+	} {
+		if b := string(read(t, got[p])); !strings.Contains(b, want) {
+			t.Errorf("%s says %q, want %q", p, b, want)
+		}
+	}
+	if tr.Root().Lookup("junk.npy") != nil || tr.Root().Lookup("junk.ra") != nil {
+		t.Error("a .npy that cannot be read is found as itself or its .ra")
 	}
 	if tr.Root().Lookup("notes.txt") != nil || tr.Root().Lookup("nothing.npz") != nil {
 		t.Error("a name that is not served is found")

@@ -105,13 +105,18 @@ func (d *dirNode) entry(e Entry) fs.Entry {
 }
 
 // npyEntries are the nodes a .npy file makes in its folder: NAME.npy and
-// its views (NAME/, NAME.ra), each when its name is free.
+// its views (NAME/, NAME.ra), each when its name is free. A .npy that
+// cannot be read makes NAME/ holding only its error file, as an archive
+// that cannot be read does; one gone or changed meanwhile makes none.
 func (d *dirNode) npyEntries(e Entry) []fs.Entry {
 	s := d.t.slotFor(d.path(e.Name), e, true)
 	a, gen, done, err := s.archive()
 	defer done()
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, source.ErrChanged) {
 		return nil
+	}
+	if err != nil {
+		return []fs.Entry{&brokenNPY{s: s, err: err}}
 	}
 	var out []fs.Entry
 	for _, c := range a.Root().Children() {
@@ -243,6 +248,32 @@ func (n *archNode) List() fs.Listing {
 		return fs.Entries{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: err}}
 	}
 	return listing{s: n.s, gen: gen, l: a.Root().Listing()}
+}
+
+// brokenNPY is the folder NAME/ of a file NAME.npy that cannot be read:
+// it holds the error file alone.
+type brokenNPY struct {
+	s   *slot
+	err error
+}
+
+func (n *brokenNPY) Name() string             { return strings.TrimSuffix(n.s.name, ".npy") }
+func (n *brokenNPY) Ino() uint64              { return n.s.rootIno }
+func (n *brokenNPY) IsDir() bool              { return true }
+func (n *brokenNPY) ModTime() time.Time       { return n.s.mtime() }
+func (n *brokenNPY) File() fs.Content         { return nil }
+func (n *brokenNPY) CacheTime() time.Duration { return n.s.t.opts.CacheTime }
+func (n *brokenNPY) List() fs.Listing         { return fs.Entries{n.errFile()} }
+
+func (n *brokenNPY) Lookup(name string) fs.Entry {
+	if name == ErrorName {
+		return n.errFile()
+	}
+	return nil
+}
+
+func (n *brokenNPY) errFile() fs.Entry {
+	return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: n.err}
 }
 
 // listing is the listing of a folder of an archive: its nodes are
