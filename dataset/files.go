@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 
 	"github.com/npzfs/npzfs/folder"
@@ -46,12 +47,19 @@ func (d *Dataset) Files(ctx context.Context) ([]FolderFile, error) {
 func (d *Dataset) OpenFile(ctx context.Context, f FolderFile) (*npz.Archive, error) {
 	ao := d.opts.Archive
 	ao.Sidecars = d.opts.Sidecars
+	var a *npz.Archive
+	var err error
 	if f.file != "" {
-		a, err := npz.Open(f.file, &ao)
-		if err != nil {
+		if a, err = npz.Open(f.file, &ao); err != nil {
 			return nil, describe(f.file, err)
 		}
-		return a, nil
+	} else if a, err = d.tree.Store().Open(ctx, f.Path, f.entry, &ao); err != nil {
+		return nil, err
 	}
-	return d.tree.Store().Open(ctx, f.Path, f.entry, &ao)
+	// As a mount of the folder serves it, or does not.
+	if err := folder.KindError(path.Base(f.Path), a); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,17 +111,25 @@ func (s *slot) openFile() (*npz.Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case a.Bare() != s.bare && s.bare:
-		err = fmt.Errorf("%s is named .npy but holds a zip archive (name it .npz)", s.name)
-	case a.Bare() != s.bare:
-		err = fmt.Errorf("%s is named .npz but holds a .npy file (name it .npy)", s.name)
-	}
-	if err != nil {
+	if err := KindError(s.name, a); err != nil {
 		a.Close()
 		return nil, err
 	}
 	return a, nil
+}
+
+// KindError says why archive a, the file name in a folder, cannot be
+// served as its name says: a folder's listing goes by the names, showing
+// NAME.npz as a folder of an archive and NAME.npy as an array, so the
+// bytes must agree. It is nil when they do, and for other names.
+func KindError(name string, a *npz.Archive) error {
+	switch {
+	case strings.HasSuffix(name, ".npy") && !a.Bare():
+		return fmt.Errorf("%s is named .npy but holds a zip archive (name it .npz)", name)
+	case strings.HasSuffix(name, ".npz") && a.Bare():
+		return fmt.Errorf("%s is named .npz but holds a .npy file (name it .npy)", name)
+	}
+	return nil
 }
 
 // mtime is the archive file's modification time, or when it was first

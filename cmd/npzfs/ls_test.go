@@ -367,6 +367,19 @@ func TestLsFolder(t *testing.T) {
 	if code != exitFail || errs != "" || len(doc.Archives) != 2 || len(doc.Errors) != 1 || doc.Errors[0].Archive != "bad.npz" {
 		t.Errorf("ls --json FOLDER with a bad archive: exit %d, stderr %q: %+v", code, errs, doc)
 	}
+	// Files whose bytes do not agree with their names are refused as a
+	// mount of the folder refuses them.
+	copyTo("../../npy/testdata/good/record_aligned.npy", "npy.npz")
+	copyTo(corpusDir+"numpy_savez.npz", "zip.npy")
+	code, _, errs = runCmd("ls", dir)
+	for _, want := range []string{
+		"npzfs ls: npy.npz: npy.npz is named .npz but holds a .npy file (name it .npy)\n",
+		"npzfs ls: zip.npy: zip.npy is named .npy but holds a zip archive (name it .npz)\n",
+	} {
+		if code != exitFail || !strings.Contains(errs, want) {
+			t.Errorf("ls FOLDER with misnamed files: exit %d, stderr %q, want %q", code, errs, want)
+		}
+	}
 	// A record's dtype is numpy's dtype.str, its descr as header.json
 	// gives it.
 	for _, a := range doc.Archives {
