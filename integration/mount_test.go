@@ -1014,9 +1014,11 @@ func TestUnreadableMethodsAnswerEIO(t *testing.T) {
 	}
 }
 
-// TestUnmountLazy: --lazy detaches a busy mount at once; the open file
-// keeps reading and the daemon exits when it is closed.
+// TestUnmountLazy: --lazy detaches a busy mount at once; status says so
+// while the open file keeps reading, and the daemon exits when it is
+// closed.
 func TestUnmountLazy(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemon alone
 	archive, arrays := testArchive(t)
 	dir := mount(t, archive)
 	pids := daemons(dir)
@@ -1033,6 +1035,9 @@ func TestUnmountLazy(t *testing.T) {
 	}
 	if isMounted(dir) {
 		t.Fatalf("%s still in the mount table after unmount --lazy", dir)
+	}
+	if r := npzfs(t, "status", dir); r.code != 0 || !strings.Contains(r.stdout, "\n  detached    unmounted lazily") {
+		t.Errorf("status of the detached mount: exit %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 	got, err := io.ReadAll(f)
 	if err != nil || !bytes.Equal(got, arrays[1].data) {

@@ -54,6 +54,17 @@ type mountStats struct {
 	// where one was found, and Daemon says what became of it.
 	Answering bool   `json:"answering"`
 	Daemon    string `json:"daemon,omitempty"` // daemonExited, ...
+	// Detached is set for a mount gone from the mount table (a lazy
+	// unmount) whose daemon still serves the files open in it.
+	Detached bool `json:"detached,omitempty"`
+}
+
+// sameMountNamespace reports whether process pid sees the mount table
+// this process does, so that a mount missing from it is gone.
+func sameMountNamespace(pid int) bool {
+	theirs, err1 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+	ours, err2 := os.Readlink("/proc/self/ns/mnt")
+	return err1 == nil && err2 == nil && theirs == ours
 }
 
 // MarshalJSON gives a mount whose daemon did not answer as what is known
@@ -238,6 +249,8 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		// A daemon serving a FUSE device it was handed names the
 		// folder it is mounted on where it can find it, else
 		// /dev/fd/N (a mount in another namespace): listed either way.
+		_, inTable := live[st.Mountpoint]
+		st.Detached = !inTable && !strings.HasPrefix(st.Mountpoint, "/dev/fd/") && sameMountNamespace(st.PID)
 		list = append(list, st)
 		delete(live, st.Mountpoint)
 	}
@@ -311,6 +324,9 @@ func writeStatus(w io.Writer, st *mountStats) {
 	}
 	up := time.Duration(st.Uptime * float64(time.Second)).Round(time.Second)
 	fmt.Fprintf(w, "%s: %s (%s), pid %d, up %v\n", st.Mountpoint, st.Source, st.Kind, st.PID, up)
+	if st.Detached {
+		fmt.Fprintf(w, "  %-11s %s\n", "detached", "unmounted lazily: it serves the files still open in it, then exits")
+	}
 	line := func(what, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
 	}
