@@ -379,12 +379,19 @@ class Archive(Mapping):
             members = ls(self._source, **taken)
             if any("archive" in m for m in members) or (not members and _is_folder(self._source)):
                 raise Error(f"{os.fspath(self._source)} is a folder: npzfs.load takes one archive (.npz or .npy); mount a folder with npzfs.mount", 2)
-            paths = {}
+            paths: dict = {}
+            exact = set()
             for m in members:
                 if m.get("path") is None or m["state"] == "folder":
                     continue
                 name = m["name"]
-                paths[name[:-4] if name.endswith(".npy") else name] = m["path"]
+                key = name[:-4] if name.endswith(".npy") else name
+                # A member named exactly key wins over KEY.npy, as in
+                # np.load ("s" before "s.npy").
+                if key not in exact:
+                    paths[key] = m["path"]
+                if key == name:
+                    exact.add(key)
             self._mount = mount(self._source, **self._options)
             self._paths = paths
         return self._mount

@@ -4,10 +4,12 @@ values exact against np.load; clean-up in every way a mount can end;
 errors."""
 
 import gc
+import io
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +108,20 @@ def test_load(data, name):
     assert str(path) not in npzfs_mounts() and not path.exists()
     with pytest.raises(ValueError):
         z["images"]
+
+
+def test_load_exact_name_first(tmp_path):
+    """A member named "s" and another "s.npy": z["s"] is the first, as
+    np.load gives it."""
+    path = tmp_path / "order.npz"
+    buf = io.BytesIO()
+    np.save(buf, np.arange(3))
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("s.npy", buf.getvalue())
+        z.writestr("s", b"raw member s")
+    assert np.load(path)["s"] == b"raw member s"
+    with npzfs.load(path) as z:
+        assert z["s"] == b"raw member s" and z.files == ["s"]
 
 
 def test_load_keeps_arrays_after_close(data):
