@@ -135,6 +135,10 @@ func TestFolderTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
+	// A listing goes by the names: it opens nothing.
+	if kids := fs.Children(tr.Root()); len(kids) == 0 || tr.Open() != 0 {
+		t.Errorf("listing the root: %d entries, %d archives opened", len(kids), tr.Open())
+	}
 	got := walk(t, tr.Root())
 	var names []string
 	for p := range got {
@@ -146,10 +150,10 @@ func TestFolderTree(t *testing.T) {
 		"/a.npz/y", "/a.npz/y.npy", "/a.npz/y.ra", "/a.npz/y/header.json", "/a.npz/y/raw.bin",
 		"/bad.npz", "/bad.npz/" + ErrorName,
 		"/grid", "/grid.npy", "/grid.ra", "/grid/header.json", "/grid/raw.bin",
-		"/junk", "/junk/" + ErrorName, "/npyish.npz", "/npyish.npz/" + ErrorName,
+		"/junk", "/junk.npy", "/junk.ra", "/junk/" + ErrorName, "/npyish.npz", "/npyish.npz/" + ErrorName,
 		"/sub", "/sub/deeper", "/sub/deeper/b.npz", "/sub/deeper/b.npz/z", "/sub/deeper/b.npz/z.npy", "/sub/deeper/b.npz/z.ra",
 		"/sub/deeper/b.npz/z/header.json", "/sub/deeper/b.npz/z/raw.bin",
-		"/taken", "/taken.npy", "/taken.ra", "/zipped", "/zipped/" + ErrorName,
+		"/taken", "/taken.npy", "/taken.ra", "/zipped", "/zipped.npy", "/zipped.ra", "/zipped/" + ErrorName,
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("tree:\n%q\nwant:\n%q", names, want)
@@ -175,8 +179,10 @@ func TestFolderTree(t *testing.T) {
 			t.Errorf("%s says %q, want %q", p, b, want)
 		}
 	}
-	if tr.Root().Lookup("junk.npy") != nil || tr.Root().Lookup("junk.ra") != nil {
-		t.Error("a .npy that cannot be read is found as itself or its .ra")
+	for _, p := range []string{"/junk.npy", "/junk.ra", "/zipped.npy"} {
+		if _, err := got[p].File().ReadAtContext(context.Background(), make([]byte, 1), 0); err == nil || errors.Is(err, io.EOF) {
+			t.Errorf("a read of %s: %v, want its file's error", p, err)
+		}
 	}
 	if tr.Root().Lookup("notes.txt") != nil || tr.Root().Lookup("nothing.npz") != nil {
 		t.Error("a name that is not served is found")

@@ -105,22 +105,22 @@ func (d *dirNode) entry(e Entry) fs.Entry {
 }
 
 // npyEntries are the nodes a .npy file makes in its folder: NAME.npy and
-// its views (NAME/, NAME.ra), each when its name is free. A .npy that
-// cannot be read makes NAME/ holding only its error file, as an archive
-// that cannot be read does; one gone or changed meanwhile makes none.
+// its views (NAME/, NAME.ra), each when its name is free. They go by the
+// name (npz.BareNodes), as an archive's do: the file is opened when one
+// of them is used, and one that cannot be served then fails their reads
+// and says why in NAME/npzfs-error.txt, as an archive that cannot be
+// read does in its folder.
 func (d *dirNode) npyEntries(e Entry) []fs.Entry {
 	s := d.t.slotFor(d.path(e.Name), e, true)
-	a, gen, done, err := s.archive()
-	defer done()
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, source.ErrChanged) {
+	nodes, err := s.bareNodes()
+	if err != nil {
 		return nil
 	}
-	if err != nil {
-		return []fs.Entry{&brokenNPY{s: s, err: err}}
-	}
-	var out []fs.Entry
-	for _, c := range a.Root().Children() {
-		out = append(out, wrap(s, gen, c, ""))
+	out := make([]fs.Entry, len(nodes))
+	for i, c := range nodes {
+		// Generation 0 and no archive node: found in the archive when
+		// it is opened.
+		out[i] = &node{s: s, path: c.Name, name: c.Name, ino: s.base + c.Ino - 2, dir: c.Dir}
 	}
 	return out
 }
@@ -250,32 +250,6 @@ func (n *archNode) List() fs.Listing {
 	return listing{s: n.s, gen: gen, l: a.Root().Listing()}
 }
 
-// brokenNPY is the folder NAME/ of a file NAME.npy that cannot be read:
-// it holds the error file alone.
-type brokenNPY struct {
-	s   *slot
-	err error
-}
-
-func (n *brokenNPY) Name() string             { return strings.TrimSuffix(n.s.name, ".npy") }
-func (n *brokenNPY) Ino() uint64              { return n.s.rootIno }
-func (n *brokenNPY) IsDir() bool              { return true }
-func (n *brokenNPY) ModTime() time.Time       { return n.s.mtime() }
-func (n *brokenNPY) File() fs.Content         { return nil }
-func (n *brokenNPY) CacheTime() time.Duration { return n.s.t.opts.CacheTime }
-func (n *brokenNPY) List() fs.Listing         { return fs.Entries{n.errFile()} }
-
-func (n *brokenNPY) Lookup(name string) fs.Entry {
-	if name == ErrorName {
-		return n.errFile()
-	}
-	return nil
-}
-
-func (n *brokenNPY) errFile() fs.Entry {
-	return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: n.err}
-}
-
 // listing is the listing of a folder of an archive: its nodes are
 // wrapped as they are listed, not when the folder is opened.
 type listing struct {
@@ -374,6 +348,9 @@ func (w *node) Lookup(name string) fs.Entry {
 	n, gen, done, err := w.resolve()
 	defer done()
 	if err != nil {
+		if name == ErrorName {
+			return w.errFile(err)
+		}
 		return nil
 	}
 	if c := n.Lookup(name); c != nil {
@@ -385,10 +362,26 @@ func (w *node) Lookup(name string) fs.Entry {
 func (w *node) List() fs.Listing {
 	n, gen, done, err := w.resolve()
 	defer done()
-	if err != nil || !n.IsDir() {
+	if err != nil {
+		if e := w.errFile(err); e != nil {
+			return fs.Entries{e}
+		}
+		return nil
+	}
+	if !n.IsDir() {
 		return nil
 	}
 	return listing{s: w.s, gen: gen, l: n.Listing(), parent: w.path}
+}
+
+// errFile is the error file of the views folder NAME/ of a file NAME.npy
+// that cannot be served, which says why; nil for every other node, and
+// for a file replaced or removed since (its nodes are gone, not broken).
+func (w *node) errFile(err error) fs.Entry {
+	if !w.s.bare || !w.dir || strings.Contains(w.path, "/") || errors.Is(err, source.ErrChanged) {
+		return nil
+	}
+	return &errFile{ino: w.s.rootIno + 1, mtime: w.s.mtime(), err: err}
 }
 
 func (w *node) File() fs.Content {

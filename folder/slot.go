@@ -22,7 +22,7 @@ type slot struct {
 	name    string // base name
 	bare    bool   // a .npy file
 	e       Entry  // what the store said of it: its identity
-	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's
+	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's (NAME/'s for a .npy)
 
 	files atomic.Int64 // its files open (fs.Opener)
 	busy  atomic.Int64 // lookups, listings and resolutions in it under way
@@ -34,6 +34,27 @@ type slot struct {
 	base uint64 // inode number of the archive's node 2; 0 before the first open
 	gen  uint64 // counts opens, so nodes know to find themselves again
 	elem *list.Element
+	// nodes are a .npy file's nodes as its name makes them, for listing
+	// it unopened (npz.BareNodes).
+	nodes []npz.BareNode
+}
+
+// bareNodes are the nodes of a .npy file's slot, known from its name;
+// the inode numbers of the archive's nodes are given out with the first.
+func (s *slot) bareNodes() ([]npz.BareNode, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.nodes == nil {
+		nodes, maxIno, err := npz.BareNodes(s.name)
+		if err != nil {
+			return nil, err
+		}
+		if s.base == 0 {
+			s.base = s.t.alloc(max(maxIno, 2) - 1)
+		}
+		s.nodes = nodes
+	}
+	return s.nodes, nil
 }
 
 // archive is the slot's archive, opened if it is not, and kept open

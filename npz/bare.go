@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strings"
 
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/source"
@@ -24,6 +25,44 @@ func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, er
 	if err := zip.ReadAtFull(a.r, magic, 0); err != nil || string(magic) != npy.Magic {
 		return nil, &FormatError{Offset: 0, Msg: "not a .npy file (no \\x93NUMPY magic)", Err: err}
 	}
+	a.addBare(r, size, name)
+	return a, nil
+}
+
+// BareNode is a node in the root of a bare .npy's archive, as BareNodes
+// tells it.
+type BareNode struct {
+	Name string
+	Ino  uint64
+	Dir  bool
+}
+
+// BareNodes are the nodes in the root of the archive NewNPY makes of a
+// .npy file served as name, and that archive's MaxIno, known without
+// reading the file: which nodes an array makes goes by its name alone.
+// A folder lists a .npy file with them, opening it only when one is
+// used.
+func BareNodes(name string) ([]BareNode, uint64, error) {
+	if path.Ext(name) != ".npy" || path.Base(name) != name {
+		return nil, 0, fmt.Errorf("npz: a bare .npy is served under a base name ending in .npy, not %q", name)
+	}
+	a := newArchive(nothing{}, 0, nil)
+	a.addBare(nothing{}, 0, name)
+	var out []BareNode
+	for _, c := range a.Root().Children() {
+		// A copy: a name may be a slice of the archive's names.
+		out = append(out, BareNode{Name: strings.Clone(c.Name()), Ino: c.Ino(), Dir: c.IsDir()})
+	}
+	return out, a.MaxIno(), nil
+}
+
+// nothing is an empty file.
+type nothing struct{}
+
+func (nothing) ReadAt([]byte, int64) (int, error) { return 0, io.EOF }
+
+// addBare makes r, of size bytes, the archive's one member, named name.
+func (a *Archive) addBare(r io.ReaderAt, size int64, name string) {
 	m := a.addMember() // one member, in a chunk of one (chunkShift 0)
 	m.e.name, m.e.nameLen = a.names.add(name, int64(len(name)))
 	m.e.CompressedSize, m.e.Size, m.e.Method = size, size, zip.Stored
@@ -35,5 +74,4 @@ func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, er
 	// Its data starts at byte 0: there is no local header.
 	m.st.Or(flagBare | flagLocated)
 	a.serve(r)
-	return a, nil
 }

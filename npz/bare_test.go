@@ -92,3 +92,35 @@ func TestBareNPY(t *testing.T) {
 		t.Error("a broken .npy is not served with an empty views folder")
 	}
 }
+
+// TestBareNodes: the nodes a .npy file makes, known from its name alone,
+// are those of the archive NewNPY opens of it, with the same inode
+// numbers, whatever the file holds (a broken header too).
+func TestBareNodes(t *testing.T) {
+	good, err := npy.EncodeHeader("<f4", false, []int64{3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range [][]byte{append(good, make([]byte, 12)...), []byte(npy.Magic + "\x01\x00garbage")} {
+		a, err := NewNPY(bytes.NewReader(file), int64(len(file)), "grid.npy", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, maxIno, err := BareNodes("grid.npy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		real := a.Root().Children()
+		if len(nodes) != len(real) || maxIno != a.MaxIno() || len(nodes) != 3 {
+			t.Fatalf("%d nodes (max inode %d), want %d (%d)", len(nodes), maxIno, len(real), a.MaxIno())
+		}
+		for i, n := range nodes {
+			if r := real[i]; n.Name != r.Name() || n.Ino != r.Ino() || n.Dir != r.IsDir() {
+				t.Errorf("node %d: %s %d %v, want %s %d %v", i, n.Name, n.Ino, n.Dir, r.Name(), r.Ino(), r.IsDir())
+			}
+		}
+	}
+	if _, _, err := BareNodes("grid.npz"); err == nil {
+		t.Error("a name not ending in .npy is taken")
+	}
+}
