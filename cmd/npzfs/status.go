@@ -206,7 +206,7 @@ func myMounts() map[string]mountinfo.Entry {
 // answer: the process serving its FUSE connection and its state, or,
 // where there is none, whether the kernel says the mount is dead.
 func silentStatus(m mountinfo.Entry) mountStats {
-	st := mountStats{Mountpoint: m.Dir, Options: []string{}, Stats: dataset.Stats{Source: m.Source}, Daemon: daemonUnknown}
+	st := mountStats{Mountpoint: m.Dir, Stats: dataset.Stats{Source: m.Source}, Daemon: daemonUnknown}
 	_, conn, _ := strings.Cut(m.Dev, ":")
 	if pids := servers(conn); len(pids) > 0 {
 		st.PID, st.Daemon = pids[0], daemonSilent
