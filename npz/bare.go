@@ -17,8 +17,8 @@ import (
 // source.FileBacked). It checks only the magic: a broken header leaves
 // the member served with an empty views folder, as in an archive.
 func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
-	if path.Ext(name) != ".npy" || path.Base(name) != name {
-		return nil, fmt.Errorf("npz: a bare .npy is served under a base name ending in .npy, not %q", name)
+	if err := checkBareName(name); err != nil {
+		return nil, err
 	}
 	a := newArchive(r, size, opts)
 	magic := make([]byte, len(npy.Magic))
@@ -43,8 +43,8 @@ type BareNode struct {
 // A folder lists a .npy file with them, opening it only when one is
 // used.
 func BareNodes(name string) ([]BareNode, uint64, error) {
-	if path.Ext(name) != ".npy" || path.Base(name) != name {
-		return nil, 0, fmt.Errorf("npz: a bare .npy is served under a base name ending in .npy, not %q", name)
+	if err := checkBareName(name); err != nil {
+		return nil, 0, err
 	}
 	a := newArchive(nothing{}, 0, nil)
 	a.addBare(nothing{}, 0, name)
@@ -54,6 +54,14 @@ func BareNodes(name string) ([]BareNode, uint64, error) {
 		out = append(out, BareNode{Name: strings.Clone(c.Name()), Ino: c.Ino(), Dir: c.IsDir()})
 	}
 	return out, a.MaxIno(), nil
+}
+
+// checkBareName refuses a name a bare .npy cannot be served under.
+func checkBareName(name string) error {
+	if path.Ext(name) != ".npy" || path.Base(name) != name {
+		return fmt.Errorf("npz: a bare .npy is served under a base name ending in .npy, not %q", name)
+	}
+	return nil
 }
 
 // nothing is an empty file.

@@ -318,9 +318,6 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 		case m.IsDir():
 			r.state = stateFolder
 			l.counts.folders++
-			if failures != nil {
-				l.counts.verified++ // nothing in it to fail
-			}
 		case r.readError != "":
 			r.state = stateUnreadable
 			l.counts.unreadable++
@@ -330,9 +327,9 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 		default:
 			r.state = stateServed
 			l.counts.served++
-			if failures != nil {
-				l.counts.verified++
-			}
+		}
+		if failures != nil && (r.state == stateServed || r.state == stateFolder) {
+			l.counts.verified++ // read whole, or a folder: nothing in it to fail
 		}
 		r.note = join(m.Reason(), r.verifyErr)
 		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {

@@ -312,15 +312,7 @@ def ls(source: Source, verify: bool = False, **options: Any) -> list:
     :class:`Error`. With verify=True every member is read whole and its
     CRC-32 checked, and each dict says how (``verify``): a member that
     fails is reported there, not raised."""
-    argv, env = _flags("ls", "ls", options)
-    if verify:
-        argv.append("--verify")
-    src, src_env = _source(source)
-    env.update(src_env)
-    r = _run(["ls", "--json", *argv, "--", src], env)
-    if r.returncode not in (0, 1) or not r.stdout.strip():
-        raise _failure(r)
-    doc = json.loads(r.stdout)
+    doc, r = _ls_document(source, verify, options, "ls")
     if "archives" not in doc:
         if r.returncode == 0 or verify:
             return doc["members"]
@@ -330,6 +322,20 @@ def ls(source: Source, verify: bool = False, **options: Any) -> list:
         more = f" (and {len(doc['errors']) - 1} more)" if len(doc["errors"]) > 1 else ""
         raise Error(f"npzfs ls: {first['archive']}: {first['error']}{more}", r.returncode)
     return [dict(m, archive=a["archive"]) for a in doc["archives"] for m in a["members"]]
+
+
+def _ls_document(source: Source, verify: bool, options: dict, function: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """npzfs ls --json's document of source, and the run that gave it: an
+    archive's ({"members": ...}) or a folder's ({"archives": ...})."""
+    argv, env = _flags("ls", function, options)
+    if verify:
+        argv.append("--verify")
+    src, src_env = _source(source)
+    env.update(src_env)
+    r = _run(["ls", "--json", *argv, "--", src], env)
+    if r.returncode not in (0, 1) or not r.stdout.strip():
+        raise _failure(r)
+    return json.loads(r.stdout), r
 
 
 def index(source: Source, keys: Optional[Sequence[str]] = None, **options: Any) -> str:
@@ -344,12 +350,6 @@ def index(source: Source, keys: Optional[Sequence[str]] = None, **options: Any) 
     if r.returncode != 0:
         raise _failure(r)
     return r.stdout.strip()
-
-
-def _is_folder(source: Source) -> bool:
-    """Whether source names a folder: a local one, or a URL ending in /."""
-    s = os.fspath(source)
-    return os.path.isdir(s) or ("://" in s and s.endswith("/"))
 
 
 class Archive(Mapping):
@@ -376,9 +376,12 @@ class Archive(Mapping):
             raise ValueError("the archive is closed")
         if self._mount is None:
             taken = {k: v for k, v in self._options.items() if k in FLAGS["ls"]}
-            members = ls(self._source, **taken)
-            if any("archive" in m for m in members) or (not members and _is_folder(self._source)):
+            doc, r = _ls_document(self._source, False, taken, "load")
+            if "archives" in doc:
                 raise Error(f"{os.fspath(self._source)} is a folder: npzfs.load takes one archive (.npz or .npy); mount a folder with npzfs.mount", 2)
+            if r.returncode != 0:
+                raise _failure(r)
+            members = doc["members"]
             paths: dict = {}
             exact = set()
             for m in members:
