@@ -139,7 +139,7 @@ func (s *Source) fetchRemote(bs []*block) {
 	for _, b := range bs {
 		end += s.blockLen(b.idx)
 	}
-	ctx, cancel := context.WithTimeout(s.bg, s.opts.ReadTimeout)
+	ctx, cancel := context.WithTimeout(WithStallTimeout(s.bg, s.opts.StallTimeout), s.opts.ReadTimeout)
 	defer cancel()
 	next := 0 // first block not yet complete
 	what := fmt.Sprintf("bytes %d-%d", off, end-1)
@@ -150,18 +150,16 @@ func (s *Source) fetchRemote(bs []*block) {
 		if err != nil {
 			return err
 		}
-		defer body.Close()
-		r := &stallReader{r: body, timeout: s.opts.StallTimeout}
-		defer r.stop()
+		// The stall rule again, for a backend that does not send its
+		// requests through NewTransport.
+		r := newStallReader(body, s.opts.StallTimeout)
+		defer r.Close()
 		for ; next < len(bs); next++ {
 			b := bs[next]
 			buf := make([]byte, s.blockLen(b.idx))
 			if _, err := io.ReadFull(r, buf); err != nil {
 				if errors.Is(err, io.EOF) {
 					err = io.ErrUnexpectedEOF
-				}
-				if r.stalled.Load() {
-					err = fmt.Errorf("no byte for %v", s.opts.StallTimeout)
 				}
 				return fmt.Errorf("%s: %s: %w", s.b, what, err)
 			}
@@ -263,34 +261,5 @@ func retry(ctx context.Context, o *Options, b fmt.Stringer, what string, retries
 func (s *Source) logf(format string, args ...any) {
 	if s.opts.Logf != nil {
 		s.opts.Logf(format, args...)
-	}
-}
-
-// stallReader closes its body when a read waits longer than timeout for a
-// byte, so a stalled request fails instead of hanging.
-type stallReader struct {
-	r       io.ReadCloser
-	timeout time.Duration
-	timer   *time.Timer
-	stalled atomic.Bool
-}
-
-func (r *stallReader) Read(p []byte) (int, error) {
-	if r.timer == nil {
-		r.timer = time.AfterFunc(r.timeout, func() {
-			r.stalled.Store(true)
-			r.r.Close()
-		})
-	} else {
-		r.timer.Reset(r.timeout)
-	}
-	n, err := r.r.Read(p)
-	r.timer.Stop()
-	return n, err
-}
-
-func (r *stallReader) stop() {
-	if r.timer != nil {
-		r.timer.Stop()
 	}
 }

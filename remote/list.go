@@ -223,7 +223,7 @@ func (f *Folder) get(ctx context.Context, dir string) (*listing, error) {
 // gives up leaves it to the others.
 func (f *Folder) list(dir string, l *listing) {
 	defer close(l.done)
-	ctx, cancel := context.WithTimeout(context.Background(), f.opts.ReadTimeout)
+	ctx, cancel := context.WithTimeout(WithStallTimeout(context.Background(), f.opts.StallTimeout), f.opts.ReadTimeout)
 	defer cancel()
 	f.lists.Add(1)
 	what := "listing"

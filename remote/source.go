@@ -175,9 +175,12 @@ type stream struct {
 // Open fetches the tail of b's object and returns a Source over it. The
 // error says what is wrong in one line (not found, access denied, a
 // server that ignores ranges, a connection refused), naming the object
-// as b.String does.
+// as b.String does. The fetch keeps the stall rule and gives up after
+// ReadTimeout, its retries included, or when ctx ends.
 func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 	s := &Source{b: b, opts: opts.withDefaults(), blocks: make(map[int64]*block)}
+	ctx, cancel := context.WithTimeout(WithStallTimeout(ctx, s.opts.StallTimeout), s.opts.ReadTimeout)
+	defer cancel()
 	s.cache = s.opts.Cache
 	if s.cache == nil {
 		s.cache = NewCache(s.opts.CacheBytes)

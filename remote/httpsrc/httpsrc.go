@@ -99,14 +99,15 @@ func (b *Backend) Sibling(name string) remote.Backend {
 	return &Backend{url: s, shown: Redact(s), header: b.header, client: b.client}
 }
 
-// NewClient returns the client New uses by default.
+// NewClient returns the client New uses by default: its requests keep
+// the stall rule (remote.NewTransport), waiting for their answers'
+// headers too.
 func NewClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DisableCompression = true
 	t.MaxIdleConnsPerHost = 16
-	t.ResponseHeaderTimeout = 30 * time.Second
 	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: remote.NewTransport(t)}
 }
 
 // Redact is a URL as it may be shown: without user info, query string or

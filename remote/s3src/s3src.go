@@ -149,7 +149,6 @@ func NewClient(ctx context.Context, u string, opts *Options) (*Client, error) {
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConnsPerHost = 16
-			t.ResponseHeaderTimeout = 30 * time.Second
 		})),
 	}
 	if o.Profile != "" {
@@ -175,6 +174,12 @@ func NewClient(ctx context.Context, u string, opts *Options) (*Client, error) {
 	}
 	pathStyle := o.Endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		// Every request keeps the stall rule (remote.NewTransport),
+		// waiting for its answer's headers too; the transport is the
+		// one the configuration made (with a CA bundle it names).
+		if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+			so.HTTPClient = &http.Client{Transport: remote.NewTransport(bc.GetTransport())}
+		}
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
