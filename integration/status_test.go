@@ -140,7 +140,7 @@ func TestStatusOfASilentDaemon(t *testing.T) {
 		t.Errorf("a stopped daemon: %+v", st)
 	}
 	want := dir + ": " + archive + ": its daemon (pid " + strconv.Itoa(pid) + ") is stopped"
-	if r := npzfs(t, "status"); r.code != 0 || !strings.HasPrefix(r.stdout, want) {
+	if r := npzfs(t, "status", dir); r.code != 0 || !strings.HasPrefix(r.stdout, want) {
 		t.Errorf("npzfs status: exit %d, %q; want it to start %q", r.code, r.stdout, want)
 	}
 	syscall.Kill(pid, syscall.SIGCONT)
@@ -156,7 +156,7 @@ func TestStatusOfASilentDaemon(t *testing.T) {
 		t.Errorf("a killed daemon: %+v", st)
 	}
 	want = dir + ": " + archive + ": its daemon has exited, and every access to the mount fails; npzfs unmount " + dir + " removes it\n"
-	if r := npzfs(t, "status"); r.code != 0 || r.stdout != want {
+	if r := npzfs(t, "status", dir); r.code != 0 || r.stdout != want {
 		t.Errorf("npzfs status: exit %d, %q; want %q", r.code, r.stdout, want)
 	}
 	if r := npzfs(t, "unmount", dir); r.code != 0 || isMounted(dir) {

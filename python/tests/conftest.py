@@ -73,13 +73,15 @@ def installed():
 @pytest.fixture(autouse=True)
 def nothing_left(tmp_path, monkeypatch):
     """Each test gets a temporary folder of its own for npzfs's folders,
-    and leaves no npzfs mount and nothing in it."""
+    and leaves no npzfs mount and nothing in it. Only mounts under the
+    test's own folder are looked at: other npzfs mounts on the machine
+    (a user's, another test run's) come and go as they will."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    before = set(npzfs_mounts())
     yield tmp
-    left = set(npzfs_mounts()) - before
+    own = str(tmp_path.resolve()) + "/"
+    left = {m for m in npzfs_mounts() if m.startswith(own)}
     for m in left:
         subprocess.run([npzfs.binary(), "unmount", "--lazy", m])
     assert not left, f"mounts left behind: {left}"
