@@ -130,7 +130,7 @@ func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 	if IsRemote(name) {
 		err = d.openRemote(ctx, name, &o)
 	} else {
-		err = d.openLocal(name, &o)
+		err = d.openLocal(ctx, name, &o)
 	}
 	if err != nil {
 		d.Close()
@@ -140,7 +140,7 @@ func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 }
 
 // openLocal opens a folder or a file.
-func (d *Dataset) openLocal(name string, o *Options) error {
+func (d *Dataset) openLocal(ctx context.Context, name string, o *Options) error {
 	abs, err := filepath.Abs(name)
 	if err != nil {
 		return err
@@ -153,11 +153,11 @@ func (d *Dataset) openLocal(name string, o *Options) error {
 	case err != nil:
 		return fmt.Errorf("cannot read %s: %v", abs, errors.Unwrap(err))
 	case fi.IsDir():
-		return d.openFolder(abs, o)
+		return d.openFolder(ctx, abs, o)
 	}
 	ao := o.Archive
 	ao.Sidecars = o.Sidecars
-	a, err := npz.Open(abs, &ao)
+	a, err := npz.Open(ctx, abs, &ao)
 	if err != nil {
 		return describe(abs, err)
 	}
@@ -167,14 +167,14 @@ func (d *Dataset) openLocal(name string, o *Options) error {
 
 // openFolder serves the archives under dir (package folder); the size
 // and node count come from one walk of it, which opens no archive.
-func (d *Dataset) openFolder(dir string, o *Options) error {
-	t, err := folder.Open(dir, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
+func (d *Dataset) openFolder(ctx context.Context, dir string, o *Options) error {
+	t, err := folder.Open(ctx, dir, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
 	if err != nil {
 		return fmt.Errorf("cannot open folder %s: %v", dir, err)
 	}
 	d.kind, d.tree, d.root = Folder, t, t.Root()
 	d.closers = append(d.closers, t)
-	d.size, d.nodes = t.Usage()
+	d.size, d.nodes = t.Usage(ctx)
 	return nil
 }
 

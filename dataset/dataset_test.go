@@ -121,8 +121,8 @@ func TestOpenKinds(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if d.Kind() != tc.kind || d.Root().Lookup(tc.lookup) == nil || d.Name() != tc.name {
-			t.Errorf("%s: kind %v, name %q, lookup %q: %v", tc.name, d.Kind(), d.Name(), tc.lookup, d.Root().Lookup(tc.lookup))
+		if _, err := d.Root().Lookup(context.Background(), tc.lookup); d.Kind() != tc.kind || err != nil || d.Name() != tc.name {
+			t.Errorf("%s: kind %v, name %q, lookup %q: %v", tc.name, d.Kind(), d.Name(), tc.lookup, err)
 		}
 		if (d.Archive() != nil) == (tc.kind == Folder) || (d.Folder() != nil) != (tc.kind == Folder) {
 			t.Errorf("%s: Archive %v, Folder %v", tc.name, d.Archive(), d.Folder())

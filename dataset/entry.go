@@ -4,15 +4,19 @@
 package dataset
 
 import (
-	"time"
+	"context"
+	"errors"
+	"io/fs"
+	"syscall"
 
-	"github.com/npzfs/npzfs/fs"
+	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/source"
 )
 
 // fromNPZ adapts a node of an npz archive's tree to fs.Entry. It returns
 // nil for a nil node.
-func fromNPZ(n *npz.Node) fs.Entry {
+func fromNPZ(n *npz.Node) npzfs.Entry {
 	if n == nil {
 		return nil
 	}
@@ -21,48 +25,76 @@ func fromNPZ(n *npz.Node) fs.Entry {
 
 // npzRoot adapts an archive's root: an archive never changes while
 // mounted, so the mount finds its nodes by inode number (fs.Finder).
-func npzRoot(a *npz.Archive) fs.Entry { return npzTree{npzEntry{a.Root()}, a} }
+func npzRoot(a *npz.Archive) npzfs.Entry { return npzTree{npzEntry{a.Root()}, a} }
 
 type npzTree struct {
 	npzEntry
 	a *npz.Archive
 }
 
-func (t npzTree) Find(ino uint64) (fs.Entry, uint64) {
+func (t npzTree) Find(ino uint64) (npzfs.Entry, uint64) {
 	n, parent := t.a.Node(ino)
 	return fromNPZ(n), parent
 }
 
+// errUnsettled is what a views folder or view says while its array's npy
+// header cannot be read for now (npz.Node.Unsettled): EIO, which nothing
+// remembers, rather than an answer made without the header.
+var errUnsettled = source.Transient(errors.New("the array's npy header cannot be read for now"))
+
 type npzEntry struct{ n *npz.Node }
 
-func (e npzEntry) Name() string       { return e.n.Name() }
-func (e npzEntry) Ino() uint64        { return e.n.Ino() }
-func (e npzEntry) IsDir() bool        { return e.n.IsDir() }
-func (e npzEntry) ModTime() time.Time { return e.n.ModTime() }
-func (e npzEntry) DiskUsage() int64   { return e.n.DiskUsage() }
-func (e npzEntry) Unsettled() bool    { return e.n.Unsettled() }
+func (e npzEntry) Name() string    { return e.n.Name() }
+func (e npzEntry) Ino() uint64     { return e.n.Ino() }
+func (e npzEntry) IsDir() bool     { return e.n.IsDir() }
+func (e npzEntry) Unsettled() bool { return e.n.Unsettled() }
 
-func (e npzEntry) Lookup(name string) fs.Entry { return fromNPZ(e.n.Lookup(name)) }
-
-func (e npzEntry) List() fs.Listing {
-	if !e.n.IsDir() {
-		return nil
+func (e npzEntry) Attr(ctx context.Context) (npzfs.Attr, error) {
+	a := npzfs.Attr{ModTime: e.n.ModTime(), DiskUsage: e.n.DiskUsage()}
+	if f := e.n.File(ctx); f != nil {
+		a.Size = f.Size()
 	}
-	return npzListing{e.n.Listing()}
+	if e.n.Unsettled() {
+		return npzfs.Attr{}, errUnsettled
+	}
+	return a, nil
 }
 
-func (e npzEntry) File() fs.Content {
-	// A nil *npz.File must become a nil interface, not a non-nil
-	// interface holding a nil pointer.
-	if f := e.n.File(); f != nil {
-		return f
+func (e npzEntry) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
+	if c := e.n.Lookup(ctx, name); c != nil {
+		return npzEntry{c}, nil
 	}
-	return nil
+	if e.n.Unsettled() {
+		return nil, errUnsettled
+	}
+	return nil, fs.ErrNotExist
+}
+
+func (e npzEntry) List(ctx context.Context) (npzfs.Listing, error) {
+	if !e.n.IsDir() {
+		return nil, syscall.ENOTDIR
+	}
+	l := e.n.Listing(ctx)
+	if e.n.Unsettled() {
+		return nil, errUnsettled
+	}
+	return npzListing{l}, nil
+}
+
+func (e npzEntry) File(ctx context.Context) (npzfs.Content, error) {
+	// A nil *npz.File must become an error, not a non-nil interface
+	// holding a nil pointer.
+	if f := e.n.File(ctx); f != nil {
+		return f, nil
+	}
+	return nil, syscall.EISDIR
 }
 
 // npzListing adapts a folder's npz.Listing: nothing is copied.
 type npzListing struct{ l npz.Listing }
 
 func (l npzListing) Len() int             { return l.l.Len() }
-func (l npzListing) At(i int) fs.Entry    { return fromNPZ(l.l.At(i)) }
-func (l npzListing) Prepare(from, to int) { l.l.Prepare(from, to) }
+func (l npzListing) At(i int) npzfs.Entry { return fromNPZ(l.l.At(i)) }
+func (l npzListing) Prepare(ctx context.Context, from, to int) {
+	l.l.Prepare(ctx, from, to)
+}

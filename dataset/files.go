@@ -50,7 +50,7 @@ func (d *Dataset) OpenFile(ctx context.Context, f FolderFile) (*npz.Archive, err
 	var a *npz.Archive
 	var err error
 	if f.file != "" {
-		if a, err = npz.Open(f.file, &ao); err != nil {
+		if a, err = npz.Open(ctx, f.file, &ao); err != nil {
 			return nil, describe(f.file, err)
 		}
 	} else if a, err = d.tree.Store().Open(ctx, f.Path, f.entry, &ao); err != nil {

@@ -446,14 +446,14 @@ func (ix *indexer) sidecar(ctx context.Context, x *indexed, t *indexTarget) {
 	}
 	switch {
 	case ix.xo.SidecarFile != "":
-		if err := npz.WriteIndexSidecar(ix.xo.SidecarFile, x.members); err != nil {
+		if err := npz.WriteIndexSidecar(ctx, ix.xo.SidecarFile, x.members); err != nil {
 			fail(fmt.Errorf("cannot write %s: %w", ix.xo.SidecarFile, err))
 			return
 		}
 		ix.rep.Sidecars = append(ix.rep.Sidecars, ix.xo.SidecarFile)
 	case x.backend == nil:
 		side := npz.SidecarPath(t.path)
-		if err := npz.WriteIndexSidecar(side, x.members); err != nil {
+		if err := npz.WriteIndexSidecar(ctx, side, x.members); err != nil {
 			fail(fmt.Errorf("cannot write %s: %w", side, err))
 			return
 		}

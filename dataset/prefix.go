@@ -33,13 +33,13 @@ func (d *Dataset) openPrefix(ctx context.Context, url string, env *remoteEnv, o 
 		return fmt.Errorf("%s holds no object (check the prefix, or the folder's listing)", l)
 	}
 	st := &prefixStore{f: f, env: env}
-	t, err := folder.New(st, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
+	t, err := folder.New(ctx, st, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
 	if err != nil {
 		return err
 	}
 	d.kind, d.tree, d.root, d.listing = Folder, t, t.Root(), f
 	d.closers = append(d.closers, t)
-	d.size, d.nodes = t.Usage()
+	d.size, d.nodes = t.Usage(ctx)
 	return nil
 }
 
@@ -95,19 +95,24 @@ func (p *prefixStore) Stat(ctx context.Context, rel string) (folder.Entry, error
 
 // Open implements folder.Store: the object's tail is fetched, and must
 // be the object listed; one that is not, or is gone, has its folder
-// listed again at the next look.
+// listed again at the next look. A failure says of the object what is
+// true of it until its listing changes (access denied, not an archive)
+// or is one that may pass (source.ErrTransient): everything the server
+// may answer otherwise another time (a refused or reset connection, a
+// 5xx, a 200 to a range, a size that does not add up), however final the
+// same answer is when a mount is made.
 func (p *prefixStore) Open(ctx context.Context, rel string, e folder.Entry, opts *npz.Options) (*npz.Archive, error) {
 	b := p.f.Lister().Object(rel)
 	src, err := p.env.open(ctx, b, remote.Options{TailBytes: smallTail})
 	if err != nil {
-		if errors.Is(err, remote.ErrNotFound) {
+		switch {
+		case errors.Is(err, remote.ErrNotFound):
 			p.f.Forget(parent(rel))
 			return nil, fmt.Errorf("%w: %w", iofs.ErrNotExist, err)
+		case errors.Is(err, remote.ErrDenied), errors.Is(err, source.ErrChanged):
+			return nil, err
 		}
-		if !remote.IsPermanent(err) {
-			err = source.Transient(err)
-		}
-		return nil, err
+		return nil, source.Transient(err)
 	}
 	if !src.Object().Same(remote.Object{Size: e.Size, ETag: e.Version, LastModified: e.ModTime}) {
 		src.Close()
@@ -119,12 +124,12 @@ func (p *prefixStore) Open(ctx context.Context, rel string, e folder.Entry, opts
 		o.FindSidecar = p.env.findSidecar(b)
 	}
 	o.Sidecars = false
-	a, err := npz.New(src, src.Size(), e.Name, &o)
+	a, err := npz.New(ctx, src, src.Size(), e.Name, &o)
 	if err != nil {
 		src.Close()
 		var fe *npz.FormatError
-		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("not a readable .npz archive or .npy file (%v)", fe)
+		if errors.As(err, &fe) && !errors.Is(err, source.ErrTransient) && ctx.Err() == nil {
+			return nil, fmt.Errorf("not a readable .npz archive or .npy file (%w)", fe)
 		}
 		return nil, err
 	}
@@ -157,7 +162,7 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 		return name, false, fmt.Errorf("%s: an HTTP server takes no upload: give --sidecar-file FILE to write the sidecar, and put it beside the archive by hand", name)
 	}
 	old := x.a.IndexSidecar()
-	if holdsAll(old, x.members) {
+	if holdsAll(ctx, old, x.members) {
 		return name, false, nil
 	}
 	var cond remote.PutCondition
@@ -172,7 +177,7 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	if err := npz.WriteIndexSidecarTo(tmp, x.members); err != nil {
+	if err := npz.WriteIndexSidecarTo(ctx, tmp, x.members); err != nil {
 		return name, false, err
 	}
 	size, err := tmp.Seek(0, io.SeekCurrent)
@@ -190,7 +195,7 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 	if x.env != nil {
 		if sc, _ := x.env.findSidecar(x.backend)(0); sc != nil {
 			defer sc.Close()
-			if holdsAll(sc, x.members) {
+			if holdsAll(ctx, sc, x.members) {
 				return name, false, nil
 			}
 		}
@@ -199,12 +204,12 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 }
 
 // holdsAll reports whether sc holds a complete index of every member.
-func holdsAll(sc *npz.IndexSidecar, members []*npz.Member) bool {
+func holdsAll(ctx context.Context, sc *npz.IndexSidecar, members []*npz.Member) bool {
 	if sc == nil {
 		return false
 	}
 	for _, m := range members {
-		if !sc.Holds(m) {
+		if !sc.Holds(ctx, m) {
 			return false
 		}
 	}

@@ -94,7 +94,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	if o.Sidecars {
 		ao.FindSidecar = env.findSidecar(b)
 	}
-	a, err := npz.New(src, src.Size(), path.Base(src.String()), &ao)
+	a, err := npz.New(ctx, src, src.Size(), path.Base(src.String()), &ao)
 	if err != nil {
 		if fe := formatError(err); fe != nil {
 			return fmt.Errorf("%s is not a readable .npz archive or .npy file (%v)", src, fe)

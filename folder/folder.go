@@ -24,6 +24,7 @@ package folder
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -72,31 +73,33 @@ type Tree struct {
 	next atomic.Uint64 // the next free inode number
 
 	mu      sync.Mutex
-	dirInos map[string]uint64 // folder path (relative) -> inode number
-	slots   map[string]*slot  // file path (relative) -> the archive it holds now
-	open    list.List         // of *slot with an open archive, most recently used first
-	said    map[string]bool   // paths whose problem was logged
-	started time.Time         // when the tree was made
+	dirInos map[string]uint64    // folder path (relative) -> inode number
+	slots   map[string]*slot     // file path (relative) -> the archive it holds now
+	open    list.List            // of *slot with an open archive, most recently used first
+	said    map[string]bool      // paths whose problem was logged
+	failing map[string]time.Time // paths whose failure that may pass was logged, when
+	started time.Time            // when the tree was made
+	now     func() time.Time     // the clock retries are spaced by (tests set it)
 }
 
 // Open serves the folder dir on local disk (NewDir). It reads nothing
 // but dir's own entry.
-func Open(dir string, opts *Options) (*Tree, error) {
+func Open(ctx context.Context, dir string, opts *Options) (*Tree, error) {
 	d, err := NewDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return New(d, opts)
+	return New(ctx, d, opts)
 }
 
 // New serves what store holds. It asks the store for its root's entry
 // alone.
-func New(store Store, opts *Options) (*Tree, error) {
-	root, err := store.Stat(context.Background(), "")
+func New(ctx context.Context, store Store, opts *Options) (*Tree, error) {
+	root, err := store.Stat(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{store: store, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, started: time.Now()}
+	t := &Tree{store: store, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, started: time.Now(), now: time.Now}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -124,7 +127,7 @@ func (t *Tree) Store() Store { return t.store }
 // archive's folder, and a .npy file with its views (npz.NodesPerArray),
 // opening no archive. A local folder is walked whole; of another store,
 // whose listings may cost requests, the root's listing is counted.
-func (t *Tree) Usage() (bytes int64, nodes uint64) {
+func (t *Tree) Usage(ctx context.Context) (bytes int64, nodes uint64) {
 	nodes = 1
 	count := func(e Entry) {
 		switch kindOf(e) {
@@ -142,7 +145,7 @@ func (t *Tree) Usage() (bytes int64, nodes uint64) {
 		w.walk(count)
 		return bytes, nodes
 	}
-	ents, _ := t.store.List(context.Background(), "")
+	ents, _ := t.store.List(ctx, "")
 	for _, e := range ents {
 		if e.Skip == "" {
 			count(e)
@@ -207,6 +210,33 @@ func (t *Tree) note(rel, format string, args ...any) {
 		rel = "."
 	}
 	t.logf("npzfs: %s: %s", rel, fmt.Sprintf(format, args...))
+}
+
+// failedEvery is how often a failure that may pass (a listing or a
+// look-up that failed) is logged for one path while it goes on.
+const failedEvery = 10 * time.Second
+
+// failed logs a failure to list or look into rel that may pass, at most
+// once each failedEvery for each path: the failure is answered EIO,
+// which the log is to explain, however many requests meet it.
+func (t *Tree) failed(rel string, err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return // the caller gave up: nothing is wrong with rel
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if at, ok := t.failing[rel]; ok && now.Sub(at) < failedEvery {
+		return
+	}
+	if t.failing == nil || len(t.failing) > maxSaid {
+		t.failing = map[string]time.Time{}
+	}
+	t.failing[rel] = now
+	if rel == "" {
+		rel = "."
+	}
+	t.logf("npzfs: %s: %v (answered EIO; asked again at the next look)", rel, err)
 }
 
 // alloc hands out n consecutive inode numbers.

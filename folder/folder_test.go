@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -70,13 +71,13 @@ func walk(t *testing.T, root fs.Entry) map[string]fs.Entry {
 	inos := map[uint64]string{}
 	var rec func(e fs.Entry, p string)
 	rec = func(e fs.Entry, p string) {
-		for _, c := range fs.Children(e) {
+		for _, c := range kidsOf(t, e) {
 			cp := p + "/" + c.Name()
 			if other, dup := inos[c.Ino()]; dup {
 				t.Errorf("%s and %s share inode %d", cp, other, c.Ino())
 			}
 			inos[c.Ino()] = cp
-			l := e.Lookup(c.Name())
+			l := find(t, e, c.Name())
 			if l == nil || l.Ino() != c.Ino() || l.IsDir() != c.IsDir() {
 				t.Errorf("%s is listed but Lookup gives %v", cp, l)
 			}
@@ -92,7 +93,7 @@ func walk(t *testing.T, root fs.Entry) map[string]fs.Entry {
 
 func read(t *testing.T, e fs.Entry) []byte {
 	t.Helper()
-	c := e.File()
+	c := fileOf(t, e)
 	if c == nil {
 		t.Fatalf("%s has no content", e.Name())
 	}
@@ -104,14 +105,49 @@ func read(t *testing.T, e fs.Entry) []byte {
 	return b
 }
 
-func lookup(root fs.Entry, path string) fs.Entry {
+func lookup(t *testing.T, root fs.Entry, path string) fs.Entry {
+	t.Helper()
 	e := root
 	for _, p := range strings.Split(strings.Trim(path, "/"), "/") {
-		if e = e.Lookup(p); e == nil {
+		if e = find(t, e, p); e == nil {
 			return nil
 		}
 	}
 	return e
+}
+
+// find is the child of e named name, or nil when there is none; any
+// other failure fails the test.
+func find(t *testing.T, e fs.Entry, name string) fs.Entry {
+	t.Helper()
+	c, err := e.Lookup(context.Background(), name)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("lookup %s in %s: %v", name, e.Name(), err)
+	}
+	return c
+}
+
+// kidsOf lists folder e, which must be listed.
+func kidsOf(t *testing.T, e fs.Entry) []fs.Entry {
+	t.Helper()
+	kids, err := fs.Children(context.Background(), e)
+	if err != nil {
+		t.Fatalf("list %s: %v", e.Name(), err)
+	}
+	return kids
+}
+
+// fileOf is the content of file e, which must have one.
+func fileOf(t *testing.T, e fs.Entry) fs.Content {
+	t.Helper()
+	c, err := e.File(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", e.Name(), err)
+	}
+	return c
 }
 
 // TestFolderTree: archives, bare .npy files and sub-folders, a broken
@@ -130,13 +166,13 @@ func TestFolderTree(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "junk.npy"), []byte("not a .npy"), 0o644)
 	writeNPZ(t, filepath.Join(dir, "zipped.npy"), 0, 1, "q")                 // an archive named .npy
 	os.WriteFile(filepath.Join(dir, "npyish.npz"), npyBytes(t, 1, 1), 0o644) // a .npy named .npz
-	tr, err := Open(dir, nil)
+	tr, err := Open(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
 	// A listing goes by the names: it opens nothing.
-	if kids := fs.Children(tr.Root()); len(kids) == 0 || tr.Open() != 0 {
+	if kids := kidsOf(t, tr.Root()); len(kids) == 0 || tr.Open() != 0 {
 		t.Errorf("listing the root: %d entries, %d archives opened", len(kids), tr.Open())
 	}
 	got := walk(t, tr.Root())
@@ -180,11 +216,11 @@ func TestFolderTree(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/junk.npy", "/junk.ra", "/zipped.npy"} {
-		if _, err := got[p].File().ReadAtContext(context.Background(), make([]byte, 1), 0); err == nil || errors.Is(err, io.EOF) {
+		if _, err := fileOf(t, got[p]).ReadAtContext(context.Background(), make([]byte, 1), 0); err == nil || errors.Is(err, io.EOF) {
 			t.Errorf("a read of %s: %v, want its file's error", p, err)
 		}
 	}
-	if tr.Root().Lookup("notes.txt") != nil || tr.Root().Lookup("nothing.npz") != nil {
+	if find(t, tr.Root(), "notes.txt") != nil || find(t, tr.Root(), "nothing.npz") != nil {
 		t.Error("a name that is not served is found")
 	}
 	if got["/a.npz"].Ino() == 1 || tr.Root().Ino() != 1 {
@@ -200,22 +236,22 @@ func TestFolderChanges(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.npz")
 	writeNPZ(t, path, 0, 4, "k")
-	tr, err := Open(dir, nil)
+	tr, err := Open(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	old := lookup(tr.Root(), "run.npz/k.npy")
-	oldDir := tr.Root().Lookup("run.npz")
+	old := lookup(t, tr.Root(), "run.npz/k.npy")
+	oldDir := find(t, tr.Root(), "run.npz")
 	if old == nil || !bytes.Equal(read(t, old), npyBytes(t, 0, 4)) {
 		t.Fatal("run.npz/k.npy")
 	}
 	writeNPZ(t, filepath.Join(dir, "new.npz"), 0, 1, "n")
-	if tr.Root().Lookup("new.npz") == nil || len(fs.Children(tr.Root())) != 2 {
+	if find(t, tr.Root(), "new.npz") == nil || len(kidsOf(t, tr.Root())) != 2 {
 		t.Error("an archive added is not seen")
 	}
 	os.Remove(filepath.Join(dir, "new.npz"))
-	if tr.Root().Lookup("new.npz") != nil || len(fs.Children(tr.Root())) != 1 {
+	if find(t, tr.Root(), "new.npz") != nil || len(kidsOf(t, tr.Root())) != 1 {
 		t.Error("an archive removed is still seen")
 	}
 
@@ -225,19 +261,19 @@ func TestFolderChanges(t *testing.T) {
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
-	nd := tr.Root().Lookup("run.npz")
+	nd := find(t, tr.Root(), "run.npz")
 	if nd == nil || nd.Ino() == oldDir.Ino() {
 		t.Fatalf("the replaced archive keeps its inode number %d", oldDir.Ino())
 	}
-	fresh := lookup(tr.Root(), "run.npz/k.npy")
+	fresh := lookup(t, tr.Root(), "run.npz/k.npy")
 	if fresh == nil || fresh.Ino() == old.Ino() || !bytes.Equal(read(t, fresh), npyBytes(t, 50, 6)) {
 		t.Error("the new archive's k.npy")
 	}
-	c := old.File()
+	c := fileOf(t, old)
 	if _, err := c.ReadAtContext(context.Background(), make([]byte, 4), 0); !errors.Is(err, source.ErrChanged) {
 		t.Errorf("a read of the old archive's file: %v, want ErrChanged", err)
 	}
-	if oldDir.Lookup("k.npy") != nil {
+	if find(t, oldDir, "k.npy") != nil {
 		t.Error("the old archive's folder still finds its files")
 	}
 }
@@ -253,7 +289,7 @@ func TestFolderKeepsFewOpen(t *testing.T) {
 	for i := range n {
 		writeNPZ(t, filepath.Join(dir, fmt.Sprintf("s%02d.npz", i)), i, 3, "k")
 	}
-	tr, err := Open(dir, &Options{MaxOpen: 3})
+	tr, err := Open(context.Background(), dir, &Options{MaxOpen: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +298,7 @@ func TestFolderKeepsFewOpen(t *testing.T) {
 	// the kernel caches them.
 	var files []fs.Entry
 	for i := range n {
-		f := lookup(tr.Root(), fmt.Sprintf("s%02d.npz/k.npy", i))
+		f := lookup(t, tr.Root(), fmt.Sprintf("s%02d.npz/k.npy", i))
 		if f == nil {
 			t.Fatalf("s%02d.npz/k.npy", i)
 		}
@@ -279,7 +315,7 @@ func TestFolderKeepsFewOpen(t *testing.T) {
 	// A node of a closed archive still reads, opening it again.
 	ino := files[0].Ino()
 	files[0].(fs.Opener).Opened()
-	if !bytes.Equal(read(t, files[0]), npyBytes(t, 0, 3)) || lookup(tr.Root(), "s00.npz/k.npy").Ino() != ino {
+	if !bytes.Equal(read(t, files[0]), npyBytes(t, 0, 3)) || lookup(t, tr.Root(), "s00.npz/k.npy").Ino() != ino {
 		t.Error("s00.npz/k.npy after its archive was closed")
 	}
 	files[0].(fs.Opener).Closed()
@@ -307,16 +343,16 @@ func TestClosedArchiveIsNotKept(t *testing.T) {
 	for i := range 2 {
 		writeNPZ(t, filepath.Join(dir, fmt.Sprintf("s%d.npz", i)), i, 3, "k")
 	}
-	tr, err := Open(dir, &Options{MaxOpen: 1})
+	tr, err := Open(context.Background(), dir, &Options{MaxOpen: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	f := lookup(tr.Root(), "s0.npz/k.npy")
+	f := lookup(t, tr.Root(), "s0.npz/k.npy")
 	read(t, f)
 	gone := make(chan struct{})
 	runtime.AddCleanup(f.(*node).s.a, func(struct{}) { close(gone) }, struct{}{})
-	read(t, lookup(tr.Root(), "s1.npz/k.npy")) // s0.npz is closed
+	read(t, lookup(t, tr.Root(), "s1.npz/k.npy")) // s0.npz is closed
 	if k := tr.Open(); k != 1 {
 		t.Fatalf("%d archives open, MaxOpen 1", k)
 	}
@@ -341,7 +377,7 @@ func TestFolderConcurrentReaders(t *testing.T) {
 	for i := range n {
 		writeNPZ(t, filepath.Join(dir, fmt.Sprintf("s%02d.npz", i)), i, 50, "a", "b")
 	}
-	tr, err := Open(dir, &Options{MaxOpen: 4})
+	tr, err := Open(context.Background(), dir, &Options{MaxOpen: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +387,7 @@ func TestFolderConcurrentReaders(t *testing.T) {
 		wg.Go(func() {
 			for k := range 40 {
 				i := (g*7 + k) % n
-				f := lookup(tr.Root(), fmt.Sprintf("s%02d.npz/b/raw.bin", i))
+				f := lookup(t, tr.Root(), fmt.Sprintf("s%02d.npz/b/raw.bin", i))
 				if f == nil {
 					t.Errorf("s%02d.npz/b/raw.bin missing", i)
 					return
@@ -390,7 +426,7 @@ func TestFolderUsesSidecars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := npz.Open(path, &npz.Options{Indexes: store})
+	a, err := npz.Open(context.Background(), path, &npz.Options{Indexes: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +435,7 @@ func TestFolderUsesSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 	side := npz.SidecarPath(path)
-	if err := npz.WriteIndexSidecar(side, []*npz.Member{m}); err != nil {
+	if err := npz.WriteIndexSidecar(context.Background(), side, []*npz.Member{m}); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
@@ -412,7 +448,7 @@ func TestFolderUsesSidecars(t *testing.T) {
 	for _, use := range []bool{true, false} {
 		var mu sync.Mutex
 		var log []string
-		tr, err := Open(dir, &Options{Sidecars: use, Archive: npz.Options{Logf: func(f string, args ...any) {
+		tr, err := Open(context.Background(), dir, &Options{Sidecars: use, Archive: npz.Options{Logf: func(f string, args ...any) {
 			mu.Lock()
 			log = append(log, fmt.Sprintf(f, args...))
 			mu.Unlock()
@@ -420,7 +456,7 @@ func TestFolderUsesSidecars(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := lookup(tr.Root(), "d.npz/x.npy")
+		e := lookup(t, tr.Root(), "d.npz/x.npy")
 		if e == nil {
 			t.Fatal("d.npz/x.npy not found")
 		}
@@ -464,7 +500,7 @@ func TestFolderSymlinks(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var log []string
-	tr, err := Open(dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+	tr, err := Open(context.Background(), dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
 		mu.Lock()
 		log = append(log, fmt.Sprintf(f, args...))
 		mu.Unlock()
@@ -489,13 +525,13 @@ func TestFolderSymlinks(t *testing.T) {
 		t.Errorf("served:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
 	}
 	for _, p := range []string{"sub/up", "sub/self", "sub/deep", "p/toq/top", "q/top/toq", "top"} {
-		if lookup(tr.Root(), p) != nil {
+		if lookup(t, tr.Root(), p) != nil {
 			t.Errorf("%s is found", p)
 		}
 	}
-	lookup(tr.Root(), "sub/up") // looked up again: not logged again
-	if !bytes.Equal(read(t, lookup(tr.Root(), "ext/x.npz/k.npy")), npyBytes(t, 5, 3)) ||
-		!bytes.Equal(read(t, lookup(tr.Root(), "y.npz/k.npy")), npyBytes(t, 5, 3)) {
+	lookup(t, tr.Root(), "sub/up") // looked up again: not logged again
+	if !bytes.Equal(read(t, lookup(t, tr.Root(), "ext/x.npz/k.npy")), npyBytes(t, 5, 3)) ||
+		!bytes.Equal(read(t, lookup(t, tr.Root(), "y.npz/k.npy")), npyBytes(t, 5, 3)) {
 		t.Error("an archive through a link")
 	}
 	mu.Lock()
@@ -519,7 +555,7 @@ func TestUnreadableFolder(t *testing.T) {
 	dir := t.TempDir()
 	writeNPZ(t, filepath.Join(dir, "a.npz"), 1, 3, "k")
 	var log []string
-	tr, err := Open(dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+	tr, err := Open(context.Background(), dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
 		log = append(log, fmt.Sprintf(f, args...))
 	}}})
 	if err != nil {
@@ -528,11 +564,11 @@ func TestUnreadableFolder(t *testing.T) {
 	defer tr.Close()
 	sub := filepath.Join(dir, "sub")
 	os.Mkdir(sub, 0o755)
-	d := tr.Root().Lookup("sub")
+	d := find(t, tr.Root(), "sub")
 	if d == nil {
 		t.Fatal("sub not found")
 	}
-	if e := d.Lookup(ErrorName); e != nil {
+	if e := find(t, d, ErrorName); e != nil {
 		t.Errorf("a readable folder has %s", ErrorName)
 	}
 	// A folder that cannot be listed, whoever runs the test: one that
@@ -540,14 +576,14 @@ func TestUnreadableFolder(t *testing.T) {
 	os.Remove(sub)
 	os.WriteFile(sub, nil, 0o644)
 	for range 2 {
-		kids := fs.Children(d)
+		kids := kidsOf(t, d)
 		if len(kids) != 1 || kids[0].Name() != ErrorName {
 			t.Fatalf("an unreadable folder lists %d entries", len(kids))
 		}
 		if b := read(t, kids[0]); !strings.Contains(string(b), "not a directory") {
 			t.Errorf("%s says %q", ErrorName, b)
 		}
-		if e := d.Lookup(ErrorName); e == nil || e.Ino() != kids[0].Ino() {
+		if e := find(t, d, ErrorName); e == nil || e.Ino() != kids[0].Ino() {
 			t.Errorf("Lookup(%s) = %v", ErrorName, e)
 		}
 	}

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"weak"
 
-	"github.com/npzfs/npzfs/fs"
+	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
@@ -41,6 +42,16 @@ func kindOf(e Entry) shownKind {
 	return hidden
 }
 
+// passing reports an error that may pass (a network failing for now, or
+// the request having given up): it is answered EIO and kept by nothing,
+// so the next request asks again.
+func passing(err error) bool {
+	return errors.Is(err, source.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// absent reports an error that says a file or folder is not there.
+func absent(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
 // dirNode is a folder of the store.
 type dirNode struct {
 	t     *Tree
@@ -53,16 +64,23 @@ type dirNode struct {
 func (d *dirNode) Name() string             { return d.name }
 func (d *dirNode) Ino() uint64              { return d.ino }
 func (d *dirNode) IsDir() bool              { return true }
-func (d *dirNode) File() fs.Content         { return nil }
 func (d *dirNode) CacheTime() time.Duration { return d.t.opts.CacheTime }
 
-// ModTime is the folder's as the store says it now (the root's too,
-// which is made at mount), or when it was found if it does not say.
-func (d *dirNode) ModTime() time.Time {
-	if e, err := d.t.store.Stat(context.Background(), d.rel); err == nil && !e.ModTime.IsZero() {
-		return e.ModTime
+func (d *dirNode) File(context.Context) (npzfs.Content, error) { return nil, syscall.EISDIR }
+
+// Attr gives the folder's modification time as the store says it now
+// (the root's too, which is made at mount), or when it was found if it
+// does not say or cannot be asked now: a time is not worth an error. A
+// folder the store no longer has is gone.
+func (d *dirNode) Attr(ctx context.Context) (npzfs.Attr, error) {
+	e, err := d.t.store.Stat(ctx, d.rel)
+	switch {
+	case absent(err):
+		return npzfs.Attr{}, err
+	case err == nil && !e.ModTime.IsZero():
+		return npzfs.Attr{ModTime: e.ModTime}, nil
 	}
-	return d.mtime
+	return npzfs.Attr{ModTime: d.mtime}, nil
 }
 
 // path is the path of name in the folder.
@@ -73,23 +91,27 @@ func (d *dirNode) path(name string) string {
 	return d.rel + "/" + name
 }
 
-// stat asks the store for name in the folder, and reports whether it is
-// served; one not served is logged once.
-func (d *dirNode) stat(name string) (Entry, bool) {
+// stat asks the store for name in the folder: an entry served, or an
+// error, wrapping fs.ErrNotExist for one that is not there or not
+// served (logged once).
+func (d *dirNode) stat(ctx context.Context, name string) (Entry, error) {
 	rel := d.path(name)
-	e, err := d.t.store.Stat(context.Background(), rel)
+	e, err := d.t.store.Stat(ctx, rel)
 	if err != nil {
-		return e, false
+		if !absent(err) {
+			d.t.failed(rel, err)
+		}
+		return e, err
 	}
 	if e.Skip != "" {
 		d.t.skip(rel, e.Skip)
-		return e, false
+		return e, fs.ErrNotExist
 	}
-	return e, true
+	return e, nil
 }
 
 // entry is the node for e, found in the folder.
-func (d *dirNode) entry(e Entry) fs.Entry {
+func (d *dirNode) entry(e Entry) npzfs.Entry {
 	rel := d.path(e.Name)
 	switch kindOf(e) {
 	case shownDir:
@@ -110,13 +132,13 @@ func (d *dirNode) entry(e Entry) fs.Entry {
 // of them is used, and one that cannot be served then fails their reads
 // and says why in NAME/npzfs-error.txt, as an archive that cannot be
 // read does in its folder.
-func (d *dirNode) npyEntries(e Entry) []fs.Entry {
+func (d *dirNode) npyEntries(e Entry) []npzfs.Entry {
 	s := d.t.slotFor(d.path(e.Name), e, true)
 	nodes, err := s.bareNodes()
 	if err != nil {
 		return nil
 	}
-	out := make([]fs.Entry, len(nodes))
+	out := make([]npzfs.Entry, len(nodes))
 	for i, c := range nodes {
 		// Generation 0 and no archive node: found in the archive when
 		// it is opened.
@@ -125,37 +147,49 @@ func (d *dirNode) npyEntries(e Entry) []fs.Entry {
 	return out
 }
 
-// unreadable is the error file of a folder that cannot be read, which
-// is logged once; nil when it can be, or is gone (it vanishes from its
-// folder as any file removed does).
-func (d *dirNode) unreadable(err error) fs.Entry {
-	if err == nil || errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+// unreadable is the error file of a folder that cannot be read for good
+// (a folder it may not enter), which is logged once.
+func (d *dirNode) unreadable(err error) npzfs.Entry {
 	d.t.note(d.rel, "cannot be read: %v", err)
 	return &errFile{ino: d.t.dirIno(d.rel + "\x00" + ErrorName), mtime: d.mtime, err: err}
 }
 
-func (d *dirNode) Lookup(name string) fs.Entry {
+// list is the store's listing of the folder: an error that may pass
+// or that says the folder is gone is the caller's; any other makes the
+// folder hold its error file alone.
+func (d *dirNode) list(ctx context.Context) ([]Entry, npzfs.Entry, error) {
+	ents, err := d.t.store.List(ctx, d.rel)
+	switch {
+	case err == nil:
+		return ents, nil, nil
+	case absent(err):
+		return nil, nil, err
+	case passing(err):
+		d.t.failed(d.rel, err)
+		return nil, nil, err
+	}
+	return nil, d.unreadable(err), nil
+}
+
+func (d *dirNode) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
 	if name == ErrorName {
-		if _, err := d.t.store.List(context.Background(), d.rel); err != nil {
-			if e := d.unreadable(err); e != nil {
-				return e
-			}
+		_, ef, err := d.list(ctx)
+		if err != nil || ef != nil {
+			return ef, err
 		}
 	}
-	if e, ok := d.stat(name); ok {
+	e, err := d.stat(ctx, name)
+	if err == nil {
 		switch kindOf(e) {
 		case shownDir, shownArchive:
-			return d.entry(e)
+			return d.entry(e), nil
 		case shownNPY:
-			for _, c := range d.npyEntries(e) {
-				if c.Name() == name {
-					return c
-				}
-			}
-			return nil
+			return findNamed(d.npyEntries(e), name)
 		}
+		return nil, fs.ErrNotExist
+	}
+	if !absent(err) {
+		return nil, err
 	}
 	// A view of KEY.npy: KEY/ or KEY.ra.
 	key := name
@@ -164,27 +198,38 @@ func (d *dirNode) Lookup(name string) fs.Entry {
 			key = k
 		}
 	}
-	npy, ok := d.stat(key + ".npy")
-	if !ok || kindOf(npy) != shownNPY {
-		return nil
+	if key+".npy" == name {
+		return nil, err
 	}
-	for _, e := range d.npyEntries(npy) {
-		if e.Name() == name {
-			return e
-		}
+	npy, err := d.stat(ctx, key+".npy")
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if kindOf(npy) != shownNPY {
+		return nil, fs.ErrNotExist
+	}
+	return findNamed(d.npyEntries(npy), name)
 }
 
-func (d *dirNode) List() fs.Listing {
-	ents, err := d.t.store.List(context.Background(), d.rel)
-	if err != nil {
-		if e := d.unreadable(err); e != nil {
-			return fs.Entries{e}
+// findNamed is the entry of es named name.
+func findNamed(es []npzfs.Entry, name string) (npzfs.Entry, error) {
+	for _, e := range es {
+		if e.Name() == name {
+			return e, nil
 		}
-		return nil
 	}
-	var out []fs.Entry
+	return nil, fs.ErrNotExist
+}
+
+func (d *dirNode) List(ctx context.Context) (npzfs.Listing, error) {
+	ents, ef, err := d.list(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case ef != nil:
+		return npzfs.Entries{ef}, nil
+	}
+	var out []npzfs.Entry
 	shown := map[string]bool{}
 	var npys []Entry
 	for _, e := range ents {
@@ -209,8 +254,8 @@ func (d *dirNode) List() fs.Listing {
 			}
 		}
 	}
-	slices.SortFunc(out, func(x, y fs.Entry) int { return strings.Compare(x.Name(), y.Name()) })
-	return fs.Entries(out)
+	slices.SortFunc(out, func(x, y npzfs.Entry) int { return strings.Compare(x.Name(), y.Name()) })
+	return npzfs.Entries(out), nil
 }
 
 // archNode is the folder NAME.npz/ of an archive file.
@@ -219,35 +264,55 @@ type archNode struct{ s *slot }
 func (n *archNode) Name() string             { return n.s.name }
 func (n *archNode) Ino() uint64              { return n.s.rootIno }
 func (n *archNode) IsDir() bool              { return true }
-func (n *archNode) ModTime() time.Time       { return n.s.mtime() }
-func (n *archNode) File() fs.Content         { return nil }
 func (n *archNode) CacheTime() time.Duration { return n.s.t.opts.CacheTime }
 
-func (n *archNode) Lookup(name string) fs.Entry {
-	a, gen, done, err := n.s.archive()
-	defer done()
-	if err != nil {
-		if name == ErrorName && !errors.Is(err, source.ErrChanged) {
-			return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: err}
-		}
-		return nil
-	}
-	if c := a.Root().Lookup(name); c != nil {
-		return wrap(n.s, gen, c, "")
-	}
-	return nil
+func (n *archNode) Attr(context.Context) (npzfs.Attr, error) {
+	return npzfs.Attr{ModTime: n.s.mtime()}, nil
 }
 
-func (n *archNode) List() fs.Listing {
-	a, gen, done, err := n.s.archive()
+func (n *archNode) File(context.Context) (npzfs.Content, error) { return nil, syscall.EISDIR }
+
+// broken is the archive folder's error file when its archive cannot be
+// opened for good, else the error to answer with: fs.ErrNotExist for an
+// archive replaced or removed since (its nodes are gone, not broken),
+// and the error itself for one that may pass.
+func (n *archNode) broken(err error) (npzfs.Entry, error) {
+	switch {
+	case errors.Is(err, source.ErrChanged):
+		return nil, fmt.Errorf("%s: %w", n.s.rel, fs.ErrNotExist)
+	case passing(err):
+		return nil, err
+	}
+	return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: err}, nil
+}
+
+func (n *archNode) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
+	a, gen, done, err := n.s.archive(ctx)
 	defer done()
 	if err != nil {
-		if errors.Is(err, source.ErrChanged) {
-			return nil
+		ef, err := n.broken(err)
+		if ef != nil && name != ErrorName {
+			return nil, fs.ErrNotExist
 		}
-		return fs.Entries{&errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: err}}
+		return ef, err
 	}
-	return listing{s: n.s, gen: gen, l: a.Root().Listing()}
+	if c := a.Root().Lookup(ctx, name); c != nil {
+		return wrap(n.s, gen, c, ""), nil
+	}
+	return nil, fs.ErrNotExist
+}
+
+func (n *archNode) List(ctx context.Context) (npzfs.Listing, error) {
+	a, gen, done, err := n.s.archive(ctx)
+	defer done()
+	if err != nil {
+		ef, err := n.broken(err)
+		if ef != nil {
+			return npzfs.Entries{ef}, nil
+		}
+		return nil, err
+	}
+	return listing{s: n.s, gen: gen, l: a.Root().Listing(ctx)}, nil
 }
 
 // listing is the listing of a folder of an archive: its nodes are
@@ -261,14 +326,14 @@ type listing struct {
 
 func (l listing) Len() int { return l.l.Len() }
 
-func (l listing) At(i int) fs.Entry {
+func (l listing) At(i int) npzfs.Entry {
 	if c := l.l.At(i); c != nil {
 		return wrap(l.s, l.gen, c, l.parent)
 	}
 	return nil
 }
 
-func (l listing) Prepare(from, to int) { l.l.Prepare(from, to) }
+func (l listing) Prepare(ctx context.Context, from, to int) { l.l.Prepare(ctx, from, to) }
 
 // node is a node of an archive's tree, under the mount's inode numbers.
 // It keeps its path in the archive, so that it finds itself again when
@@ -298,8 +363,8 @@ func wrap(s *slot, gen uint64, c *npz.Node, parent string) *node {
 
 // resolve finds the node in the archive as it is open now, which stays
 // open until done is called (which it must be, also after an error).
-func (w *node) resolve() (n *npz.Node, gen uint64, done func(), err error) {
-	a, gen, done, err := w.s.archive()
+func (w *node) resolve(ctx context.Context) (n *npz.Node, gen uint64, done func(), err error) {
+	a, gen, done, err := w.s.archive(ctx)
 	if err != nil {
 		return nil, 0, done, err
 	}
@@ -312,7 +377,7 @@ func (w *node) resolve() (n *npz.Node, gen uint64, done func(), err error) {
 	}
 	n = a.Root()
 	for _, part := range strings.Split(w.path, "/") {
-		if n = n.Lookup(part); n == nil {
+		if n = n.Lookup(ctx, part); n == nil {
 			return nil, 0, done, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
 		}
 	}
@@ -326,87 +391,109 @@ func (w *node) IsDir() bool  { return w.dir }
 func (w *node) Opened()      { w.s.opened() }
 func (w *node) Closed()      { w.s.closed() }
 
-func (w *node) ModTime() time.Time {
-	n, _, done, err := w.resolve()
+// Attr is the node's as the archive gives it; a node whose archive is
+// gone (replaced, removed) keeps the size the kernel was told, and reads
+// fail; one whose archive cannot be opened now says why.
+func (w *node) Attr(ctx context.Context) (npzfs.Attr, error) {
+	n, _, done, err := w.resolve(ctx)
 	defer done()
-	if err == nil {
-		return n.ModTime()
+	switch {
+	case err == nil:
+	case errors.Is(err, source.ErrChanged):
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return npzfs.Attr{Size: w.size, ModTime: w.s.mtime()}, nil
+	case passing(err):
+		return npzfs.Attr{}, err
+	default:
+		return npzfs.Attr{Size: w.size, ModTime: w.s.mtime()}, nil
 	}
-	return w.s.mtime()
+	a := npzfs.Attr{ModTime: n.ModTime(), DiskUsage: n.DiskUsage()}
+	if f := n.File(ctx); f != nil {
+		a.Size = f.Size()
+		w.mu.Lock()
+		w.size = a.Size
+		w.mu.Unlock()
+	}
+	return a, nil
 }
 
-func (w *node) DiskUsage() int64 {
-	n, _, done, err := w.resolve()
-	defer done()
-	if err == nil {
-		return n.DiskUsage()
-	}
-	return 0
-}
-
-func (w *node) Lookup(name string) fs.Entry {
-	n, gen, done, err := w.resolve()
+func (w *node) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
+	n, gen, done, err := w.resolve(ctx)
 	defer done()
 	if err != nil {
 		if name == ErrorName {
-			return w.errFile(err)
+			if ef := w.errFile(err); ef != nil {
+				return ef, nil
+			}
 		}
-		return nil
+		if passing(err) {
+			return nil, err
+		}
+		return nil, fs.ErrNotExist
 	}
-	if c := n.Lookup(name); c != nil {
-		return wrap(w.s, gen, c, w.path)
+	if c := n.Lookup(ctx, name); c != nil {
+		return wrap(w.s, gen, c, w.path), nil
 	}
-	return nil
+	return nil, fs.ErrNotExist
 }
 
-func (w *node) List() fs.Listing {
-	n, gen, done, err := w.resolve()
+func (w *node) List(ctx context.Context) (npzfs.Listing, error) {
+	if !w.dir {
+		return nil, syscall.ENOTDIR
+	}
+	n, gen, done, err := w.resolve(ctx)
 	defer done()
 	if err != nil {
 		if e := w.errFile(err); e != nil {
-			return fs.Entries{e}
+			return npzfs.Entries{e}, nil
 		}
-		return nil
+		if passing(err) {
+			return nil, err
+		}
+		return npzfs.Entries{}, nil
 	}
-	if !n.IsDir() {
-		return nil
-	}
-	return listing{s: w.s, gen: gen, l: n.Listing(), parent: w.path}
+	return listing{s: w.s, gen: gen, l: n.Listing(ctx), parent: w.path}, nil
 }
 
 // errFile is the error file of the views folder NAME/ of a file NAME.npy
-// that cannot be served, which says why; nil for every other node, and
-// for a file replaced or removed since (its nodes are gone, not broken).
-func (w *node) errFile(err error) fs.Entry {
-	if !w.s.bare || !w.dir || strings.Contains(w.path, "/") || errors.Is(err, source.ErrChanged) {
+// that cannot be served, which says why; nil for every other node, for
+// a failure that may pass, and for a file replaced or removed since (its
+// nodes are gone, not broken).
+func (w *node) errFile(err error) npzfs.Entry {
+	if !w.s.bare || !w.dir || strings.Contains(w.path, "/") || errors.Is(err, source.ErrChanged) || passing(err) {
 		return nil
 	}
 	return &errFile{ino: w.s.rootIno + 1, mtime: w.s.mtime(), err: err}
 }
 
-func (w *node) File() fs.Content {
+// File is the node's content. A node whose archive is gone or broken
+// keeps the size the kernel was told, with reads that fail: content that
+// is shorter would read as the end of the file, not as an error.
+func (w *node) File(ctx context.Context) (npzfs.Content, error) {
 	if w.dir {
-		return nil
+		return nil, syscall.EISDIR
 	}
 	// Read by the kernel while the file is open (Opened): the archive
 	// stays open after done.
-	n, _, done, err := w.resolve()
+	n, _, done, err := w.resolve(ctx)
 	defer done()
 	if err != nil {
-		// Its size stays what the kernel was told: content that is
-		// shorter would read as the end of the file, not as an error.
+		if passing(err) {
+			return nil, err
+		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return failed{size: w.size, err: err}
+		return failed{size: w.size, err: err}, nil
 	}
-	f := n.File()
+	f := n.File(ctx)
 	if f == nil {
-		return failed{err: errors.New("not a file")}
+		return nil, syscall.EISDIR
 	}
 	w.mu.Lock()
 	w.size = f.Size()
 	w.mu.Unlock()
-	return f
+	return f, nil
 }
 
 // failed is the content of a file whose archive is gone: every read fails.
@@ -419,7 +506,7 @@ func (f failed) Size() int64 { return f.size }
 func (f failed) ReadAtContext(context.Context, []byte, int64) (int, error) {
 	return 0, f.err
 }
-func (f failed) Extent() (uintptr, int64, bool, error) { return 0, 0, false, f.err }
+func (f failed) Extent(context.Context) (uintptr, int64, bool, error) { return 0, 0, false, f.err }
 
 // errFile is the one file of an archive folder whose archive cannot be
 // opened, or of a folder that cannot be read: why, in a line.
@@ -429,13 +516,17 @@ type errFile struct {
 	err   error
 }
 
-func (e *errFile) Name() string           { return ErrorName }
-func (e *errFile) Ino() uint64            { return e.ino }
-func (e *errFile) IsDir() bool            { return false }
-func (e *errFile) ModTime() time.Time     { return e.mtime }
-func (e *errFile) Lookup(string) fs.Entry { return nil }
-func (e *errFile) List() fs.Listing       { return nil }
-func (e *errFile) File() fs.Content       { return textContent(e.err.Error() + "\n") }
+func (e *errFile) Name() string { return ErrorName }
+func (e *errFile) Ino() uint64  { return e.ino }
+func (e *errFile) IsDir() bool  { return false }
+func (e *errFile) Attr(context.Context) (npzfs.Attr, error) {
+	size := int64(len(e.text()))
+	return npzfs.Attr{Size: size, ModTime: e.mtime, DiskUsage: size}, nil
+}
+func (e *errFile) Lookup(context.Context, string) (npzfs.Entry, error) { return nil, syscall.ENOTDIR }
+func (e *errFile) List(context.Context) (npzfs.Listing, error)         { return nil, syscall.ENOTDIR }
+func (e *errFile) File(context.Context) (npzfs.Content, error)         { return e.text(), nil }
+func (e *errFile) text() textContent                                   { return textContent(e.err.Error() + "\n") }
 
 type textContent string
 
@@ -450,4 +541,4 @@ func (c textContent) ReadAtContext(_ context.Context, p []byte, off int64) (int,
 	}
 	return n, nil
 }
-func (c textContent) Extent() (uintptr, int64, bool, error) { return 0, 0, false, nil }
+func (c textContent) Extent(context.Context) (uintptr, int64, bool, error) { return 0, 0, false, nil }

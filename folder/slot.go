@@ -34,10 +34,34 @@ type slot struct {
 	base uint64 // inode number of the archive's node 2; 0 before the first open
 	gen  uint64 // counts opens, so nodes know to find themselves again
 	elem *list.Element
+	// opening is closed when the open under way ends; nil when none is.
+	// The open runs without mu, so that nothing waits on a lock for a
+	// network: others wait on it, each as long as its context lets it.
+	opening chan struct{}
+	retry   retryState // after failures that may pass
 	// nodes are a .npy file's nodes as its name makes them, for listing
 	// it unopened (npz.BareNodes).
 	nodes []npz.BareNode
 }
+
+// retryState spaces the opens of an archive whose opens fail in ways
+// that may pass (a server answering 503): until at, a use fails at once
+// with err rather than asking again; each failure doubles the wait, up
+// to maxRetryWait, and an open that succeeds forgets them.
+type retryState struct {
+	err   error
+	at    time.Time
+	wait  time.Duration
+	since time.Time // the first of the failures in a row
+}
+
+// The first wait after an open failed in a way that may pass, and the
+// longest: a server back from an outage is asked again within
+// maxRetryWait of the next use.
+const (
+	firstRetryWait = time.Second
+	maxRetryWait   = 8 * time.Second
+)
 
 // bareNodes are the nodes of a .npy file's slot, known from its name;
 // the inode numbers of the archive's nodes are given out with the first.
@@ -58,60 +82,111 @@ func (s *slot) bareNodes() ([]npz.BareNode, error) {
 }
 
 // archive is the slot's archive, opened if it is not, and kept open
-// until done is called (which it must be, also after an error).
-func (s *slot) archive() (a *npz.Archive, gen uint64, done func(), err error) {
-	if s.stale.Load() {
-		return nil, 0, nop, errStale
-	}
-	s.mu.Lock()
-	a, gen, over, err := s.openLocked()
-	if err == nil {
-		s.busy.Add(1)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return nil, 0, nop, err
-	}
-	if over {
-		s.t.trim()
-	}
-	return a, gen, func() {
-		if s.busy.Add(-1) == 0 {
-			s.maybeClose()
+// until done is called (which it must be, also after an error). An open
+// under way for another request is waited for, as long as ctx allows.
+func (s *slot) archive(ctx context.Context) (a *npz.Archive, gen uint64, done func(), err error) {
+	over := false // this call opened it, past MaxOpen
+	for {
+		if s.stale.Load() {
+			return nil, 0, nop, errStale
 		}
-	}, nil
+		s.mu.Lock()
+		a, gen, wait, err := s.useLocked()
+		if a != nil {
+			s.busy.Add(1)
+		}
+		s.mu.Unlock()
+		switch {
+		case a != nil:
+			if over {
+				s.t.trim()
+			}
+			return a, gen, func() {
+				if s.busy.Add(-1) == 0 {
+					s.maybeClose()
+				}
+			}, nil
+		case err != nil:
+			return nil, 0, nop, err
+		case wait != nil:
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, 0, nop, ctx.Err()
+			}
+		default:
+			over = s.open(ctx)
+			if err := ctx.Err(); err != nil {
+				return nil, 0, nop, err
+			}
+		}
+	}
 }
 
 func nop() {}
 
-// openLocked opens the archive if it is not, and reports whether more
-// than MaxOpen are open now.
-func (s *slot) openLocked() (*npz.Archive, uint64, bool, error) {
-	t := s.t
-	if s.a != nil {
+// useLocked is what a use of the slot finds: its archive, open; or why it
+// cannot be opened, for good or for now; or an open under way to wait
+// for; or, all nil, that the caller is to open it.
+func (s *slot) useLocked() (*npz.Archive, uint64, <-chan struct{}, error) {
+	switch {
+	case s.a != nil:
+		t := s.t
 		t.mu.Lock()
 		t.open.MoveToFront(s.elem)
 		t.mu.Unlock()
-		return s.a, s.gen, false, nil
+		return s.a, s.gen, nil, nil
+	case s.err != nil:
+		return nil, 0, nil, s.err
+	case s.opening != nil:
+		return nil, 0, s.opening, nil
+	case s.retry.err != nil && s.t.now().Before(s.retry.at):
+		return nil, 0, nil, s.retry.err
 	}
-	if s.err != nil {
-		return nil, 0, false, s.err
-	}
-	a, err := s.openFile()
-	if err != nil {
-		switch {
-		case errors.Is(err, source.ErrChanged) || errors.Is(err, os.ErrNotExist):
-			// Replaced or removed since it was seen: its nodes fail.
-			s.stale.Store(true)
-			return nil, 0, false, errStale
-		case errors.Is(err, source.ErrTransient):
-			// Not for good: the next use tries again.
-			t.logf("npzfs: %s: %v", s.rel, err)
-			return nil, 0, false, err
+	s.opening = make(chan struct{})
+	return nil, 0, nil, nil
+}
+
+// open opens the archive, which useLocked has marked as being opened,
+// and records what came of it: the archive; a failure for good (this
+// file cannot be served); one that may pass (tried again at a later use,
+// after a wait); the file replaced or removed since it was seen (the slot
+// is stale: the folder's next look finds the new one); or nothing, when
+// the caller's ctx ended first (the next use opens it). It reports
+// whether more than MaxOpen archives are open now.
+func (s *slot) open(ctx context.Context) (over bool) {
+	t := s.t
+	a, err := s.openFile(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.opening)
+	s.opening = nil
+	switch {
+	case err == nil:
+	case errors.Is(err, source.ErrChanged) || errors.Is(err, os.ErrNotExist):
+		s.stale.Store(true)
+		return false
+	case ctx.Err() != nil:
+		return false
+	case passing(err):
+		r := &s.retry
+		now := t.now()
+		if r.err == nil {
+			r.since, r.wait = now, firstRetryWait
+		} else {
+			r.wait = min(2*r.wait, maxRetryWait)
 		}
+		r.err, r.at = err, now.Add(r.wait)
+		t.logf("npzfs: %s: %v (EIO until it is opened: tried again at a use after %v)", s.rel, err, r.wait)
+		return false
+	default:
 		s.err = err
 		t.logf("npzfs: %s: %v", s.rel, err)
-		return nil, 0, false, err
+		return false
+	}
+	if s.retry.err != nil {
+		t.logf("npzfs: %s: opened, after failing for %v", s.rel, t.now().Sub(s.retry.since).Round(time.Second))
+		s.retry = retryState{}
 	}
 	if s.base == 0 {
 		s.base = t.alloc(max(a.MaxIno(), 2) - 1)
@@ -120,15 +195,15 @@ func (s *slot) openLocked() (*npz.Archive, uint64, bool, error) {
 	s.gen++
 	t.mu.Lock()
 	s.elem = t.open.PushFront(s)
-	over := t.open.Len() > t.opts.MaxOpen
+	over = t.open.Len() > t.opts.MaxOpen
 	t.mu.Unlock()
-	return a, s.gen, over, nil
+	return over
 }
 
-func (s *slot) openFile() (*npz.Archive, error) {
+func (s *slot) openFile(ctx context.Context) (*npz.Archive, error) {
 	opts := s.t.opts.Archive
 	opts.Sidecars = s.t.opts.Sidecars
-	a, err := s.t.store.Open(context.Background(), s.rel, s.e, &opts)
+	a, err := s.t.store.Open(ctx, s.rel, s.e, &opts)
 	if err != nil {
 		return nil, err
 	}

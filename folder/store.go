@@ -54,7 +54,8 @@ type Entry struct {
 	// not know it (a remote folder's).
 	ModTime time.Time
 	// Version is what, besides size and time, tells a file from one
-	// before it at the same path (an object's ETag), or "".
+	// before it at the same path (an object's ETag; a local file's
+	// identity, source.FileIdentity), or "".
 	Version string
 	// Skip, when not "", says why the entry is not served.
 	Skip string
@@ -151,13 +152,15 @@ func (d *Dir) Stat(_ context.Context, rel string) (Entry, error) {
 	return e, nil
 }
 
-// Open implements Store.
-func (d *Dir) Open(_ context.Context, rel string, e Entry, opts *npz.Options) (*npz.Archive, error) {
-	a, err := npz.Open(d.abs(rel), opts)
+// Open implements Store. The file opened must be the one e describes,
+// by its identity (source.FileIdentity): one renamed over it since, even
+// with the same size and modification time, is another archive.
+func (d *Dir) Open(ctx context.Context, rel string, e Entry, opts *npz.Options) (*npz.Archive, error) {
+	a, err := npz.Open(ctx, d.abs(rel), opts)
 	if err != nil {
 		return nil, err
 	}
-	if a.Size() != e.Size || !a.ModTime().Equal(e.ModTime) {
+	if a.Identity() != e.Version {
 		a.Close()
 		return nil, errStale
 	}
@@ -215,6 +218,8 @@ func (d *Dir) stat(parent localFolder, dir, name string) (Entry, bool) {
 	e := Entry{Name: name, Dir: fi.IsDir(), Size: fi.Size(), ModTime: fi.ModTime()}
 	if e.Dir {
 		e.Size = 0
+	} else {
+		e.Version = source.FileIdentity(fi)
 	}
 	if dev := devOf(fi); dev != parent.dev {
 		if mnt, on := d.npzfsMount(dev); on {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
@@ -85,7 +86,7 @@ func (m *memStore) Open(_ context.Context, rel string, e Entry, opts *npz.Option
 	if !ok || m.version[rel] != e.Version {
 		return nil, fmt.Errorf("%s: %w", rel, source.ErrChanged)
 	}
-	return npz.New(bytes.NewReader(b), int64(len(b)), e.Name, opts)
+	return npz.New(context.Background(), bytes.NewReader(b), int64(len(b)), e.Name, opts)
 }
 
 func (m *memStore) put(rel string, b []byte, version string) {
@@ -109,15 +110,15 @@ func zipOf(t *testing.T, v, n int) []byte {
 // an archive replaced by one of another version (the same size and no
 // time, as an object's new ETag) is served anew under new inode numbers,
 // its old files failing; an open that fails for now (ErrTransient) is
-// tried again at the next look, not kept; Usage counts the root's
-// listing.
+// a failure that may pass (EIO), tried again after a wait, not kept;
+// Usage counts the root's listing.
 func TestTreeOverAStore(t *testing.T) {
 	st := &memStore{files: map[string][]byte{}, version: map[string]string{}}
 	st.put("a.npz", zipOf(t, 1, 10), `"v1"`)
 	st.put("sub/b.npz", zipOf(t, 2, 10), `"v1"`)
 	st.put("grid.npy", npyBytes(t, 3, 6), `"v1"`)
 	st.put("notes.txt", []byte("hello"), `"v1"`)
-	tr, err := New(st, nil)
+	tr, err := New(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,37 +132,136 @@ func TestTreeOverAStore(t *testing.T) {
 	if all["/notes.txt"] != nil {
 		t.Error("notes.txt served")
 	}
-	if bytes, nodes := tr.Usage(); bytes != int64(len(st.files["a.npz"])+len(st.files["grid.npy"])) || nodes < 3 {
+	if bytes, nodes := tr.Usage(context.Background()); bytes != int64(len(st.files["a.npz"])+len(st.files["grid.npy"])) || nodes < 3 {
 		t.Errorf("Usage: %d bytes, %d nodes", bytes, nodes)
 	}
 
-	old := lookup(tr.Root(), "a.npz/x/raw.bin")
+	old := lookup(t, tr.Root(), "a.npz/x/raw.bin")
 	if got := read(t, old); !bytes.Equal(got, npyBytes(t, 1, 10)[128:]) {
 		t.Fatalf("a.npz/x/raw.bin: % x", got)
 	}
 	st.put("a.npz", zipOf(t, 100, 10), `"v2"`) // same size, another version
-	fresh := lookup(tr.Root(), "a.npz/x/raw.bin")
+	fresh := lookup(t, tr.Root(), "a.npz/x/raw.bin")
 	if fresh == nil || fresh.Ino() == old.Ino() {
 		t.Fatalf("the replaced archive's file: %v (old inode %d)", fresh, old.Ino())
 	}
 	if got := read(t, fresh); !bytes.Equal(got, npyBytes(t, 100, 10)[128:]) {
 		t.Errorf("the new archive reads % x", got)
 	}
-	if _, err := old.File().ReadAtContext(context.Background(), make([]byte, 4), 0); !errors.Is(err, source.ErrChanged) {
+	if _, err := fileOf(t, old).ReadAtContext(context.Background(), make([]byte, 4), 0); !errors.Is(err, source.ErrChanged) {
 		t.Errorf("the old archive's file: %v, want ErrChanged", err)
 	}
 
+	// An open that fails for now is EIO, not absence, and is tried
+	// again at a use once a wait has passed (doubling while it fails),
+	// not at every use; then it is served.
+	clock := time.Now()
+	tr.now = func() time.Time { return clock }
 	st.put("c.npz", zipOf(t, 5, 10), `"v1"`)
-	st.mu.Lock()
-	st.fail = source.Transient(errors.New("503"))
-	st.mu.Unlock()
-	if e := lookup(tr.Root(), "c.npz/x.npy"); e != nil {
-		t.Error("c.npz served while it cannot be opened")
+	st.setFail(source.Transient(errors.New("503")))
+	opens := st.opened()
+	for i, wait := range []time.Duration{0, firstRetryWait / 2, firstRetryWait, 2 * firstRetryWait} {
+		clock = clock.Add(wait)
+		c := find(t, tr.Root(), "c.npz")
+		if _, err := c.Lookup(context.Background(), "x.npy"); err == nil || errors.Is(err, iofs.ErrNotExist) || !passing(err) {
+			t.Errorf("look %d into c.npz while it cannot be opened: %v, want a failure that may pass", i, err)
+		}
 	}
-	st.mu.Lock()
-	st.fail = nil
-	st.mu.Unlock()
-	if e := lookup(tr.Root(), "c.npz/x.npy"); e == nil {
+	if n := st.opened() - opens; n != 3 {
+		t.Errorf("%d opens in 3.5 s of failures, want 3 (at once, after 1 s, after 2 s more; the wait is now 4 s)", n)
+	}
+	st.setFail(nil)
+	if _, err := find(t, tr.Root(), "c.npz").Lookup(context.Background(), "x.npy"); err == nil {
+		t.Error("c.npz asked again before its wait passed")
+	}
+	clock = clock.Add(maxRetryWait)
+	if e := lookup(t, tr.Root(), "c.npz/x.npy"); e == nil {
 		t.Error("c.npz not served once it can be opened: the failure was kept")
+	}
+}
+
+func (m *memStore) setFail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fail = err
+}
+
+func (m *memStore) opened() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.opens
+}
+
+// TestGivingUp: a look into an archive that its caller gives up on (the
+// kernel interrupting the request, as it does when a signal reaches the
+// reader) ends with the caller's error, keeps nothing, and the next look
+// opens the archive.
+func TestGivingUp(t *testing.T) {
+	st := &memStore{files: map[string][]byte{}, version: map[string]string{}}
+	st.put("a.npz", zipOf(t, 1, 10), `"v1"`)
+	tr, err := New(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	a := find(t, tr.Root(), "a.npz")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.Lookup(ctx, "x.npy"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a look given up on: %v, want context.Canceled", err)
+	}
+	if find(t, a, "x.npy") == nil {
+		t.Error("x.npy not found after a look was given up on")
+	}
+}
+
+// failingStore is a memStore whose listings and lookups fail for now,
+// as a remote folder's do while its server answers 503.
+type failingStore struct {
+	*memStore
+	err error
+}
+
+func (f *failingStore) List(ctx context.Context, rel string) ([]Entry, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.memStore.List(ctx, rel)
+}
+
+func (f *failingStore) Stat(ctx context.Context, rel string) (Entry, error) {
+	if f.err != nil && rel != "" {
+		return Entry{}, f.err
+	}
+	return f.memStore.Stat(ctx, rel)
+}
+
+// TestStoreFailuresAreNotAbsence: while the store cannot list or look up
+// (a failure that may pass), a lookup and a listing fail (EIO) rather
+// than find nothing, and nothing of it is kept: once the store answers,
+// everything is there.
+func TestStoreFailuresAreNotAbsence(t *testing.T) {
+	m := &memStore{files: map[string][]byte{}, version: map[string]string{}}
+	m.put("shards/a.npz", zipOf(t, 1, 10), `"v1"`)
+	st := &failingStore{memStore: m}
+	tr, err := New(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	shards := find(t, tr.Root(), "shards")
+	st.err = source.Transient(errors.New("503 Slow Down"))
+	if _, err := shards.Lookup(context.Background(), "a.npz"); err == nil || errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("lookup while the store fails: %v, want a failure, not absence", err)
+	}
+	if l, err := shards.List(context.Background()); err == nil {
+		t.Errorf("listing while the store fails: %d entries, no error", l.Len())
+	}
+	st.err = nil
+	if kids := kidsOf(t, shards); len(kids) != 1 || kids[0].Name() != "a.npz" {
+		t.Errorf("listing once the store answers: %v", kids)
+	}
+	if lookup(t, tr.Root(), "shards/a.npz/x.npy") == nil {
+		t.Error("shards/a.npz/x.npy not found once the store answers")
 	}
 }

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -68,7 +69,13 @@ func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 	if s.st.finder != nil {
 		return fuse.ENOSYS
 	}
-	out.Fh = s.dirs.add(newDirHandle(e, parent))
+	ctx := s.request(cancel)
+	defer ctx.end()
+	d, err := newDirHandle(ctx, e, parent)
+	if err != nil {
+		return fuse.Status(Errno(err))
+	}
+	out.Fh = s.dirs.add(d)
 	if s.st.cacheTime(e) >= s.st.timeout {
 		out.OpenFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_CACHE_DIR
 	}
@@ -77,7 +84,7 @@ func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 
 // listing is what readdir of the request lists: the handle's snapshot,
 // or without a handle (no-opendir), the folder's listing now.
-func (s *server) listing(in *fuse.ReadIn) (*dirHandle, syscall.Errno) {
+func (s *server) listing(ctx context.Context, in *fuse.ReadIn) (*dirHandle, syscall.Errno) {
 	if in.Fh != 0 {
 		if d := s.dirs.get(in.Fh); d != nil {
 			return d, 0
@@ -91,16 +98,17 @@ func (s *server) listing(in *fuse.ReadIn) (*dirHandle, syscall.Errno) {
 	if !e.IsDir() {
 		return nil, syscall.ENOTDIR
 	}
-	return newDirHandle(e, parent), 0
+	d, err := newDirHandle(ctx, e, parent)
+	return d, Errno(err)
 }
 
 // newDirHandle takes the listing of folder e, whose parent is parent.
-func newDirHandle(e Entry, parent uint64) *dirHandle {
-	kids := e.List()
-	if kids == nil {
-		kids = Entries(nil)
+func newDirHandle(ctx context.Context, e Entry, parent uint64) (*dirHandle, error) {
+	kids, err := e.List(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return &dirHandle{kids: kids, dots: [2]uint64{e.Ino(), parent}}
+	return &dirHandle{kids: kids, dots: [2]uint64{e.Ino(), parent}}, nil
 }
 
 // entry is the directory entry at position i of the listing (0 is ".",
@@ -129,7 +137,9 @@ func (d *dirHandle) first(off uint64) int {
 
 // ReadDir fills out with the entries past in.Offset.
 func (s *server) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	d, errno := s.listing(in)
+	ctx := s.request(cancel)
+	defer ctx.end()
+	d, errno := s.listing(ctx, in)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
@@ -155,9 +165,13 @@ const direntPlusMin = 128 + 24 + 8
 // ReadDirPlus is ReadDir with each child's attributes, which the kernel
 // takes as a lookup of it ("." and ".." carry none and are not linked).
 // The attributes of as many entries as the reply can hold are prepared
-// at once first (see Preparer).
+// at once first (see Preparer). An entry whose attributes cannot be had
+// now is listed without them (node ID 0): the kernel then looks it up
+// when it is used, and that lookup says what is wrong.
 func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	d, errno := s.listing(in)
+	ctx := s.request(cancel)
+	defer ctx.end()
+	d, errno := s.listing(ctx, in)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
@@ -167,7 +181,7 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 	n := 0                                  // entries in the reply
 	for i := d.first(in.Offset); i < d.kids.Len()+2; i++ {
 		if p != nil && i >= 2 && i-2 >= prepared {
-			p.Prepare(i-2, i-2+batch)
+			p.Prepare(ctx, i-2, i-2+batch)
 			prepared = i - 2 + batch
 		}
 		de, e, ok := d.entry(i)
@@ -180,7 +194,7 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 		}
 		n++
 		if e != nil {
-			s.entryOut(e, d.dots[0], eo)
+			s.entryOut(ctx, e, d.dots[0], eo) // a failure leaves eo bare
 		}
 	}
 	s.listed(in, false, n)

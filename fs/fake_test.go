@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -23,21 +25,28 @@ type memEntry struct {
 	gaps bool
 }
 
-func (e *memEntry) Name() string       { return e.name }
-func (e *memEntry) Ino() uint64        { return e.ino }
-func (e *memEntry) IsDir() bool        { return e.dir }
-func (e *memEntry) ModTime() time.Time { return e.mt }
-func (e *memEntry) Lookup(name string) Entry {
+func (e *memEntry) Name() string { return e.name }
+func (e *memEntry) Ino() uint64  { return e.ino }
+func (e *memEntry) IsDir() bool  { return e.dir }
+func (e *memEntry) Attr(context.Context) (Attr, error) {
+	a := Attr{ModTime: e.mt}
+	if e.c != nil {
+		a.Size = e.c.Size()
+		a.DiskUsage = a.Size
+	}
+	return a, nil
+}
+func (e *memEntry) Lookup(_ context.Context, name string) (Entry, error) {
 	for _, k := range e.kids {
 		if k.name == name {
-			return k
+			return k, nil
 		}
 	}
-	return nil
+	return nil, fs.ErrNotExist
 }
-func (e *memEntry) List() Listing {
+func (e *memEntry) List(context.Context) (Listing, error) {
 	if !e.dir {
-		return nil
+		return nil, syscall.ENOTDIR
 	}
 	var out Entries
 	for _, k := range e.kids {
@@ -46,13 +55,13 @@ func (e *memEntry) List() Listing {
 			out = append(out, nil)
 		}
 	}
-	return out
+	return out, nil
 }
-func (e *memEntry) File() Content {
+func (e *memEntry) File(context.Context) (Content, error) {
 	if e.c == nil {
-		return nil
+		return nil, syscall.EISDIR
 	}
-	return e.c
+	return e.c, nil
 }
 
 // memContent serves data from memory, or, when f is set, says the data is
@@ -78,7 +87,7 @@ func (c *memContent) ReadAtContext(_ context.Context, p []byte, off int64) (int,
 	}
 	return n, nil
 }
-func (c *memContent) Extent() (uintptr, int64, bool, error) {
+func (c *memContent) Extent(context.Context) (uintptr, int64, bool, error) {
 	if c.err != nil {
 		return 0, 0, false, c.err
 	}
@@ -95,7 +104,7 @@ type headContent struct {
 	head []byte
 }
 
-func (c *headContent) Head() ([]byte, error) { return c.head, nil }
+func (c *headContent) Head(context.Context) ([]byte, error) { return c.head, nil }
 
 // pattern returns n deterministic bytes.
 func pattern(n int, seed byte) []byte {
@@ -157,3 +166,21 @@ func fakeTree(dir string) (*memEntry, error) {
 }
 
 var fixedTime = time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// child is e's child name, which must be there.
+func child(e Entry, name string) Entry {
+	c, err := e.Lookup(context.Background(), name)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// content is e's file content, which must have one.
+func content(e Entry) Content {
+	c, err := e.File(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	return c
+}

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -150,7 +151,7 @@ func (l *preparing) At(i int) Entry {
 	}
 	return &preparedEntry{memEntry{name: fmt.Sprintf("e%06d", i), ino: uint64(100 + i), c: &memContent{}}, l, i}
 }
-func (l *preparing) Prepare(from, to int) {
+func (l *preparing) Prepare(_ context.Context, from, to int) {
 	for i := from; i < min(to, l.n); i++ {
 		l.prepared[i] = true
 	}
@@ -162,11 +163,11 @@ type preparedEntry struct {
 	i int
 }
 
-func (e *preparedEntry) File() Content {
+func (e *preparedEntry) Attr(ctx context.Context) (Attr, error) {
 	if !e.l.prepared[e.i] {
 		e.l.asked++
 	}
-	return e.memEntry.File()
+	return e.memEntry.Attr(ctx)
 }
 
 type listedRoot struct {
@@ -174,8 +175,8 @@ type listedRoot struct {
 	l *preparing
 }
 
-func (r *listedRoot) List() Listing               { return r.l }
-func (r *listedRoot) Find(uint64) (Entry, uint64) { return nil, 0 }
+func (r *listedRoot) List(context.Context) (Listing, error) { return r.l, nil }
+func (r *listedRoot) Find(uint64) (Entry, uint64)           { return nil, 0 }
 
 // TestReadDirPlusPreparesItsEntries: a listing with attributes prepares
 // the entries a reply will hold before it asks for their attributes, and
@@ -262,14 +263,14 @@ func TestUnsettledFolderShowsItChanged(t *testing.T) {
 	st := &mountState{timeout: time.Hour}
 	var a fuse.Attr
 	before := time.Now()
-	st.fillAttr(unsettledDir{root}, &a)
+	st.fillAttr(context.Background(), unsettledDir{root}, &a)
 	if got := time.Unix(int64(a.Mtime), int64(a.Mtimensec)); got.Before(before) {
 		t.Errorf("unsettled folder's mtime %v, want now (after %v)", got, before)
 	}
 	if d := st.cacheTime(unsettledDir{root}); d != 0 {
 		t.Errorf("unsettled folder cached for %v", d)
 	}
-	st.fillAttr(root, &a)
+	st.fillAttr(context.Background(), root, &a)
 	if got := time.Unix(int64(a.Mtime), int64(a.Mtimensec)); !got.Equal(root.mt) {
 		t.Errorf("settled folder's mtime %v, want its own %v", got, root.mt)
 	}

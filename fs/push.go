@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"sync"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -40,16 +41,19 @@ var pushBufs = sync.Pool{New: func() any { return new([PushMax]byte) }}
 // The bytes pushed are exactly those Read serves, [0, Size()), which the
 // kernel marks valid only because they reach the end of the file; a
 // store past the size the kernel knows would grow it.
-func (s *server) push(id uint64, e Entry) {
-	f := e.File()
-	if s.store == nil || f == nil {
+func (s *server) push(ctx context.Context, id uint64, e Entry) {
+	if s.store == nil {
+		return
+	}
+	f, err := e.File(ctx)
+	if err != nil {
 		return
 	}
 	size := f.Size()
 	if size <= 0 || size > PushMax {
 		return
 	}
-	fd, base, ok, err := f.Extent()
+	fd, base, ok, err := f.Extent(ctx)
 	if err != nil || !ok {
 		return
 	}
@@ -58,7 +62,7 @@ func (s *server) push(id uint64, e Entry) {
 	data := buf[:size]
 	// Read and checked as Read does: a change of the archive file, before
 	// or while its bytes are read, fails it, and nothing is pushed.
-	if _, errno := readExtent(f, fd, base, 0, size, data, false); errno != 0 {
+	if _, errno := readExtent(ctx, f, fd, base, 0, size, data, false); errno != 0 {
 		return
 	}
 	if s.store.InodeNotifyStoreCache(id, 0, data) == fuse.OK {
@@ -78,7 +82,9 @@ func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, o
 		return fuse.ENOSYS
 	}
 	if e, _, errno := s.resolve(&in.InHeader); errno == 0 && !e.IsDir() {
-		s.push(in.NodeId, e)
+		ctx := s.request(cancel)
+		defer ctx.end()
+		s.push(ctx, in.NodeId, e)
 	}
 	return fuse.ENOSYS
 }

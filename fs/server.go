@@ -1,9 +1,11 @@
 package fs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,6 +30,7 @@ type mountState struct {
 	uid, gid    uint32
 	archiveSize int64         // bytes, for statfs
 	timeout     time.Duration // entry, attribute and negative-lookup cache time
+	reqTimeout  time.Duration // each request's deadline (RequestTimeout)
 
 	// rootToo: the mount has allow_other only to let root in (allow_root,
 	// which fusermount3 does not know): every request from a user other
@@ -166,10 +169,11 @@ func (s *server) resolve(h *fuse.InHeader) (Entry, uint64, syscall.Errno) {
 	return s.node(h.NodeId)
 }
 
-// request turns a request header into the context the Entry and Content
-// calls see: the caller, and cancellation when the kernel interrupts.
-func request(cancel <-chan struct{}, h *fuse.InHeader) *fuse.Context {
-	return &fuse.Context{Caller: h.Caller, Cancel: cancel}
+// request is the context the Entry and Content calls of a request see:
+// done when the kernel interrupts the request, at its deadline, or once
+// it is answered (the caller defers its end).
+func (s *server) request(cancel <-chan struct{}) *request {
+	return newRequest(cancel, cmp.Or(s.st.reqTimeout, RequestTimeout))
 }
 
 // denied reports whether the caller of a request may not use the mount.
@@ -186,7 +190,11 @@ func modeType(e Entry) uint32 {
 
 // fillAttr describes e: exact size, archive times, 0444/0555, the mounting
 // user as owner.
-func (st *mountState) fillAttr(e Entry, a *fuse.Attr) {
+func (st *mountState) fillAttr(ctx context.Context, e Entry, a *fuse.Attr) error {
+	at, err := e.Attr(ctx)
+	if err != nil {
+		return err
+	}
 	a.Ino = e.Ino()
 	fm, dm := uint32(fileMode), uint32(dirMode)
 	if st.rootToo {
@@ -199,15 +207,13 @@ func (st *mountState) fillAttr(e Entry, a *fuse.Attr) {
 		a.Size = 0
 	} else {
 		a.Mode = syscall.S_IFREG | fm
-		if f := e.File(); f != nil {
-			a.Size = uint64(max(f.Size(), 0))
-		}
+		a.Size = uint64(max(at.Size, 0))
 	}
 	// 1 for folders too: "unknown number of subfolders", so find(1) does
 	// not use the leaf optimisation on a count we do not keep.
 	a.Nlink = 1
 	a.Uid, a.Gid = st.uid, st.gid
-	t := e.ModTime()
+	t := at.ModTime
 	if u, ok := e.(Unsettled); ok && u.Unsettled() && e.IsDir() {
 		// The kernel keeps a folder's listing while the folder's
 		// modification time stays the same: one whose contents may
@@ -218,23 +224,26 @@ func (st *mountState) fillAttr(e Entry, a *fuse.Attr) {
 		a.SetTimes(&t, &t, &t)
 	}
 	a.Blksize = 4096
-	a.Blocks = (a.Size + 511) / 512
-	if du, ok := e.(DiskUser); ok {
-		a.Blocks = uint64(max(du.DiskUsage(), 0)+511) / 512
-	}
+	a.Blocks = uint64(max(at.DiskUsage, 0)+511) / 512
+	return nil
 }
 
 // entryOut describes e as the answer to a lookup of it in folder parent,
-// and records the lookup.
-func (s *server) entryOut(e Entry, parent uint64, out *fuse.EntryOut) {
+// and records the lookup; when e's attributes cannot be had, out is left
+// as it was and nothing is recorded.
+func (s *server) entryOut(ctx context.Context, e Entry, parent uint64, out *fuse.EntryOut) error {
+	if err := s.st.fillAttr(ctx, e, &out.Attr); err != nil {
+		out.Attr = fuse.Attr{}
+		return err
+	}
 	out.NodeId = e.Ino()
 	out.Generation = 0
-	s.st.fillAttr(e, &out.Attr)
 	out.SetEntryTimeout(s.st.cacheTime(e))
 	out.SetAttrTimeout(s.st.cacheTime(e))
 	if s.st.finder == nil {
 		s.nodes.ref(e, parent)
 	}
+	return nil
 }
 
 // cacheTime is how long the kernel may cache e (see Cacher).
@@ -248,9 +257,13 @@ func (st *mountState) cacheTime(e Entry) time.Duration {
 	return st.timeout
 }
 
-// Lookup finds a child by name. A missing name is answered with node ID 0
-// and a timeout, which the kernel caches as a negative entry.
+// Lookup finds a child by name. A name that is not there is answered with
+// node ID 0 and a timeout, which the kernel caches as a negative entry; a
+// lookup that fails otherwise (a remote folder that cannot be listed now)
+// answers its errno, which the kernel keeps nothing of.
 func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	ctx := s.request(cancel)
+	defer ctx.end()
 	dir, parent, errno := s.resolve(h)
 	if errno != 0 {
 		return fuse.Status(errno)
@@ -267,16 +280,20 @@ func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 			return fuse.Status(errno)
 		}
 	default:
-		c, parent = dir.Lookup(name), h.NodeId
+		var err error
+		c, err = dir.Lookup(ctx, name)
+		parent = h.NodeId
 		s.relist(h.NodeId)
+		if errors.Is(err, fs.ErrNotExist) {
+			*out = fuse.EntryOut{}
+			out.SetEntryTimeout(s.st.cacheTime(dir))
+			return fuse.OK
+		}
+		if err != nil {
+			return fuse.Status(Errno(err))
+		}
 	}
-	if c == nil {
-		*out = fuse.EntryOut{}
-		out.SetEntryTimeout(s.st.cacheTime(dir))
-		return fuse.OK
-	}
-	s.entryOut(c, parent, out)
-	return fuse.OK
+	return fuse.Status(Errno(s.entryOut(ctx, c, parent, out)))
 }
 
 // Forget: the kernel dropped nlookup references to a node.
@@ -288,11 +305,15 @@ func (s *server) Forget(nodeid, nlookup uint64) {
 
 // GetAttr answers stat.
 func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	ctx := s.request(cancel)
+	defer ctx.end()
 	e, _, errno := s.resolve(&in.InHeader)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
-	s.st.fillAttr(e, &out.Attr)
+	if err := s.st.fillAttr(ctx, e, &out.Attr); err != nil {
+		return fuse.Status(Errno(err))
+	}
 	out.SetTimeout(s.st.cacheTime(e))
 	return fuse.OK
 }
@@ -314,11 +335,13 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	if s.st.finder != nil {
 		return fuse.ENOSYS
 	}
-	e, errno := s.open(&in.InHeader, in.Flags)
+	ctx := s.request(cancel)
+	defer ctx.end()
+	e, errno := s.open(ctx, &in.InHeader, in.Flags)
 	if errno != 0 {
 		return fuse.Status(errno)
 	}
-	s.push(in.NodeId, e)
+	s.push(ctx, in.NodeId, e)
 	// Never direct_io: the page cache is what makes mmap and second
 	// reads work. The content never changes, so keep the cache across
 	// opens; and there is nothing to flush, so the kernel need not ask
@@ -328,7 +351,7 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	return fuse.OK
 }
 
-func (s *server) open(h *fuse.InHeader, flags uint32) (Entry, syscall.Errno) {
+func (s *server) open(ctx context.Context, h *fuse.InHeader, flags uint32) (Entry, syscall.Errno) {
 	e, _, errno := s.resolve(h)
 	if errno != 0 {
 		return nil, errno
@@ -346,10 +369,10 @@ func (s *server) open(h *fuse.InHeader, flags uint32) (Entry, syscall.Errno) {
 		o.Opened()
 	}
 	errno = 0
-	f := e.File()
-	if f == nil {
-		errno = syscall.EIO
-	} else if _, _, _, err := f.Extent(); err != nil {
+	f, err := e.File(ctx)
+	if err != nil {
+		errno = Errno(err)
+	} else if _, _, _, err := f.Extent(ctx); err != nil {
 		// Where the bytes are is resolved now, so that a broken member
 		// fails at open rather than at the first read.
 		errno = Errno(err)
@@ -363,18 +386,23 @@ func (s *server) open(h *fuse.InHeader, flags uint32) (Entry, syscall.Errno) {
 // Read serves [off, off+size) clamped to the file's end: spliced from the
 // archive file for stored members, through ReadAt otherwise.
 func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	ctx := s.request(cancel)
+	defer ctx.end()
 	e, _, errno := s.node(in.NodeId)
 	if errno != 0 {
 		return nil, fuse.Status(errno)
 	}
-	f := e.File()
-	if f == nil {
+	if e.IsDir() {
 		return nil, fuse.Status(syscall.EISDIR)
+	}
+	f, err := e.File(ctx)
+	if err != nil {
+		return nil, fuse.Status(Errno(err))
 	}
 	if int(in.Size) < len(buf) {
 		buf = buf[:in.Size]
 	}
-	r, errno := readContent(request(cancel, &in.InHeader), f, buf, int64(in.Offset))
+	r, errno := readContent(ctx, f, buf, int64(in.Offset))
 	if errno == 0 {
 		s.st.reads.Add(1)
 		s.st.bytes.Add(int64(r.Size()))
@@ -394,12 +422,12 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 	if rest := size - off; want > rest {
 		want = rest
 	}
-	fd, base, ok, err := f.Extent()
+	fd, base, ok, err := f.Extent(ctx)
 	if err != nil {
 		return nil, Errno(err)
 	}
 	if ok {
-		return readExtent(f, fd, base, off, want, dest, true)
+		return readExtent(ctx, f, fd, base, off, want, dest, true)
 	}
 	got, err := f.ReadAtContext(ctx, dest[:want], off)
 	if got == int(want) {
@@ -422,11 +450,11 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 // spliced where it can be, or copied into dest. want is clamped to f's
 // end already: the read is of bytes the archive file must hold, whole,
 // or it fails.
-func readExtent(f Content, fd uintptr, base, off, want int64, dest []byte, spliced bool) (fuse.ReadResult, syscall.Errno) {
+func readExtent(ctx context.Context, f Content, fd uintptr, base, off, want int64, dest []byte, spliced bool) (fuse.ReadResult, syscall.Errno) {
 	var head []byte
 	if h, isHeaded := f.(Headed); isHeaded {
 		var err error
-		if head, err = h.Head(); err != nil {
+		if head, err = h.Head(ctx); err != nil {
 			return nil, Errno(err)
 		}
 	}
@@ -453,7 +481,7 @@ func readExtent(f Content, fd uintptr, base, off, want int64, dest []byte, splic
 	// Checked again now that the bytes are read: a change of the archive
 	// file while they were read fails the read rather than serving what
 	// may be a mix.
-	if _, _, _, err := f.Extent(); err != nil {
+	if _, _, _, err := f.Extent(ctx); err != nil {
 		r.Done()
 		return nil, Errno(err)
 	}
@@ -489,19 +517,25 @@ func (s *server) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.Stat
 	out.Frsize = bsize
 	out.Blocks = uint64(max(s.st.archiveSize, 0)+bsize-1) / bsize
 	out.Bfree, out.Bavail = 0, 0
-	out.Files = s.st.nodeCount()
+	ctx := s.request(cancel)
+	defer ctx.end()
+	out.Files = s.st.nodeCount(ctx)
 	out.Ffree = 0
 	out.NameLen = 255
 	return fuse.OK
 }
 
-// nodeCount walks the tree once, the first time statfs asks.
-func (st *mountState) nodeCount() uint64 {
+// nodeCount walks the tree once, the first time statfs asks; a folder
+// that cannot be listed counts as one node.
+func (st *mountState) nodeCount(ctx context.Context) uint64 {
 	st.countOnce.Do(func() {
 		var walk func(e Entry) uint64
 		walk = func(e Entry) uint64 {
 			c := uint64(1)
-			if l := e.List(); e.IsDir() && l != nil {
+			if !e.IsDir() {
+				return c
+			}
+			if l, err := e.List(ctx); err == nil {
 				for i := range l.Len() {
 					if k := l.At(i); k != nil {
 						c += walk(k)

@@ -8,22 +8,44 @@ import (
 // Entry is one folder or file of the served tree: all the fs layer needs
 // of a tree (package dataset adapts an archive's, package folder serves a
 // folder's, and tests serve small trees of their own).
+//
+// The calls that may have to fetch or open something (Attr, Lookup, List,
+// File) take the request's context, which is cancelled when the kernel
+// interrupts the request and ends at its deadline (see RequestTimeout),
+// and return an error. An error wrapping io/fs.ErrNotExist says that what
+// was asked for is not there, which the kernel may remember; any other
+// says it could not be found out now (EIO, see Errno), which nothing
+// remembers: the next request asks again.
 type Entry interface {
 	Name() string
 	// Ino is the inode number, which is also the FUSE node ID: unique,
 	// non-zero, stable while mounted, and 1 for the root.
 	Ino() uint64
 	IsDir() bool
-	ModTime() time.Time
-	// Lookup returns the child of a folder by name, or nil.
-	Lookup(name string) Entry
-	// List is a folder's listing (nil for a file). A folder of a tree
-	// that changes (Cacher) is listed once per opening of it; any other
-	// folder at each readdir, so its List should cost nothing (a view
-	// of what the tree holds, not a copy).
-	List() Listing
-	// File is the content of a file, nil for a folder.
-	File() Content
+	// Attr is what stat shows of the entry.
+	Attr(ctx context.Context) (Attr, error)
+	// Lookup returns the child of a folder by name; one that is not
+	// there is an error wrapping io/fs.ErrNotExist.
+	Lookup(ctx context.Context, name string) (Entry, error)
+	// List is a folder's listing. A folder of a tree that changes
+	// (Cacher) is listed once per opening of it; any other folder at
+	// each readdir, so its List should cost nothing (a view of what the
+	// tree holds, not a copy).
+	List(ctx context.Context) (Listing, error)
+	// File is the content of a file, for its reads.
+	File(ctx context.Context) (Content, error)
+}
+
+// Attr is what stat shows of an entry besides its kind and inode number.
+type Attr struct {
+	// Size is a file's exact size in bytes (a folder's is 0).
+	Size int64
+	// ModTime is the modification time; zero when unknown.
+	ModTime time.Time
+	// DiskUsage is what the entry takes where it comes from (an archive
+	// member its compressed size, a generated view nothing): st_blocks,
+	// which du(1) adds up.
+	DiskUsage int64
 }
 
 // Listing is a folder's children at fixed positions 0 to Len()-1, At(i)
@@ -49,7 +71,7 @@ func (l Entries) At(i int) Entry { return l[i] }
 // Prepare reads those of positions [from, to) at once, before a listing
 // with attributes (READDIRPLUS) asks for them one by one.
 type Preparer interface {
-	Prepare(from, to int)
+	Prepare(ctx context.Context, from, to int)
 }
 
 // Finder is implemented by the root of a tree that never changes while
@@ -64,22 +86,14 @@ type Finder interface {
 	Find(ino uint64) (e Entry, parent uint64)
 }
 
-// DiskUser is implemented by entries that say how much they take where
-// they come from (an archive member its compressed size, a generated view
-// nothing): it becomes st_blocks, which du(1) adds up. Entries without it
-// take their size.
-type DiskUser interface {
-	DiskUsage() int64
-}
-
 // Opener is implemented by entries that want to know while their file
 // is open: Opened is called when the kernel opens it (each open), Closed
 // when it releases that open, after its last read (a memory mapping of
 // the file keeps it open until unmapped). The kernel reads a file only
 // while it is open, so a tree that keeps something open for its files (a
 // folder mount's archive) may close it while none is, whatever nodes the
-// kernel still caches: a request on such a node comes through Lookup,
-// Children or File, which open it again. Neither may block.
+// kernel still caches: a request on such a node comes through Attr,
+// Lookup, List or File, which open it again. Neither may block.
 type Opener interface {
 	Opened()
 	Closed()
@@ -112,7 +126,7 @@ type Content interface {
 	// Extent reports that bytes [0, Size()) of the file are bytes
 	// [off, off+Size()) of the open file fd, when ok; for a Headed
 	// content, that the bytes after its head are.
-	Extent() (fd uintptr, off int64, ok bool, err error)
+	Extent(ctx context.Context) (fd uintptr, off int64, ok bool, err error)
 }
 
 // Headed is implemented by content that starts with bytes made in memory
@@ -121,15 +135,14 @@ type Content interface {
 // [off, off+Size()-len(head)) of fd. A read across both is one reply:
 // the head is written into the pipe, then the rest spliced after it.
 type Headed interface {
-	Head() ([]byte, error)
+	Head(ctx context.Context) ([]byte, error)
 }
 
-// Children lists the entries of a folder's listing, in a new slice (nil
-// for a file).
-func Children(e Entry) []Entry {
-	l := e.List()
-	if l == nil {
-		return nil
+// Children lists the entries of a folder's listing, in a new slice.
+func Children(ctx context.Context, e Entry) ([]Entry, error) {
+	l, err := e.List(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var out []Entry
 	for i := range l.Len() {
@@ -137,5 +150,5 @@ func Children(e Entry) []Entry {
 			out = append(out, c)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -223,12 +223,12 @@ func (a *Archive) lock(m *Member) *sync.Mutex {
 // index sidecar beside it (SidecarPath), if there is one, is opened too.
 // Close closes them. Every read fails once the file's size or
 // modification time changes (source.File).
-func Open(path string, opts *Options) (*Archive, error) {
+func Open(ctx context.Context, path string, opts *Options) (*Archive, error) {
 	f, err := source.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	a, err := New(f, f.Size(), filepath.Base(path), opts)
+	a, err := New(ctx, f, f.Size(), filepath.Base(path), opts)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -255,13 +255,13 @@ func Open(path string, opts *Options) (*Archive, error) {
 // source has fetched it already. A source that is neither fails with
 // the zip reader's error, or, when name ends in ".npy", with what a .npy
 // lacks.
-func New(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
-	a, err := NewReader(r, size, opts)
+func New(ctx context.Context, r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
+	a, err := NewReader(ctx, r, size, opts)
 	if err == nil {
 		return a, nil
 	}
 	var magic [6]byte
-	if size < int64(len(magic)) || zip.ReadAtFull(r, magic[:], 0) != nil || string(magic[:]) != npy.Magic {
+	if size < int64(len(magic)) || zip.ReadAtFull(source.WithContext(ctx, r), magic[:], 0) != nil || string(magic[:]) != npy.Magic {
 		if path.Ext(name) == ".npy" && string(magic[:2]) != "PK" {
 			// Named .npy, and not a zip's first bytes either: what a
 			// .npy lacks says more than a missing zip end record.
@@ -272,7 +272,7 @@ func New(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error
 	if path.Ext(name) != ".npy" {
 		name += ".npy"
 	}
-	return NewNPY(r, size, name, opts)
+	return NewNPY(ctx, r, size, name, opts)
 }
 
 // NewReader opens an archive of size bytes read from r and reads its
@@ -288,9 +288,9 @@ func New(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error
 // whether the source changed; a source.ModTimer gives folders and views
 // their time (otherwise the latest of any member's). Close does not close
 // r.
-func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
+func NewReader(ctx context.Context, r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 	a := newArchive(r, size, opts)
-	z, err := zip.NewReader(a.r, size)
+	z, err := zip.NewReader(a.r.at(ctx), size)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func NewReader(r io.ReaderAt, size int64, opts *Options) (*Archive, error) {
 		// rather than in the chunks it is read in, up to a bound, since
 		// what the end record claims is not yet checked against anything.
 		off, n := z.Directory()
-		p.Prefetch(context.Background(), []source.Range{{Off: off, Len: min(n, maxDirectoryPrefetch, size-off)}})
+		p.Prefetch(ctx, []source.Range{{Off: off, Len: min(n, maxDirectoryPrefetch, size-off)}})
 	}
 	left := 0 // entries past what the member table can hold
 	err = z.Entries(func(e *zip.Entry) {
@@ -570,6 +570,15 @@ func (a *Archive) ModTime() time.Time { return a.modTime }
 
 // Size is the archive file's size.
 func (a *Archive) Size() int64 { return a.size }
+
+// Identity is the identity of the archive's source when it was opened,
+// when the source can tell (source.Identifier), else "".
+func (a *Archive) Identity() string {
+	if id, ok := a.r.src.(source.Identifier); ok {
+		return id.Identity()
+	}
+	return ""
+}
 
 // Problems lists what is wrong with the archive as a whole but did not
 // stop it from opening (an entry count that does not match, a central

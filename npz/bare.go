@@ -1,6 +1,7 @@
 package npz
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path"
@@ -16,13 +17,13 @@ import (
 // ".npy"), with its views as in any archive (raw.bin spliced when r is a
 // source.FileBacked). It checks only the magic: a broken header leaves
 // the member served with an empty views folder, as in an archive.
-func NewNPY(r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
+func NewNPY(ctx context.Context, r io.ReaderAt, size int64, name string, opts *Options) (*Archive, error) {
 	if err := checkBareName(name); err != nil {
 		return nil, err
 	}
 	a := newArchive(r, size, opts)
 	magic := make([]byte, len(npy.Magic))
-	if err := zip.ReadAtFull(a.r, magic, 0); err != nil || string(magic) != npy.Magic {
+	if err := zip.ReadAtFull(a.r.at(ctx), magic, 0); err != nil || string(magic) != npy.Magic {
 		return nil, &FormatError{Offset: 0, Msg: "not a .npy file (no \\x93NUMPY magic)", Err: err}
 	}
 	a.addBare(r, size, name)
@@ -49,7 +50,7 @@ func BareNodes(name string) ([]BareNode, uint64, error) {
 	a := newArchive(nothing{}, 0, nil)
 	a.addBare(nothing{}, 0, name)
 	var out []BareNode
-	for _, c := range a.Root().Children() {
+	for _, c := range a.Root().Children(context.Background()) { // reads nothing
 		// A copy: a name may be a slice of the archive's names.
 		out = append(out, BareNode{Name: strings.Clone(c.Name()), Ino: c.Ino(), Dir: c.IsDir()})
 	}

@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestBareNPY(t *testing.T) {
 	if err := os.WriteFile(p, file, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := Open(p, nil)
+	a, err := Open(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,19 +41,19 @@ func TestBareNPY(t *testing.T) {
 		t.Fatalf("tree %q", got)
 	}
 	m := a.Members()[0]
-	if m.HasCRC() || !m.HasViews() || m.Reason() != "" || m.Size() != int64(len(file)) {
-		t.Errorf("member: crc %v views %v reason %q size %d", m.HasCRC(), m.HasViews(), m.Reason(), m.Size())
+	if m.HasCRC() || !m.HasViews(context.Background()) || m.Reason(context.Background()) != "" || m.Size() != int64(len(file)) {
+		t.Errorf("member: crc %v views %v reason %q size %d", m.HasCRC(), m.HasViews(context.Background()), m.Reason(context.Background()), m.Size())
 	}
-	whole, err := readAll(t, a.Root().Lookup("grid.npy").File())
+	whole, err := readAll(t, a.Root().Lookup(context.Background(), "grid.npy").File(context.Background()))
 	if err != nil || !bytes.Equal(whole, file) {
 		t.Errorf("grid.npy: %d bytes, %v", len(whole), err)
 	}
-	raw := a.Root().Lookup("grid").Lookup("raw.bin").File()
+	raw := a.Root().Lookup(context.Background(), "grid").Lookup(context.Background(), "raw.bin").File(context.Background())
 	got, err := readAll(t, raw)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Errorf("raw.bin: %v, %v", got, err)
 	}
-	fd, off, ok, err := raw.Extent()
+	fd, off, ok, err := raw.Extent(context.Background())
 	spliced := make([]byte, len(data))
 	if !ok || err != nil {
 		t.Fatalf("raw.bin Extent: %v %v", ok, err)
@@ -60,35 +61,35 @@ func TestBareNPY(t *testing.T) {
 	if _, err := syscall.Pread(int(fd), spliced, off); err != nil || !bytes.Equal(spliced, data) {
 		t.Errorf("raw.bin spliced from byte %d: %v", off, err)
 	}
-	js, err := m.HeaderJSON()
+	js, err := m.HeaderJSON(context.Background())
 	if err != nil || !bytes.Contains(js, []byte(`"fortran_order": true`)) {
 		t.Errorf("header.json %s, %v", js, err)
 	}
 
-	if _, err := NewReader(bytes.NewReader(file), int64(len(file)), nil); err == nil {
+	if _, err := NewReader(context.Background(), bytes.NewReader(file), int64(len(file)), nil); err == nil {
 		t.Error("NewReader (a zip archive) took a bare .npy")
 	}
 	// Named .npz, it is still a .npy, served as grid.npz.npy.
 	renamed := filepath.Join(dir, "grid.npz")
 	os.WriteFile(renamed, file, 0o644)
-	if r, err := Open(renamed, nil); err != nil || !r.Bare() || r.Root().Lookup("grid.npz.npy") == nil {
+	if r, err := Open(context.Background(), renamed, nil); err != nil || !r.Bare() || r.Root().Lookup(context.Background(), "grid.npz.npy") == nil {
 		t.Errorf("a .npy named grid.npz: %v", err)
 	} else {
 		r.Close()
 	}
 	notNPY := filepath.Join(dir, "x.npy")
 	os.WriteFile(notNPY, []byte("PK\x03\x04 not an npy"), 0o644)
-	if _, err := Open(notNPY, nil); err == nil || !strings.Contains(err.Error(), "end of central directory") {
+	if _, err := Open(context.Background(), notNPY, nil); err == nil || !strings.Contains(err.Error(), "end of central directory") {
 		t.Errorf("a file that is neither a zip nor a .npy: %v", err)
 	}
 	broken := filepath.Join(dir, "b.npy")
 	os.WriteFile(broken, []byte(npy.Magic+"\x01\x00garbage"), 0o644)
-	b, err := Open(broken, nil)
+	b, err := Open(context.Background(), broken, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if v := b.Root().Lookup("b"); v == nil || len(v.Children()) != 0 || b.Root().Lookup("b.npy") == nil {
+	if v := b.Root().Lookup(context.Background(), "b"); v == nil || len(v.Children(context.Background())) != 0 || b.Root().Lookup(context.Background(), "b.npy") == nil {
 		t.Error("a broken .npy is not served with an empty views folder")
 	}
 }
@@ -102,7 +103,7 @@ func TestBareNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, file := range [][]byte{append(good, make([]byte, 12)...), []byte(npy.Magic + "\x01\x00garbage")} {
-		a, err := NewNPY(bytes.NewReader(file), int64(len(file)), "grid.npy", nil)
+		a, err := NewNPY(context.Background(), bytes.NewReader(file), int64(len(file)), "grid.npy", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func TestBareNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		real := a.Root().Children()
+		real := a.Root().Children(context.Background())
 		if len(nodes) != len(real) || maxIno != a.MaxIno() || len(nodes) != 3 {
 			t.Fatalf("%d nodes (max inode %d), want %d (%d)", len(nodes), maxIno, len(real), a.MaxIno())
 		}

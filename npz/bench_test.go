@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"flag"
 	"math/rand"
@@ -36,12 +37,12 @@ func BenchmarkOpen100k(b *testing.B) {
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for b.Loop() {
-				a, err := Open(p, nil)
+				a, err := Open(context.Background(), p, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if list { // as a mount lists it: KEY, KEY.npy, KEY.ra
-					l, n := a.Root().Listing(), 0
+					l, n := a.Root().Listing(context.Background()), 0
 					for i := range l.Len() {
 						if c := l.At(i); c != nil && c.Name() != "" {
 							n++
@@ -87,7 +88,7 @@ func BenchmarkReadAtDeflated(b *testing.B) {
 		cache int64
 	}{{"cache=16MiB", 0}, {"cache=2MiB", 2 << 20}} {
 		b.Run(bc.name, func(b *testing.B) {
-			a, err := Open(p, &Options{CacheBytes: bc.cache})
+			a, err := Open(context.Background(), p, &Options{CacheBytes: bc.cache})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -121,22 +122,22 @@ func memberMemory(tb testing.TB, n int) (open, views uint64) {
 	var b0, b1, b2 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&b0)
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&b1)
-	l := a.Root().Listing()
+	l := a.Root().Listing(context.Background())
 	for i := 0; i < l.Len(); i += 1024 {
-		l.Prepare(i, i+1024)
+		l.Prepare(context.Background(), i, i+1024)
 		for j := i; j < min(i+1024, l.Len()); j++ {
 			if c := l.At(j); c != nil {
-				if f := c.File(); f != nil {
+				if f := c.File(context.Background()); f != nil {
 					f.Size()
 				}
-				for _, v := range c.Children() {
-					v.File()
+				for _, v := range c.Children(context.Background()) {
+					v.File(context.Background())
 				}
 			}
 		}
@@ -203,7 +204,7 @@ func TestSmallArchiveAllocations(t *testing.T) {
 	eocd := len(z) - 22
 	binary.LittleEndian.PutUint16(z[eocd+8:], 1)
 	binary.LittleEndian.PutUint16(z[eocd+10:], 1)
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func openAllocs(t *testing.T, z []byte) uint64 {
 	var b0, b1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&b0)
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), nil)
 	runtime.ReadMemStats(&b1)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +237,7 @@ func openAllocs(t *testing.T, z []byte) uint64 {
 // folderOf opens an archive of n tiny arrays in one folder.
 func folderOf(b *testing.B, n int) *Archive {
 	z := manyMembers(b, n)
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func BenchmarkListing(b *testing.B) {
 	b.Run("open", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if l := a.Root().Listing(); l.Len() == 0 {
+			if l := a.Root().Listing(context.Background()); l.Len() == 0 {
 				b.Fatal("empty")
 			}
 		}
@@ -259,7 +260,7 @@ func BenchmarkListing(b *testing.B) {
 	b.Run("list", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			l := a.Root().Listing()
+			l := a.Root().Listing(context.Background())
 			n := 0
 			for i := range l.Len() {
 				if c := l.At(i); c != nil && c.Name() != "" {

@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -102,7 +103,7 @@ func sum(b []byte) string {
 func lookupPath(a *Archive, path string) *Node {
 	n := a.Root()
 	for _, c := range strings.Split(path, "/") {
-		if n = n.Lookup(c); n == nil {
+		if n = n.Lookup(context.Background(), c); n == nil {
 			return nil
 		}
 	}
@@ -115,7 +116,7 @@ func TestCorpus(t *testing.T) {
 	for _, path := range corpus(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			man := readManifest(t, path)
-			a, err := Open(path, &Options{Logf: t.Logf})
+			a, err := Open(context.Background(), path, &Options{Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestCorpus(t *testing.T) {
 					if !errors.As(err, &me) {
 						t.Errorf("%q: read error %v, want a *MethodError", m.Name(), err)
 					}
-					if m.Reason() == "" {
+					if m.Reason(context.Background()) == "" {
 						t.Errorf("%q: unreadable but no reason", m.Name())
 					}
 					continue
@@ -167,7 +168,7 @@ func TestCorpus(t *testing.T) {
 					t.Errorf("%q: sha256 %s, want %s", m.Name(), s, want.SHA256)
 				}
 				// Stored members: the extent is the member's bytes.
-				fd, off, ok, err := f.Extent()
+				fd, off, ok, err := f.Extent(context.Background())
 				if err != nil {
 					t.Errorf("%q: Extent: %v", m.Name(), err)
 				}
@@ -182,7 +183,7 @@ func TestCorpus(t *testing.T) {
 				// Served members: the tree holds the same bytes.
 				if m.Served() {
 					n := lookupPath(a, m.Path())
-					if n == nil || n.IsDir() || *n.File() != *f || n.Member() != m {
+					if n == nil || n.IsDir() || *n.File(context.Background()) != *f || n.Member() != m {
 						t.Errorf("%q: not found at %q in the tree", m.Name(), m.Path())
 					}
 				}
@@ -205,17 +206,17 @@ func checkViews(t *testing.T, a *Archive, m *Member, member []byte, npyWant *str
 	if !m.IsNPY() {
 		return
 	}
-	h, err := m.Header()
+	h, err := m.Header(context.Background())
 	if npyWant == nil {
 		if err == nil {
 			t.Errorf("%q: numpy cannot read its header, npzfs read %+v", m.Name(), h)
 		}
-		if m.HasViews() || (m.Served() && m.Reason() == "") {
-			t.Errorf("%q: broken header but views %v, reason %q", m.Name(), m.HasViews(), m.Reason())
+		if m.HasViews(context.Background()) || (m.Served() && m.Reason(context.Background()) == "") {
+			t.Errorf("%q: broken header but views %v, reason %q", m.Name(), m.HasViews(context.Background()), m.Reason(context.Background()))
 		}
 		if m.Served() {
 			key := strings.TrimSuffix(m.Path(), ".npy")
-			if n := lookupPath(a, key); n != nil && n.Member() == m && len(n.Children()) != 0 {
+			if n := lookupPath(a, key); n != nil && n.Member() == m && len(n.Children(context.Background())) != 0 {
 				t.Errorf("%q: broken member's views folder is not empty", m.Name())
 			}
 		}
@@ -232,20 +233,20 @@ func checkViews(t *testing.T, a *Archive, m *Member, member []byte, npyWant *str
 	if s := sum(member[npyWant.DataOffset : npyWant.DataOffset+npyWant.DataLength]); s != npyWant.SHA256 {
 		t.Fatalf("manifest and member bytes disagree for %q", m.Name())
 	}
-	js, err := m.HeaderJSON()
+	js, err := m.HeaderJSON(context.Background())
 	var parsed map[string]any
 	if err != nil || json.Unmarshal(js, &parsed) != nil {
 		t.Errorf("%q: header.json %q does not parse (%v)", m.Name(), js, err)
 	}
 	if !m.Served() || m.st.Load()&flagViews == 0 {
 		// No views folder: not served, or its name is taken or empty.
-		if m.HasViews() || (m.Served() && m.Reason() == "") {
-			t.Errorf("%q: views %v, reason %q", m.Name(), m.HasViews(), m.Reason())
+		if m.HasViews(context.Background()) || (m.Served() && m.Reason(context.Background()) == "") {
+			t.Errorf("%q: views %v, reason %q", m.Name(), m.HasViews(context.Background()), m.Reason(context.Background()))
 		}
 		return
 	}
-	if !m.HasViews() {
-		t.Errorf("%q: valid header but no views: %s", m.Name(), m.Reason())
+	if !m.HasViews(context.Background()) {
+		t.Errorf("%q: valid header but no views: %s", m.Name(), m.Reason(context.Background()))
 		return
 	}
 	key := strings.TrimSuffix(m.Path(), ".npy")
@@ -253,19 +254,19 @@ func checkViews(t *testing.T, a *Archive, m *Member, member []byte, npyWant *str
 	if views == nil || !views.IsDir() {
 		t.Fatalf("%q: no views folder %q", m.Name(), key)
 	}
-	hj := views.Lookup("header.json")
+	hj := views.Lookup(context.Background(), "header.json")
 	if hj == nil {
 		t.Fatalf("%q: no header.json", m.Name())
 	}
-	got, err := readAll(t, hj.File())
+	got, err := readAll(t, hj.File(context.Background()))
 	if err != nil || !bytes.Equal(got, js) {
 		t.Errorf("%q: header.json reads %q, %v", m.Name(), got, err)
 	}
-	if _, _, ok, _ := hj.File().Extent(); ok {
+	if _, _, ok, _ := hj.File(context.Background()).Extent(context.Background()); ok {
 		t.Errorf("%q: header.json has an extent", m.Name())
 	}
-	rb := views.Lookup("raw.bin")
-	kids := views.Children()
+	rb := views.Lookup(context.Background(), "raw.bin")
+	kids := views.Children(context.Background())
 	if h.DType.HasObject {
 		if rb != nil || len(kids) != 1 {
 			t.Errorf("%q: object array has raw.bin or %d children", m.Name(), len(kids))
@@ -275,12 +276,12 @@ func checkViews(t *testing.T, a *Archive, m *Member, member []byte, npyWant *str
 	if rb == nil || len(kids) != 2 || kids[0].Ino() != hj.Ino() || kids[1].Ino() != rb.Ino() {
 		t.Fatalf("%q: views folder holds %v", m.Name(), kids)
 	}
-	raw, err := readAll(t, rb.File())
-	if err != nil || sum(raw) != npyWant.SHA256 || rb.File().Size() != npyWant.DataLength {
+	raw, err := readAll(t, rb.File(context.Background()))
+	if err != nil || sum(raw) != npyWant.SHA256 || rb.File(context.Background()).Size() != npyWant.DataLength {
 		t.Errorf("%q: raw.bin: %d bytes, %v", m.Name(), len(raw), err)
 	}
-	fd, off, ok, err := rb.File().Extent()
-	mfd, moff, mok, _ := m.File().Extent()
+	fd, off, ok, err := rb.File(context.Background()).Extent(context.Background())
+	mfd, moff, mok, _ := m.File().Extent(context.Background())
 	if ok != mok || err != nil || (ok && (fd != mfd || off != moff+npyWant.DataOffset)) {
 		t.Errorf("%q: raw.bin extent (%d,%d,%v,%v), member (%d,%d,%v)", m.Name(), fd, off, ok, err, mfd, moff, mok)
 	}

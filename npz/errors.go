@@ -1,9 +1,12 @@
 package npz
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/npzfs/npzfs/inflate"
+	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
 
@@ -63,3 +66,11 @@ func (e *InflateError) Error() string {
 }
 
 func (e *InflateError) Unwrap() error { return e.Err }
+
+// passing reports an error that may pass, which nothing keeps: a source
+// failing for now (source.ErrTransient), or the reader having given up
+// (its context cancelled or past its deadline), which says nothing of
+// the archive.
+func passing(err error) bool {
+	return errors.Is(err, source.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -65,7 +65,7 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	var err error
 	if off < f.head {
 		var head []byte
-		if head, err = f.Head(); err == nil {
+		if head, err = f.Head(ctx); err == nil {
 			n = copy(want, head[off:])
 		}
 	}
@@ -83,12 +83,12 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 // Head is the file's head: the bytes made from the npy header that come
 // before the array's data (all of header.json, KEY.ra's RawArray header),
 // nil for a member and raw.bin.
-func (f *File) Head() ([]byte, error) {
+func (f *File) Head(ctx context.Context) ([]byte, error) {
 	if f.head == 0 {
 		return nil, nil
 	}
 	v := &viewKinds[f.view]
-	head, err := v.head(f.m)
+	head, err := v.head(f.m, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -108,14 +108,14 @@ func (f *File) Head() ([]byte, error) {
 // resolved, or an archive file that changed since it was opened
 // (ErrChanged), or, for a view the array does not have, why (see
 // Member.viewFile).
-func (f *File) Extent() (fd uintptr, off int64, ok bool, err error) {
+func (f *File) Extent(ctx context.Context) (fd uintptr, off int64, ok bool, err error) {
 	if f.err != nil {
 		return 0, 0, false, f.err
 	}
 	if f.kind == fileView && !viewKinds[f.view].data || f.m.e.Method != zip.Stored || f.m.readable() != nil {
 		return 0, 0, false, nil
 	}
-	dataOff, err := f.m.dataOffset()
+	dataOff, err := f.m.dataOffset(ctx)
 	if err != nil {
 		return 0, 0, false, err
 	}

@@ -3,6 +3,7 @@ package npz
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +29,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Add(makeZip(f, []zent{{name: "a.npy", data: bigNPY(f, 2000, 5), method: 8}, {name: "a/", data: nil}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{SpanSize: 64 << 10, CacheBytes: 256 << 10, MaxHeaderLen: 64 << 10})
+		a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), &Options{SpanSize: 64 << 10, CacheBytes: 256 << 10, MaxHeaderLen: 64 << 10})
 		if err != nil {
 			if a != nil {
 				t.Fatal("an archive and an error")
@@ -44,15 +45,15 @@ func FuzzOpen(f *testing.F) {
 			if depth > len(b) {
 				t.Fatal("tree deeper than the archive is long")
 			}
-			for _, c := range n.Children() {
-				if l := n.Lookup(c.Name()); l == nil || l.Ino() != c.Ino() {
+			for _, c := range n.Children(context.Background()) {
+				if l := n.Lookup(context.Background(), c.Name()); l == nil || l.Ino() != c.Ino() {
 					t.Fatalf("Lookup(%q) disagrees with Children", c.Name())
 				}
 				if c.IsDir() {
 					visit(c, depth+1)
 					continue
 				}
-				f := c.File()
+				f := c.File(context.Background())
 				for _, off := range []int64{0, f.Size() - int64(len(buf)), f.Size() - 1, f.Size()} {
 					if off < 0 {
 						continue
@@ -62,14 +63,14 @@ func FuzzOpen(f *testing.F) {
 						t.Fatalf("ReadAt(%d) of %d: %d, %v", off, f.Size(), k, err)
 					}
 				}
-				f.Extent()
+				f.Extent(context.Background())
 			}
 		}
 		visit(a.Root(), 0)
 		for _, m := range a.Members() {
-			m.Reason()
-			m.Header()
-			m.HasViews()
+			m.Reason(context.Background())
+			m.Header(context.Background())
+			m.HasViews(context.Background())
 		}
 		agreeWithZip(t, a, b)
 	})

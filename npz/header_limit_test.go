@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -21,7 +22,7 @@ func TestLongHeadersServedByDefault(t *testing.T) {
 		ms = append(ms, hostile.Member{Name: name, Data: hostile.WideNPY(6000), Deflate: name == "w1.npy"})
 	}
 	z := hostile.Zip(ms)
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,15 +31,15 @@ func TestLongHeadersServedByDefault(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.HasViews()
+			m.HasViews(context.Background())
 		}()
 	}
 	wg.Wait()
 	for _, m := range a.Members() {
-		if !m.HasViews() {
-			t.Fatalf("%s: no views: %s", m.Name(), m.Reason())
+		if !m.HasViews(context.Background()) {
+			t.Fatalf("%s: no views: %s", m.Name(), m.Reason(context.Background()))
 		}
-		h, err := m.Header()
+		h, err := m.Header(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestLongHeadersServedByDefault(t *testing.T) {
 			t.Errorf("%s: version %d, header length %d, %d fields", m.Name(), h.Major, h.HeaderLen, len(h.DType.Fields))
 		}
 	}
-	if kids := a.Root().Lookup("w2").Children(); len(kids) != 2 {
+	if kids := a.Root().Lookup(context.Background(), "w2").Children(context.Background()); len(kids) != 2 {
 		t.Errorf("w2/ holds %d files, want header.json and raw.bin", len(kids))
 	}
 }
@@ -55,13 +56,13 @@ func TestLongHeadersServedByDefault(t *testing.T) {
 // length leaves that member without views, and says why.
 func TestHeaderLimitOption(t *testing.T) {
 	z := hostile.Zip([]hostile.Member{{Name: "w.npy", Data: hostile.WideNPY(6000)}})
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{MaxHeaderLen: 100 << 10})
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), &Options{MaxHeaderLen: 100 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := a.Members()[0]
-	if m.HasViews() || !strings.Contains(m.Reason(), "exceeds the limit of 102400 bytes") {
-		t.Errorf("views %v, reason %q", m.HasViews(), m.Reason())
+	if m.HasViews(context.Background()) || !strings.Contains(m.Reason(context.Background()), "exceeds the limit of 102400 bytes") {
+		t.Errorf("views %v, reason %q", m.HasViews(context.Background()), m.Reason(context.Background()))
 	}
 }
 
@@ -74,7 +75,7 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		{Name: "short.npy", Data: npyOf(t, "abc")},
 		{Name: "wide.npy", Data: hostile.WideNPY(2000)},
 	})
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), nil)
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +83,12 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		name string
 		kept bool
 	}{{"short", false}, {"wide", true}} {
-		m := a.Root().Lookup(c.name + ".npy").Member()
-		js, err := m.HeaderJSON()
+		m := a.Root().Lookup(context.Background(), c.name+".npy").Member()
+		js, err := m.HeaderJSON(context.Background())
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		h, _ := m.Header()
+		h, _ := m.Header(context.Background())
 		want, _ := h.JSON(m.Size())
 		if !bytes.Equal(js, want) {
 			t.Fatalf("%s: HeaderJSON differs from rendering the header", c.name)
@@ -95,7 +96,7 @@ func TestShortHeaderJSONIsRenderedOnRead(t *testing.T) {
 		if kept := a.jsonCache.get(m.e.Index) != nil; kept != c.kept || (len(js) >= keepJSON) != c.kept {
 			t.Errorf("%s: %d bytes of header.json, kept %v, want kept %v", c.name, len(js), kept, c.kept)
 		}
-		f := a.Root().Lookup(c.name).Lookup("header.json").File()
+		f := a.Root().Lookup(context.Background(), c.name).Lookup(context.Background(), "header.json").File(context.Background())
 		if f.Size() != int64(len(want)) {
 			t.Errorf("%s: header.json size %d, want %d", c.name, f.Size(), len(want))
 		}
@@ -121,11 +122,11 @@ func TestDeflatedHeadersReuseDecoders(t *testing.T) {
 		ents = append(ents, zent{name: fmt.Sprintf("m%03d.npy", i), data: npyOf(t, "<f8"), method: 8})
 	}
 	a := openBytes(t, makeZip(t, ents))
-	a.Members()[0].Header() // the pools' first decoder
+	a.Members()[0].Header(context.Background()) // the pools' first decoder
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for _, m := range a.Members()[1:] {
-		if _, err := m.Header(); err != nil {
+		if _, err := m.Header(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package npz
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"hash/crc32"
 	"io"
 	"strconv"
@@ -46,7 +47,7 @@ func makeZip(t testing.TB, ents []zent) []byte {
 
 func openBytes(t testing.TB, b []byte) *Archive {
 	t.Helper()
-	a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: t.Logf})
+	a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), &Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +68,17 @@ func walkTree(t testing.TB, a *Archive, readErrOK bool) []string {
 	seen := map[uint64]string{}
 	var rec func(n *Node, prefix string)
 	rec = func(n *Node, prefix string) {
-		for _, c := range n.Children() {
+		for _, c := range n.Children(context.Background()) {
 			p := prefix + c.Name()
 			if other, dup := seen[c.Ino()]; dup {
 				t.Errorf("inode %d of %q is also %q's", c.Ino(), p, other)
 			}
 			seen[c.Ino()] = p
-			if l := n.Lookup(c.Name()); l == nil || l.Ino() != c.Ino() || l.Name() != c.Name() {
+			if l := n.Lookup(context.Background(), c.Name()); l == nil || l.Ino() != c.Ino() || l.Name() != c.Name() {
 				t.Errorf("Lookup(%q) in %q does not find the listed child", c.Name(), prefix)
 			}
 			if c.IsDir() {
-				if c.File() != nil {
+				if c.File(context.Background()) != nil {
 					t.Errorf("folder %q has a File", p)
 				}
 				out = append(out, p+"/")
@@ -85,7 +86,7 @@ func walkTree(t testing.TB, a *Archive, readErrOK bool) []string {
 				continue
 			}
 			out = append(out, p)
-			f := c.File()
+			f := c.File(context.Background())
 			if f == nil {
 				t.Errorf("file %q has no File", p)
 				continue
@@ -93,7 +94,7 @@ func walkTree(t testing.TB, a *Archive, readErrOK bool) []string {
 			b, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()))
 			// A view the array does not have (see Member.viewFile)
 			// fails its reads, and its member says why.
-			lacks := c.kind == kindView && c.member().Reason() != ""
+			lacks := c.kind == kindView && c.member().Reason(context.Background()) != ""
 			if err != nil && !isMethodError(err) && !readErrOK && !lacks {
 				t.Errorf("%q: %v", p, err)
 			} else if err == nil && int64(len(b)) != f.Size() {

@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +47,7 @@ func checkCase(t testing.TB, a *Archive, c hostile.Case, log *logLines) {
 			t.Errorf("%s: %q not served as a file", c.Name, p)
 			continue
 		}
-		got, err := readAll(t, n.File())
+		got, err := readAll(t, n.File(context.Background()))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: %q: %d bytes (want %d), %v; equal %v", c.Name, p, len(got), len(want), err, bytes.Equal(got, want))
 		}
@@ -57,7 +58,7 @@ func checkCase(t testing.TB, a *Archive, c hostile.Case, log *logLines) {
 			t.Errorf("%s: bad %q not served as a file", c.Name, p)
 			continue
 		}
-		got, err := readAll(t, n.File())
+		got, err := readAll(t, n.File(context.Background()))
 		if err == nil || errors.Is(err, io.EOF) {
 			t.Errorf("%s: bad %q read %d bytes, %v; want an error", c.Name, p, len(got), err)
 		}
@@ -71,7 +72,7 @@ func checkCase(t testing.TB, a *Archive, c hostile.Case, log *logLines) {
 		}
 	}
 	for _, p := range c.Empty {
-		if n := lookupPath(a, p); n == nil || !n.IsDir() || len(n.Children()) != 0 {
+		if n := lookupPath(a, p); n == nil || !n.IsDir() || len(n.Children(context.Background())) != 0 {
 			t.Errorf("%s: %q is not an empty folder", c.Name, p)
 		}
 	}
@@ -79,7 +80,7 @@ func checkCase(t testing.TB, a *Archive, c hostile.Case, log *logLines) {
 		var reasons []string
 		for _, m := range a.Members() {
 			if m.Name() == name {
-				reasons = append(reasons, m.Reason())
+				reasons = append(reasons, m.Reason(context.Background()))
 			}
 		}
 		if !strings.Contains(strings.Join(reasons, "; "), why) {
@@ -106,7 +107,7 @@ func TestHostileArchives(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			a, err := Open(p, &Options{Logf: log.logf})
+			a, err := Open(context.Background(), p, &Options{Logf: log.logf})
 			if c.Refused {
 				var fe *FormatError
 				if err == nil || !errors.As(err, &fe) {
@@ -121,8 +122,8 @@ func TestHostileArchives(t *testing.T) {
 			checkCase(t, a, c, &log)
 			walkTree(t, a, true)
 			for _, m := range a.Members() {
-				m.Reason()
-				m.HeaderJSON()
+				m.Reason(context.Background())
+				m.HeaderJSON(context.Background())
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
@@ -148,7 +149,7 @@ func TestHostileConcurrent(t *testing.T) {
 		if c.Refused {
 			continue
 		}
-		a, err := Open(writeTemp(t, c.Archive), nil)
+		a, err := Open(context.Background(), writeTemp(t, c.Archive), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
@@ -176,7 +177,7 @@ func TestHostileConcurrent(t *testing.T) {
 						}
 						off := rng.Int63n(int64(len(want)) + 1)
 						buf := make([]byte, 1+rng.Intn(len(want)+1))
-						k, err := n.File().ReadAt(buf, off)
+						k, err := n.File(context.Background()).ReadAt(buf, off)
 						end := min(off+int64(len(buf)), int64(len(want)))
 						if (err != nil && err != io.EOF) || !bytes.Equal(buf[:k], want[off:end]) {
 							t.Errorf("%s: %q: ReadAt(%d, %d): %d, %v", c.Name, p, len(buf), off, k, err)
@@ -185,7 +186,7 @@ func TestHostileConcurrent(t *testing.T) {
 					if len(c.Bad) > 0 {
 						p := c.Bad[rng.Intn(len(c.Bad))]
 						if n := lookupPath(a, p); n != nil {
-							if _, err := readAll(t, n.File()); err == nil {
+							if _, err := readAll(t, n.File(context.Background())); err == nil {
 								t.Errorf("%s: bad %q read whole", c.Name, p)
 							}
 						}
@@ -208,13 +209,13 @@ func TestChangedArchiveStopsServing(t *testing.T) {
 		t.Run(change, func(t *testing.T) {
 			p := writeTemp(t, z)
 			var log logLines
-			a, err := Open(p, &Options{Logf: log.logf})
+			a, err := Open(context.Background(), p, &Options{Logf: log.logf})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer a.Close()
 			s := a.Member("s.npy").File()
-			if _, _, ok, err := s.Extent(); !ok || err != nil {
+			if _, _, ok, err := s.Extent(context.Background()); !ok || err != nil {
 				t.Fatalf("extent before the change: %v, %v", ok, err)
 			}
 			switch change {
@@ -232,7 +233,7 @@ func TestChangedArchiveStopsServing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, ok, err := s.Extent(); ok || !errors.Is(err, ErrChanged) {
+			if _, _, ok, err := s.Extent(context.Background()); ok || !errors.Is(err, ErrChanged) {
 				t.Errorf("extent after the change: ok %v, %v", ok, err)
 			}
 			for _, name := range []string{"s.npy", "d.npy"} {
@@ -263,13 +264,13 @@ func TestViewsNeedNoBudget(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{Logf: t.Logf})
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), &Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kids := a.Root().Children()
+	kids := a.Root().Children(context.Background())
 	for _, m := range a.Members() {
-		if _, err := m.HeaderJSON(); err != nil {
+		if _, err := m.HeaderJSON(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -282,13 +283,13 @@ func TestViewsNeedNoBudget(t *testing.T) {
 		t.Errorf("%d names listed, want 60", len(kids))
 	}
 	for _, k := range kids {
-		if a.Root().Lookup(k.Name()) == nil {
+		if a.Root().Lookup(context.Background(), k.Name()) == nil {
 			t.Errorf("%s is listed but not found", k.Name())
 		}
 	}
 	for _, m := range a.Members() {
-		if !m.HasViews() {
-			t.Errorf("%s: no views: %s", m.Name(), m.Reason())
+		if !m.HasViews(context.Background()) {
+			t.Errorf("%s: no views: %s", m.Name(), m.Reason(context.Background()))
 		}
 	}
 	runtime.KeepAlive(a)
@@ -311,10 +312,10 @@ func TestFolderBudget(t *testing.T) {
 		switch {
 		case m.Served():
 			served++
-		case strings.Contains(m.Reason(), "folders"):
+		case strings.Contains(m.Reason(context.Background()), "folders"):
 			refused++
 		default:
-			t.Errorf("%.20s...: %s", m.Name(), m.Reason())
+			t.Errorf("%.20s...: %s", m.Name(), m.Reason(context.Background()))
 		}
 	}
 	// 32 members fit (32 * 2,001 = 64,032 folders), the 33rd would not.
@@ -327,7 +328,7 @@ func TestFolderBudget(t *testing.T) {
 	folders := 0
 	var count func(n *Node)
 	count = func(n *Node) {
-		for _, c := range n.Children() {
+		for _, c := range n.Children(context.Background()) {
 			if c.IsDir() && c.Member() == nil {
 				folders++
 				count(c)
@@ -353,7 +354,7 @@ func TestDirectoryClaimIsNotAllocated(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	a, err := Open(p, nil)
+	a, err := Open(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

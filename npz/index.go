@@ -207,11 +207,11 @@ func (x *memberIndex) key() string {
 			return
 		}
 		buf := make([]byte, lh+head+tail)
-		if _, err := x.m.a.r.ReadAt(buf[:lh+head], e.HeaderOffset); err != nil {
+		if _, err := x.m.a.r.at(context.Background()).ReadAt(buf[:lh+head], e.HeaderOffset); err != nil {
 			return
 		}
 		if tail > 0 {
-			if _, err := x.m.a.r.ReadAt(buf[lh+head:], x.off+e.CompressedSize-tail); err != nil {
+			if _, err := x.m.a.r.at(context.Background()).ReadAt(buf[lh+head:], x.off+e.CompressedSize-tail); err != nil {
 				return
 			}
 		}
@@ -465,11 +465,11 @@ func (x *memberIndex) bad(err error) {
 
 // indexKey is a deflated member's index and its key in a store or
 // sidecar, or "" where it has none (not deflated, not locatable).
-func (m *Member) indexKey() (*memberIndex, string) {
+func (m *Member) indexKey(ctx context.Context) (*memberIndex, string) {
 	if m.e.Method != zip.Deflated {
 		return nil, ""
 	}
-	l := m.locate()
+	l := m.locate(ctx)
 	if l.err != nil || l.idx == nil {
 		return nil, ""
 	}
@@ -503,7 +503,7 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 	if !m.NeedsIndex() {
 		return res, nil
 	}
-	l := m.locate()
+	l := m.locate(ctx)
 	if l.err != nil {
 		return res, l.err
 	}
@@ -563,8 +563,8 @@ func (m *Member) Indexed() int64 {
 // start or its directory. A sidecar Options.FindSidecar finds is looked
 // for now, the first time: for a remote archive, the requests the
 // member's first read past its first span would make, made sooner.
-func (m *Member) HasSavedIndex() bool {
-	x, name := m.indexKey()
+func (m *Member) HasSavedIndex(ctx context.Context) bool {
+	x, name := m.indexKey(ctx)
 	if name == "" {
 		return false
 	}

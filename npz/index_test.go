@@ -83,7 +83,7 @@ func mountWithIndexes(t *testing.T, b []byte, dir string) (*Archive, *IndexStore
 	}
 	cr := &countingReader{r: bytes.NewReader(b)}
 	var log logLinesOf
-	a, err := NewReader(cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf})
+	a, err := NewReader(context.Background(), cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestIndexSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	side := filepath.Join(t.TempDir(), "x.npzidx")
-	if err := WriteIndexSidecar(side, []*Member{m}); err != nil {
+	if err := WriteIndexSidecar(context.Background(), side, []*Member{m}); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
@@ -255,7 +255,7 @@ func TestIndexSidecar(t *testing.T) {
 		}
 		cr := &countingReader{r: bytes.NewReader(b)}
 		var log logLinesOf
-		a, err := NewReader(cr, int64(len(b)), &Options{Sidecar: sc, Logf: log.logf})
+		a, err := NewReader(context.Background(), cr, int64(len(b)), &Options{Sidecar: sc, Logf: log.logf})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ func TestFindSidecarIsLazy(t *testing.T) {
 		var finds atomic.Int64
 		pr := &prefetchReader{countingReader: countingReader{r: bytes.NewReader(side)}}
 		var log logLinesOf
-		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
+		a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
 			finds.Add(1)
 			return NewIndexSidecar(pr, int64(len(side)), "https://host/x.npzidx"), nil
 		}})
@@ -386,7 +386,7 @@ func TestFindSidecarIsLazy(t *testing.T) {
 	wb := makeZip(t, []zent{{name: "w.npy", data: words, method: 8}})
 	pr = &prefetchReader{countingReader: countingReader{r: bytes.NewReader(sidecarOf(t, wb))}}
 	log = &logLinesOf{}
-	a, err := NewReader(bytes.NewReader(wb), int64(len(wb)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
+	a, err := NewReader(context.Background(), bytes.NewReader(wb), int64(len(wb)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
 		return NewIndexSidecar(pr, pr.r.(*bytes.Reader).Size(), "s3://b/w.npzidx"), nil
 	}})
 	if err != nil {
@@ -451,7 +451,7 @@ func sidecarOf(t *testing.T, b []byte) []byte {
 		}
 	}
 	var buf bytes.Buffer
-	if err := WriteIndexSidecarTo(&buf, ms); err != nil {
+	if err := WriteIndexSidecarTo(context.Background(), &buf, ms); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -650,7 +650,7 @@ func TestDamagedArchiveKeepsItsIndex(t *testing.T) {
 	// made from its ends, stays).
 	a, s, _, _ := mountWithIndexes(t, b, dir)
 	m := a.Member("a.npy")
-	at := m.locate().dataOff + m.CompressedSize()/2
+	at := m.locate(context.Background()).dataOff + m.CompressedSize()/2
 	a.Close()
 	s.Close()
 	damaged := bytes.Clone(b)
@@ -702,7 +702,7 @@ func TestSourceErrorKeepsTheIndex(t *testing.T) {
 	fr := &faultyReader{r: bytes.NewReader(b)}
 	cr := &countingReader{r: fr}
 	var log logLinesOf
-	a, err := NewReader(cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf})
+	a, err := NewReader(context.Background(), cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -739,7 +739,7 @@ func TestChangedArchiveForgetsItsIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	fr := &faultyReader{r: bytes.NewReader(b)}
-	a, err := NewReader(fr, int64(len(b)), &Options{Indexes: s})
+	a, err := NewReader(context.Background(), fr, int64(len(b)), &Options{Indexes: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,7 +768,7 @@ func TestHasSavedIndex(t *testing.T) {
 	dir := t.TempDir()
 	a, s, _, _ := mountWithIndexes(t, b, dir)
 	m := a.Member("b.npy")
-	if m.HasSavedIndex() {
+	if m.HasSavedIndex(context.Background()) {
 		t.Fatal("a saved index before any was built")
 	}
 	if _, err := m.BuildIndex(context.Background(), 1); err != nil {
@@ -779,8 +779,8 @@ func TestHasSavedIndex(t *testing.T) {
 	a, s, _, _ = mountWithIndexes(t, b, dir)
 	defer s.Close()
 	defer a.Close()
-	if !a.Member("b.npy").HasSavedIndex() || a.Member("a.npy").HasSavedIndex() {
-		t.Errorf("HasSavedIndex: b.npy %v (indexed), a.npy %v (not)", a.Member("b.npy").HasSavedIndex(), a.Member("a.npy").HasSavedIndex())
+	if !a.Member("b.npy").HasSavedIndex(context.Background()) || a.Member("a.npy").HasSavedIndex(context.Background()) {
+		t.Errorf("HasSavedIndex: b.npy %v (indexed), a.npy %v (not)", a.Member("b.npy").HasSavedIndex(context.Background()), a.Member("a.npy").HasSavedIndex(context.Background()))
 	}
 
 	// A sidecar Options.FindSidecar finds (a remote archive's) is looked
@@ -796,7 +796,7 @@ func TestHasSavedIndex(t *testing.T) {
 		{"another archive's", foreignSidecar(t), false},
 	} {
 		var finds atomic.Int64
-		a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{FindSidecar: func(int64) (*IndexSidecar, error) {
+		a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), &Options{FindSidecar: func(int64) (*IndexSidecar, error) {
 			finds.Add(1)
 			if tc.side == nil {
 				return nil, nil
@@ -807,7 +807,7 @@ func TestHasSavedIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"a.npy", "b.npy"} {
-			if got := a.Member(name).HasSavedIndex(); got != tc.want {
+			if got := a.Member(name).HasSavedIndex(context.Background()); got != tc.want {
 				t.Errorf("sidecar %s: %s: HasSavedIndex %v, want %v", tc.name, name, got, tc.want)
 			}
 		}
@@ -899,7 +899,7 @@ func TestSidecarOfAnotherWriter(t *testing.T) {
 	side := buf.Bytes()
 	cr := &countingReader{r: bytes.NewReader(b)}
 	var log logLinesOf
-	a, err := NewReader(cr, int64(len(b)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
+	a, err := NewReader(context.Background(), cr, int64(len(b)), &Options{Logf: log.logf, FindSidecar: func(int64) (*IndexSidecar, error) {
 		return NewIndexSidecar(bytes.NewReader(side), int64(len(side)), "other.npzidx"), nil
 	}})
 	if err != nil {
@@ -938,7 +938,7 @@ func TestSmallMembersHaveNoIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewReader(bytes.NewReader(b), int64(len(b)), &Options{Indexes: s, SpanSize: span})
+	a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), &Options{Indexes: s, SpanSize: span})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -954,7 +954,7 @@ func TestSmallMembersHaveNoIndex(t *testing.T) {
 	if res, err := small.BuildIndex(context.Background(), 1); err != nil || res != (IndexResult{}) {
 		t.Errorf("BuildIndex of the small member: %+v, %v; want nothing done", res, err)
 	}
-	if small.HasSavedIndex() {
+	if small.HasSavedIndex(context.Background()) {
 		t.Error("the small member has a saved index")
 	}
 	a.Close()

@@ -3,6 +3,7 @@ package npz
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"hash/crc32"
 	"slices"
 	"sync"
@@ -90,31 +91,31 @@ func TestListingsAndLookupsAgreeConcurrently(t *testing.T) {
 			wg.Go(func() {
 				switch (g + round) % 4 {
 				case 0: // a plain listing
-					for _, c := range a.Root().Children() {
+					for _, c := range a.Root().Children(context.Background()) {
 						names[g] = append(names[g], c.Name())
 					}
 				case 1: // a listing with attributes
-					l := a.Root().Listing()
-					l.Prepare(0, l.Len())
-					for _, c := range a.Root().Children() {
-						if f := c.File(); f != nil {
+					l := a.Root().Listing(context.Background())
+					l.Prepare(context.Background(), 0, l.Len())
+					for _, c := range a.Root().Children(context.Background()) {
+						if f := c.File(context.Background()); f != nil {
 							f.Size()
 						}
 						names[g] = append(names[g], c.Name())
 					}
 				case 2: // lookups, and into every views folder
 					for _, name := range want {
-						if c := a.Root().Lookup(name); c != nil {
+						if c := a.Root().Lookup(context.Background(), name); c != nil {
 							names[g] = append(names[g], c.Name())
 							if c.IsDir() {
-								c.Children()
+								c.Children(context.Background())
 							}
 						}
 					}
 				case 3: // reads of views first
 					for _, name := range want {
-						if c := a.Root().Lookup(name); c != nil {
-							if f := c.File(); f != nil {
+						if c := a.Root().Lookup(context.Background(), name); c != nil {
+							if f := c.File(context.Background()); f != nil {
 								f.ReadAt(make([]byte, 64), 0)
 							}
 							names[g] = append(names[g], c.Name())
@@ -138,7 +139,7 @@ func TestListingsAndLookupsAgreeConcurrently(t *testing.T) {
 		// By inode number: the same node, held by the same folder.
 		var check func(dir *Node)
 		check = func(dir *Node) {
-			for _, c := range dir.Children() {
+			for _, c := range dir.Children(context.Background()) {
 				n, parent := a.Node(c.Ino())
 				if n == nil || n.Name() != c.Name() || n.IsDir() != c.IsDir() || parent != dir.Ino() {
 					t.Errorf("Node(%d) of %q: %v, parent %d, want %d", c.Ino(), c.Name(), n, parent, dir.Ino())
@@ -176,10 +177,10 @@ func TestHeaderFactsAreSharedByBytes(t *testing.T) {
 		views bool
 	}{{"a", true}, {"b", false}, {"c", true}, {"b", false}} {
 		m := a.Member(tc.key + ".npy")
-		if m.HasViews() != tc.views {
-			t.Errorf("%s: views %v, want %v (%s)", tc.key, m.HasViews(), tc.views, m.Reason())
+		if m.HasViews(context.Background()) != tc.views {
+			t.Errorf("%s: views %v, want %v (%s)", tc.key, m.HasViews(context.Background()), tc.views, m.Reason(context.Background()))
 		}
-		if f := lookupPath(a, tc.key+".ra").File(); tc.views && f.Size() != 48+8+64 {
+		if f := lookupPath(a, tc.key+".ra").File(context.Background()); tc.views && f.Size() != 48+8+64 {
 			t.Errorf("%s.ra: %d bytes", tc.key, f.Size())
 		}
 	}

@@ -222,7 +222,7 @@ func (m *Member) IsNPY() bool {
 // Reason says why the member is not served, or, for a .npy member, why it
 // has no views, or why its KEY.ra cannot be read; it is "" otherwise. It
 // reads the npy header if needed.
-func (m *Member) Reason() string {
+func (m *Member) Reason(ctx context.Context) string {
 	if m.state() != memberServed || m.IsDir() {
 		return m.reason()
 	}
@@ -230,12 +230,12 @@ func (m *Member) Reason() string {
 		if r := m.reason(); r != "" {
 			return r
 		}
-		ni := m.info()
+		ni := m.info(ctx)
 		if ni.err != nil {
 			return "no views: " + reasonText(ni.err)
 		}
 		if ni.raLen == 0 {
-			if _, err := m.RawArray(); err != nil {
+			if _, err := m.RawArray(ctx); err != nil {
 				return "no .ra: " + reasonText(err)
 			}
 		}
@@ -290,7 +290,7 @@ func (m *Member) readable() error {
 // for a deflated member, sets up its random-access inflater. A stored
 // member keeps only its local header's length (lhLen): its location is
 // made again at each call, which dataOffset avoids.
-func (m *Member) locate() *location {
+func (m *Member) locate(ctx context.Context) *location {
 	if l := m.loaded(); l != nil {
 		return l
 	}
@@ -311,12 +311,12 @@ func (m *Member) locate() *location {
 		// A local header names the member when it decodes, as the
 		// entry's name did, to the same.
 		ze := m.zipEntry()
-		l.dataOff, l.err = zip.DataOffset(m.a.r, m.a.size, &ze)
+		l.dataOff, l.err = zip.DataOffset(m.a.r.at(ctx), m.a.size, &ze)
 		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
 			m.a.notef("npz: %q: every read fails: %v", m.Name(), l.err)
 		}
 	}
-	if errors.Is(l.err, source.ErrTransient) {
+	if passing(l.err) {
 		return l // not kept: the next use reads the local header again
 	}
 	if l.err == nil && m.e.Method == zip.Stored {
@@ -344,11 +344,11 @@ func (m *Member) locate() *location {
 
 // dataOffset is where the member's data starts in the archive, or why it
 // cannot be found; once a stored member is located it allocates nothing.
-func (m *Member) dataOffset() (int64, error) {
+func (m *Member) dataOffset(ctx context.Context) (int64, error) {
 	if m.st.Load()&flagLocated != 0 {
 		return m.e.HeaderOffset + int64(m.lhLen), nil
 	}
-	l := m.locate()
+	l := m.locate(ctx)
 	return l.dataOff, l.err
 }
 
@@ -358,12 +358,12 @@ func (m *Member) dataOffset() (int64, error) {
 func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	var l *location
 	if m.e.Method == zip.Stored {
-		dataOff, err := m.dataOffset()
+		dataOff, err := m.dataOffset(ctx)
 		if err != nil {
 			return 0, err
 		}
 		l = &location{dataOff: dataOff}
-	} else if l = m.locate(); l.err != nil {
+	} else if l = m.locate(ctx); l.err != nil {
 		return 0, l.err
 	}
 	n, err := m.readData(ctx, l, p, off)
@@ -411,17 +411,17 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 
 // stream returns a reader of the member's uncompressed bytes from the start,
 // for reading its npy header: it reads only as far as it is read.
-func (m *Member) stream() (io.Reader, error) {
-	dataOff, err := m.dataOffset()
+func (m *Member) stream(ctx context.Context) (io.Reader, error) {
+	dataOff, err := m.dataOffset(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if m.e.Method == zip.Stored {
 		// One read fetches a typical header whole (numpy pads it to 64 or
 		// 128 bytes, wide records take more).
-		return bufio.NewReaderSize(io.NewSectionReader(m.a.r, dataOff, m.e.Size), 512), nil
+		return bufio.NewReaderSize(io.NewSectionReader(m.a.r.at(ctx), dataOff, m.e.Size), 512), nil
 	}
-	zr := inflate.NewReader(io.NewSectionReader(m.a.r, dataOff, m.e.CompressedSize))
+	zr := inflate.NewReader(io.NewSectionReader(m.a.r.at(ctx), dataOff, m.e.CompressedSize))
 	return struct {
 		io.Reader
 		io.Closer
@@ -432,7 +432,7 @@ func (m *Member) stream() (io.Reader, error) {
 // that also fetches the start of its data, and returns the bytes of its
 // data that read held. On any failure it returns nil, and locate reads
 // again and says why.
-func (m *Member) locateWithHead(buf []byte) []byte {
+func (m *Member) locateWithHead(ctx context.Context, buf []byte) []byte {
 	a := m.a
 	ze := m.zipEntry()
 	n := min(headerRead(m), a.size-m.e.HeaderOffset)
@@ -440,7 +440,7 @@ func (m *Member) locateWithHead(buf []byte) []byte {
 		return nil
 	}
 	b := fit(buf, n)
-	if err := zip.ReadAtFull(a.r, b, m.e.HeaderOffset); err != nil {
+	if err := zip.ReadAtFull(a.r.at(ctx), b, m.e.HeaderOffset); err != nil {
 		return nil
 	}
 	off, err := zip.ParseLocalHeader(b, a.size, &ze)
@@ -461,13 +461,13 @@ func (m *Member) locateWithHead(buf []byte) []byte {
 // readHead reads the start of a stored member's data, as much as
 // locateWithHead does, into buf if it is long enough; nil if it cannot
 // (readNPY then says why).
-func (m *Member) readHead(buf []byte) []byte {
-	off, err := m.dataOffset()
+func (m *Member) readHead(ctx context.Context, buf []byte) []byte {
+	off, err := m.dataOffset(ctx)
 	if err != nil {
 		return nil
 	}
 	b := fit(buf, min(m.e.Size, prefetchGuess))
-	if zip.ReadAtFull(m.a.r, b, off) != nil {
+	if zip.ReadAtFull(m.a.r.at(ctx), b, off) != nil {
 		return nil
 	}
 	return b
@@ -502,17 +502,17 @@ func (m *Member) zipEntry() zip.Entry {
 // readHeader reads the member's npy header from its start, refusing one
 // longer than maxLen; head, when not nil, is the start of the member's
 // data, read already.
-func (m *Member) readHeader(maxLen int, head []byte) (*npy.Header, error) {
+func (m *Member) readHeader(ctx context.Context, maxLen int, head []byte) (*npy.Header, error) {
 	var r io.Reader
 	var err error
 	if head != nil && m.e.Method == zip.Stored {
 		var dataOff int64
-		if dataOff, err = m.dataOffset(); err != nil {
+		if dataOff, err = m.dataOffset(ctx); err != nil {
 			return nil, err
 		}
 		n := int64(len(head))
-		r = io.MultiReader(bytes.NewReader(head), io.NewSectionReader(m.a.r, dataOff+n, m.e.Size-n))
-	} else if r, err = m.stream(); err != nil {
+		r = io.MultiReader(bytes.NewReader(head), io.NewSectionReader(m.a.r.at(ctx), dataOff+n, m.e.Size-n))
+	} else if r, err = m.stream(ctx); err != nil {
 		return nil, err
 	}
 	if c, ok := r.(io.Closer); ok {
@@ -523,18 +523,18 @@ func (m *Member) readHeader(maxLen int, head []byte) (*npy.Header, error) {
 
 // readNPY reads and checks the member's npy header: it must parse and its
 // array data must fit in the member.
-func (m *Member) readNPY() (*npy.Header, error) { return m.readNPYFrom(nil) }
+func (m *Member) readNPY(ctx context.Context) (*npy.Header, error) { return m.readNPYFrom(ctx, nil) }
 
 // readNPYFrom is readNPY for a member whose first bytes of data are head,
 // read already (nil when none are).
-func (m *Member) readNPYFrom(head []byte) (*npy.Header, error) {
+func (m *Member) readNPYFrom(ctx context.Context, head []byte) (*npy.Header, error) {
 	if !m.IsNPY() {
 		return nil, errors.New("npz: not a .npy member")
 	}
-	h, err := m.readHeader(min(shortHeaderLen, m.a.opts.MaxHeaderLen), head)
+	h, err := m.readHeader(ctx, min(shortHeaderLen, m.a.opts.MaxHeaderLen), head)
 	if errors.Is(err, npy.ErrHeaderTooLong) && m.a.opts.MaxHeaderLen > shortHeaderLen {
 		m.a.longHeaders.Lock()
-		h, err = m.readHeader(m.a.opts.MaxHeaderLen, head)
+		h, err = m.readHeader(ctx, m.a.opts.MaxHeaderLen, head)
 		m.a.longHeaders.Unlock()
 	}
 	if err != nil {

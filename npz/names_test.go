@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -120,7 +121,7 @@ func TestCollisions(t *testing.T) {
 			}
 			for i, m := range a.Members() {
 				want, has := tc.reasons[i]
-				r := m.Reason()
+				r := m.Reason(context.Background())
 				if has && !strings.Contains(r, want) {
 					t.Errorf("member %d %q: reason %q, want %q", i, m.Name(), r, want)
 				}
@@ -135,8 +136,8 @@ func TestCollisions(t *testing.T) {
 			for _, m := range a.Members() {
 				if m.Served() && !m.IsDir() {
 					n := lookupPath(a, m.Path())
-					b := make([]byte, n.File().Size())
-					if _, err := n.File().ReadAt(b, 0); err != nil || string(b) != string(content[m.Name()]) {
+					b := make([]byte, n.File(context.Background()).Size())
+					if _, err := n.File(context.Background()).ReadAt(b, 0); err != nil || string(b) != string(content[m.Name()]) {
 						t.Errorf("%q serves %q, %v", m.Path(), b, err)
 					}
 				}
@@ -157,7 +158,7 @@ func npyOf(t *testing.T, s string) []byte {
 // TestNamesCorpus checks the served tree of names.npz, the archive of
 // hostile and colliding names.
 func TestNamesCorpus(t *testing.T) {
-	a, err := Open("testdata/names.npz", &Options{Logf: t.Logf})
+	a, err := Open(context.Background(), "testdata/names.npz", &Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,12 +190,12 @@ func TestNamesCorpus(t *testing.T) {
 	// A .ra listed for an array that has no RawArray form is a file of 1
 	// byte whose reads fail, saying why.
 	for _, key := range []string{"bad_dict", "bad_magic", "not_npy", "objects", "short_data"} {
-		f := a.Root().Lookup(key + ".ra").File()
-		_, _, _, xerr := f.Extent()
+		f := a.Root().Lookup(context.Background(), key+".ra").File(context.Background())
+		_, _, _, xerr := f.Extent(context.Background())
 		if _, err := f.ReadAt(make([]byte, 1), 0); f.Size() != 1 || err == nil || xerr == nil {
 			t.Errorf("%s.ra: size %d, read error %v, extent error %v", key, f.Size(), err, xerr)
 		}
-		if r := a.Member(key + ".npy").Reason(); r == "" {
+		if r := a.Member(key + ".npy").Reason(context.Background()); r == "" {
 			t.Errorf("%s.npy: no reason", key)
 		}
 	}
@@ -221,33 +222,33 @@ func TestListingsAgreeWithLookups(t *testing.T) {
 			ents = append(ents, zent{name: name, data: data})
 		}
 		a := openBytes(t, makeZip(t, ents))
-		if a.Root().Lookup("m7.ra") == nil || a.Root().Lookup("m8.ra") == nil {
+		if a.Root().Lookup(context.Background(), "m7.ra") == nil || a.Root().Lookup(context.Background(), "m8.ra") == nil {
 			t.Error("before listing: m7.ra (broken) or m8.ra not found")
 		}
-		first := a.Root().Children()
+		first := a.Root().Children(context.Background())
 		if len(first) != 3*n {
 			t.Fatalf("%d children, want %d", len(first), 3*n)
 		}
-		if _, err := a.Root().Lookup("m7.ra").File().ReadAt(make([]byte, 1), 0); err == nil {
+		if _, err := a.Root().Lookup(context.Background(), "m7.ra").File(context.Background()).ReadAt(make([]byte, 1), 0); err == nil {
 			t.Error("m7.ra reads")
 		}
-		m7 := a.Root().Lookup("m7")
-		if m7 == nil || !m7.IsDir() || len(m7.Children()) != 0 || m7.Lookup("raw.bin") != nil {
+		m7 := a.Root().Lookup(context.Background(), "m7")
+		if m7 == nil || !m7.IsDir() || len(m7.Children(context.Background())) != 0 || m7.Lookup(context.Background(), "raw.bin") != nil {
 			t.Error("broken member's views folder is not there and empty")
 		}
-		if v := a.Root().Lookup("m8"); v == nil || v.Lookup("raw.bin") == nil || len(v.Children()) != 2 {
+		if v := a.Root().Lookup(context.Background(), "m8"); v == nil || v.Lookup(context.Background(), "raw.bin") == nil || len(v.Children(context.Background())) != 2 {
 			t.Error("m8/raw.bin not found")
 		}
-		again := a.Root().Children()
+		again := a.Root().Children(context.Background())
 		if len(again) != len(first) {
 			t.Errorf("%d children after lookups, %d before", len(again), len(first))
 		}
 		for _, c := range again {
-			if l := a.Root().Lookup(c.Name()); l == nil || l.Ino() != c.Ino() {
+			if l := a.Root().Lookup(context.Background(), c.Name()); l == nil || l.Ino() != c.Ino() {
 				t.Errorf("%s listed but not found", c.Name())
 			}
 		}
-		if r := a.Member("m7.npy").Reason(); !strings.Contains(r, "no views") {
+		if r := a.Member("m7.npy").Reason(context.Background()); !strings.Contains(r, "no views") {
 			t.Errorf("reason %q", r)
 		}
 	}
@@ -265,7 +266,7 @@ func TestOpenLogIsCapped(t *testing.T) {
 	ents = append(ents, zent{name: "good.npy", data: npyOf(t, "<f4")})
 	z := makeZip(t, ents)
 	var lines []string
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
 		lines = append(lines, fmt.Sprintf(f, args...))
 	}})
 	if err != nil {
@@ -280,7 +281,7 @@ func TestOpenLogIsCapped(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.Contains(last, "and 500 more members") {
 		t.Errorf("last line: %s", last)
 	}
-	if a.Root().Lookup("good.npy") == nil {
+	if a.Root().Lookup(context.Background(), "good.npy") == nil {
 		t.Errorf("good.npy is not served")
 	}
 	var notServed int
@@ -306,7 +307,7 @@ func TestLazyLogIsCapped(t *testing.T) {
 	z := makeZip(t, ents)
 	var mu sync.Mutex
 	var lines []string
-	a, err := NewReader(bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
+	a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), &Options{Logf: func(f string, args ...any) {
 		mu.Lock()
 		lines = append(lines, fmt.Sprintf(f, args...))
 		mu.Unlock()
@@ -314,8 +315,8 @@ func TestLazyLogIsCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range a.Root().Children() {
-		c.Children() // looks into every views folder: every header is broken
+	for _, c := range a.Root().Children(context.Background()) {
+		c.Children(context.Background()) // looks into every views folder: every header is broken
 	}
 	if len(lines) != maxOpenNotes+1 {
 		t.Fatalf("%d log lines, want %d", len(lines), maxOpenNotes+1)

@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math/rand"
@@ -87,12 +88,12 @@ func TestReadAtDeflated(t *testing.T) {
 		{name: "big.npy", data: member, method: 8},
 		{name: "stored.npy", data: member, method: 0},
 	})
-	a, err := Open(writeTemp(t, z), &Options{SpanSize: span, CacheBytes: 4 * span, Logf: t.Logf})
+	a, err := Open(context.Background(), writeTemp(t, z), &Options{SpanSize: span, CacheBytes: 4 * span, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	h, err := a.Member("big.npy").Header()
+	h, err := a.Member("big.npy").Header(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestReadAtDeflated(t *testing.T) {
 		if n == nil {
 			t.Fatalf("no %s", tc.path)
 		}
-		f := n.File()
+		f := n.File(context.Background())
 		size := int64(len(tc.want))
 		if f.Size() != size {
 			t.Fatalf("%s: size %d, want %d", tc.path, f.Size(), size)
@@ -156,14 +157,14 @@ func TestTruncatedAfterOpen(t *testing.T) {
 		{name: "late.txt", data: []byte("after the cut")},
 	})
 	p := writeTemp(t, z)
-	a, err := Open(p, nil)
+	a, err := Open(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	stored := a.Member("stored.npy")
 	// Resolve the stored member's header before the cut; the rest after.
-	if _, err := stored.Header(); err != nil {
+	if _, err := stored.Header(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(p, int64(len(member)/2)); err != nil {
@@ -178,7 +179,7 @@ func TestTruncatedAfterOpen(t *testing.T) {
 	if n, err := stored.File().ReadAt(buf[:10], 0); n != 0 || !errors.Is(err, ErrChanged) {
 		t.Errorf("stored read before the cut: %d, %v", n, err)
 	}
-	if _, _, ok, err := stored.File().Extent(); ok || !errors.Is(err, ErrChanged) {
+	if _, _, ok, err := stored.File().Extent(context.Background()); ok || !errors.Is(err, ErrChanged) {
 		t.Errorf("stored extent after the cut: ok %v, %v", ok, err)
 	}
 	for _, name := range []string{"deflated.npy", "late.txt"} {
@@ -187,8 +188,8 @@ func TestTruncatedAfterOpen(t *testing.T) {
 		if err == nil || err == io.EOF {
 			t.Errorf("%s after the cut: %d, %v", name, n, err)
 		}
-		if m.HasViews() || m.Reason() == "" && m.IsNPY() {
-			t.Errorf("%s after the cut: views %v reason %q", name, m.HasViews(), m.Reason())
+		if m.HasViews(context.Background()) || m.Reason(context.Background()) == "" && m.IsNPY() {
+			t.Errorf("%s after the cut: views %v reason %q", name, m.HasViews(context.Background()), m.Reason(context.Background()))
 		}
 	}
 	walkTree(t, a, true) // lists and reads all without a panic; errors are expected
@@ -203,7 +204,7 @@ func TestChangedAfterOpen(t *testing.T) {
 		{name: "stored.npy", data: member, method: 0},
 	})
 	p := writeTemp(t, z)
-	a, err := Open(p, &Options{SpanSize: 16 << 10})
+	a, err := Open(context.Background(), p, &Options{SpanSize: 16 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestChangedAfterOpen(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
-	a, err := Open("testdata/numpy_savez.npz", nil)
+	a, err := Open(context.Background(), "testdata/numpy_savez.npz", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,13 +239,13 @@ func TestClosed(t *testing.T) {
 // so local headers, npy headers and views are resolved under contention.
 func TestConcurrentResolve(t *testing.T) {
 	for _, name := range []string{"numpy_savez.npz", "numpy_savez_compressed.npz", "names.npz"} {
-		a, err := Open("testdata/"+name, nil)
+		a, err := Open(context.Background(), "testdata/"+name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := walk(t, a)
 		a.Close()
-		a, err = Open("testdata/"+name, nil)
+		a, err = Open(context.Background(), "testdata/"+name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +257,7 @@ func TestConcurrentResolve(t *testing.T) {
 				defer wg.Done()
 				if g%2 == 0 {
 					for _, m := range a.Members() {
-						m.Reason()
+						m.Reason(context.Background())
 					}
 				}
 				results[g] = walk(t, a)

@@ -10,14 +10,11 @@ import (
 
 // reader is how an archive reads its source: with the read's context when
 // the source takes one, and noting the first read that finds the source
-// changed.
+// changed. It has no plain ReadAt: every read carries the context of
+// whoever waits for it (at gives an io.ReaderAt bound to one).
 type reader struct {
 	a   *Archive
 	src io.ReaderAt
-}
-
-func (r *reader) ReadAt(p []byte, off int64) (int, error) {
-	return r.ReadAtContext(context.Background(), p, off)
 }
 
 func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
@@ -26,6 +23,20 @@ func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 		err = r.a.changed(err, off)
 	}
 	return n, err
+}
+
+// at is the archive's source as an io.ReaderAt whose reads carry ctx,
+// for what takes a plain one (zip's record readers, a decoder reading an
+// npy header).
+func (r *reader) at(ctx context.Context) io.ReaderAt { return boundReader{ctx, r} }
+
+type boundReader struct {
+	ctx context.Context
+	r   *reader
+}
+
+func (b boundReader) ReadAt(p []byte, off int64) (int, error) {
+	return b.r.ReadAtContext(b.ctx, p, off)
 }
 
 // prefetch tells the archive's source the ranges about to be read, when

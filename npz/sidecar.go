@@ -182,8 +182,8 @@ func (s *IndexSidecar) lookup(name string, head int64) (io.ReaderAt, int64, erro
 // Holds reports whether the sidecar holds a complete index of the
 // deflated member m whose header and table hold (see
 // inflate.CheckIndex): one a mount would load.
-func (s *IndexSidecar) Holds(m *Member) bool {
-	_, name := m.indexKey()
+func (s *IndexSidecar) Holds(ctx context.Context, m *Member) bool {
+	_, name := m.indexKey(ctx)
 	if name == "" {
 		return false
 	}
@@ -198,11 +198,11 @@ func (s *IndexSidecar) Holds(m *Member) bool {
 // SavedIndex returns the complete index of a deflated member (after
 // BuildIndex, say) as an index file, and the name the IndexStore gives
 // it, for WriteIndexSidecar.
-func (m *Member) SavedIndex() (name string, b []byte, err error) {
+func (m *Member) SavedIndex(ctx context.Context) (name string, b []byte, err error) {
 	if m.e.Method != zip.Deflated {
 		return "", nil, fmt.Errorf("%s is not deflated", m.Name())
 	}
-	l := m.locate()
+	l := m.locate(ctx)
 	if l.err != nil {
 		return "", nil, l.err
 	}
@@ -223,13 +223,13 @@ func (m *Member) SavedIndex() (name string, b []byte, err error) {
 // WriteIndexSidecar writes the saved indexes of members (see SavedIndex)
 // to the file name as a sidecar, whole or not at all (a temporary file
 // renamed into place).
-func WriteIndexSidecar(name string, members []*Member) error {
+func WriteIndexSidecar(ctx context.Context, name string, members []*Member) error {
 	tmp, err := os.CreateTemp(filepath.Dir(name), ".npzidx-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, there is none
-	if err := WriteIndexSidecarTo(tmp, members); err != nil {
+	if err := WriteIndexSidecarTo(ctx, tmp, members); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -245,10 +245,10 @@ func WriteIndexSidecar(name string, members []*Member) error {
 
 // WriteIndexSidecarTo writes the saved indexes of members (see
 // SavedIndex) to w, as a sidecar.
-func WriteIndexSidecarTo(w io.Writer, members []*Member) error {
+func WriteIndexSidecarTo(ctx context.Context, w io.Writer, members []*Member) error {
 	zw := stdzip.NewWriter(w)
 	for _, m := range members {
-		key, b, err := m.SavedIndex()
+		key, b, err := m.SavedIndex(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Name(), err)
 		}

@@ -44,7 +44,7 @@ func storedArchive(t *testing.T) ([]byte, []byte) {
 // spliced reads a.bin through Extent, as the mount does.
 func spliced(t *testing.T, a *Archive, n int) []byte {
 	t.Helper()
-	fd, off, ok, err := a.Member("a.bin").File().Extent()
+	fd, off, ok, err := a.Member("a.bin").File().Extent(context.Background())
 	if err != nil || !ok {
 		t.Fatalf("Extent: ok %v, %v", ok, err)
 	}
@@ -67,7 +67,7 @@ func TestSourceExtrasThroughInterfaces(t *testing.T) {
 	}
 	defer f.Close()
 
-	a, err := NewReader(wrapped{f}, f.Size(), nil)
+	a, err := NewReader(context.Background(), wrapped{f}, f.Size(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestSourceExtrasThroughInterfaces(t *testing.T) {
 	if err := os.WriteFile(path, append(z, 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := a.Member("a.bin").File().Extent(); ok || !errors.Is(err, ErrChanged) {
+	if _, _, ok, err := a.Member("a.bin").File().Extent(context.Background()); ok || !errors.Is(err, ErrChanged) {
 		t.Errorf("Extent after a rewrite: ok %v, %v; want ErrChanged", ok, err)
 	}
 	if _, err := a.Member("a.bin").File().ReadAt(make([]byte, 4), 0); !errors.Is(err, ErrChanged) {
@@ -91,11 +91,11 @@ func TestSourceExtrasThroughInterfaces(t *testing.T) {
 	}
 
 	// Only io.ReaderAt: reads work, nothing is spliced.
-	b, err := NewReader(plain{bytes.NewReader(z)}, int64(len(z)), nil)
+	b, err := NewReader(context.Background(), plain{bytes.NewReader(z)}, int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := b.Member("a.bin").File().Extent(); ok || err != nil {
+	if _, _, ok, err := b.Member("a.bin").File().Extent(context.Background()); ok || err != nil {
 		t.Errorf("Extent of a plain ReaderAt: ok %v, %v; want not ok", ok, err)
 	}
 	got := make([]byte, len(data))
@@ -118,7 +118,7 @@ func TestSourceFileBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	a, err := NewReader(offsetFile{f, base}, int64(len(z)), nil)
+	a, err := NewReader(context.Background(), offsetFile{f, base}, int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestPrefetchHeaders(t *testing.T) {
 	const n = 2000 // more than a listing used to prefetch (1,024)
 	z := manyMembers(t, n)
 	src := &prefetching{r: bytes.NewReader(z)}
-	a, err := NewReader(src, int64(len(z)), nil)
+	a, err := NewReader(context.Background(), src, int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,17 +178,17 @@ func TestPrefetchHeaders(t *testing.T) {
 		t.Fatalf("opening prefetched %d times %+v, want the directory %+v", src.calls, src.ranges, want)
 	}
 	calls, ranges := src.calls, len(src.ranges)
-	kids := a.Root().Children()
+	kids := a.Root().Children(context.Background())
 	if len(kids) != 3*n {
 		t.Fatalf("root lists %d entries, want %d", len(kids), 3*n)
 	}
 	if src.calls != calls {
 		t.Fatalf("listing prefetched %d times", src.calls-calls)
 	}
-	l := a.Root().Listing()
-	l.Prepare(0, l.Len())
+	l := a.Root().Listing(context.Background())
+	l.Prepare(context.Background(), 0, l.Len())
 	for _, k := range kids {
-		if f := k.File(); f != nil && f.Size() <= 0 {
+		if f := k.File(context.Background()); f != nil && f.Size() <= 0 {
 			t.Fatalf("%s: size %d", k.Name(), f.Size())
 		}
 	}
@@ -220,14 +220,14 @@ func (f *flaky) ReadAt(p []byte, off int64) (int, error) {
 func TestTransientFailuresAreNotKept(t *testing.T) {
 	z := makeZip(t, []zent{{name: "a.npy", data: npyOf(t, "<f4")}, {name: "b.npy", data: npyOf(t, "<i2"), method: 8}})
 	f := &flaky{r: bytes.NewReader(z)}
-	a, err := NewReader(f, int64(len(z)), nil)
+	a, err := NewReader(context.Background(), f, int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.down.Store(true)
 	for _, key := range []string{"a", "b"} {
-		v := a.Root().Lookup(key)
-		if v == nil || len(v.Children()) != 0 || !v.Unsettled() || a.Root().Unsettled() || a.Root().Lookup(key+".ra") == nil {
+		v := a.Root().Lookup(context.Background(), key)
+		if v == nil || len(v.Children(context.Background())) != 0 || !v.Unsettled() || a.Root().Unsettled() || a.Root().Lookup(context.Background(), key+".ra") == nil {
 			t.Fatalf("%s while the source fails: %v, unsettled %v", key, v, v != nil && v.Unsettled())
 		}
 	}
@@ -236,12 +236,12 @@ func TestTransientFailuresAreNotKept(t *testing.T) {
 	}
 	f.down.Store(false)
 	for _, key := range []string{"a", "b"} {
-		v := a.Root().Lookup(key)
-		if v == nil || v.Lookup("raw.bin") == nil || v.Unsettled() {
+		v := a.Root().Lookup(context.Background(), key)
+		if v == nil || v.Lookup(context.Background(), "raw.bin") == nil || v.Unsettled() {
 			t.Errorf("%s once the source works: no raw.bin, or still unsettled", key)
 		}
 	}
-	if a.Root().Unsettled() || a.Root().Lookup("a.ra") == nil {
+	if a.Root().Unsettled() || a.Root().Lookup(context.Background(), "a.ra") == nil {
 		t.Error("root still unsettled, or no a.ra")
 	}
 }

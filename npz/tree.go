@@ -187,16 +187,16 @@ func (n *Node) Member() *Member {
 }
 
 // File is the content of a file node, nil for a folder.
-func (n *Node) File() *File {
+func (n *Node) File(ctx context.Context) *File {
 	switch n.kind {
 	case kindFile:
 		return n.member().File()
 	case kindView:
 		m := n.member()
 		if viewKinds[n.view].beside && n.a.infos.get(m.e.Index) == nil {
-			n.a.readAhead(m)
+			n.a.readAhead(ctx, m)
 		}
-		return m.viewFile(int(n.view))
+		return m.viewFile(ctx, int(n.view))
 	}
 	return nil
 }
@@ -209,7 +209,7 @@ const aheadLen = 64
 // are being asked for one after the other: that is `ls -l` of a folder
 // whose listing the kernel has kept, which then looks up every name in
 // turn. A view asked for out of turn reads only its own header.
-func (a *Archive) readAhead(m *Member) {
+func (a *Archive) readAhead(ctx context.Context, m *Member) {
 	f := a.memberFolder(m)
 	kids := a.folders[f].kids
 	k, ok := slices.BinarySearchFunc(kids, m.base(), func(k uint32, name string) int {
@@ -223,7 +223,7 @@ func (a *Archive) readAhead(m *Member) {
 		return // not the array after the last one asked for
 	}
 	a.ahead.Store(pos + aheadLen - 1)
-	Listing{a: a, kids: kids}.Prepare(k*slotsPerKid, (k+aheadLen)*slotsPerKid)
+	Listing{a: a, kids: kids}.Prepare(ctx, k*slotsPerKid, (k+aheadLen)*slotsPerKid)
 }
 
 // Lookup returns the child of a folder by name, or nil. Which names a
@@ -233,7 +233,7 @@ func (a *Archive) readAhead(m *Member) {
 // name is free, and so does KEY.ra (see Member.Reason for an array whose
 // header gives it none). Looking into KEY/ reads the header: its views
 // (header.json, raw.bin) are there when the header gives the array them.
-func (n *Node) Lookup(name string) *Node {
+func (n *Node) Lookup(ctx context.Context, name string) *Node {
 	switch n.kind {
 	case kindDir:
 		a := n.a
@@ -259,7 +259,7 @@ func (n *Node) Lookup(name string) *Node {
 		}
 	case kindViews:
 		m := n.member()
-		ni := m.info()
+		ni := m.info(ctx)
 		for i := range viewKinds {
 			if v := &viewKinds[i]; !v.beside && v.name == name && ni.err == nil && v.has(ni) {
 				return &Node{a: n.a, i: n.i, kind: kindView, view: uint8(i)}
@@ -320,38 +320,35 @@ type Listing struct {
 	a     *Archive
 	n     *Node
 	kids  []uint32
-	views bool // a views folder: one position per view kind
+	views *npyInfo // a views folder's header: one position per view kind
 }
 
-// Listing is the listing of a folder (an empty one for a file).
-func (n *Node) Listing() Listing {
+// Listing is the listing of a folder (an empty one for a file). A views
+// folder's reads the npy header (once), under ctx.
+func (n *Node) Listing(ctx context.Context) Listing {
 	switch n.kind {
 	case kindDir:
 		return Listing{a: n.a, n: n, kids: n.a.folders[n.i].kids}
 	case kindViews:
-		return Listing{a: n.a, n: n, views: true}
+		return Listing{a: n.a, n: n, views: n.member().info(ctx)}
 	}
 	return Listing{}
 }
 
 // Len is the number of positions.
 func (l Listing) Len() int {
-	if l.views {
+	if l.views != nil {
 		return len(viewKinds)
 	}
 	return len(l.kids) * slotsPerKid
 }
 
-// At is the child at position i, or nil when there is none there. In a
-// views folder, it reads the npy header (once).
+// At is the child at position i, or nil when there is none there. It
+// reads nothing.
 func (l Listing) At(i int) *Node {
-	if l.views {
+	if ni := l.views; ni != nil {
 		v := &viewKinds[i]
-		if v.beside {
-			return nil
-		}
-		m := l.n.member()
-		if ni := m.info(); ni.err != nil || !v.has(ni) {
+		if v.beside || ni.err != nil || !v.has(ni) {
 			return nil
 		}
 		return &Node{a: l.a, i: l.n.i, kind: kindView, view: uint8(i)}
@@ -384,8 +381,8 @@ func (l Listing) At(i int) *Node {
 // beside them (KEY.ra) are there, whose sizes depend on them. A
 // listing with attributes (READDIRPLUS, ls -l) calls it before asking
 // for them; a source.Prefetcher is first told the header bytes.
-func (l Listing) Prepare(from, to int) {
-	if l.views || l.a == nil {
+func (l Listing) Prepare(ctx context.Context, from, to int) {
+	if l.views != nil || l.a == nil {
 		return
 	}
 	from, to = max(from, 0), min(to, l.Len())
@@ -405,17 +402,17 @@ func (l Listing) Prepare(from, to int) {
 		}
 		todo = append(todo, m)
 	}
-	l.a.readInfos(todo)
+	l.a.readInfos(ctx, todo)
 }
 
 // Children lists a folder's children sorted by name, in a new slice
 // (for tools and tests: the mount lists through Listing).
-func (n *Node) Children() []*Node {
+func (n *Node) Children(ctx context.Context) []*Node {
 	type named struct {
 		n    *Node
 		name string
 	}
-	l := n.Listing()
+	l := n.Listing(ctx)
 	var kids []named
 	for i := range l.Len() {
 		if c := l.At(i); c != nil {
@@ -438,13 +435,13 @@ const infoReaders = 8
 // readInfos reads the npy headers of ms (what their views need of them)
 // from a few goroutines, after telling a source that merges requests
 // which bytes they need.
-func (a *Archive) readInfos(ms []*Member) {
+func (a *Archive) readInfos(ctx context.Context, ms []*Member) {
 	if len(ms) == 0 {
 		return
 	}
-	a.prefetchHeaders(ms)
+	a.prefetchHeaders(ctx, ms)
 	if len(ms) == 1 {
-		ms[0].info()
+		ms[0].info(ctx)
 		return
 	}
 	var next atomic.Int64
@@ -452,7 +449,7 @@ func (a *Archive) readInfos(ms []*Member) {
 	for range min(infoReaders, len(ms)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(ms)); i = next.Add(1) - 1 {
-				ms[i].info()
+				ms[i].info(ctx)
 			}
 		})
 	}
@@ -478,7 +475,7 @@ func headerRead(m *Member) int64 {
 // prefetchHeaders tells a source that merges requests (source.Prefetcher)
 // which bytes reading the npy headers of ms will need, so that a remote
 // archive fetches many headers in a few requests, not one each.
-func (a *Archive) prefetchHeaders(ms []*Member) {
+func (a *Archive) prefetchHeaders(ctx context.Context, ms []*Member) {
 	p, ok := a.r.src.(source.Prefetcher)
 	if !ok {
 		return
@@ -491,6 +488,6 @@ func (a *Archive) prefetchHeaders(ms []*Member) {
 		rs = append(rs, source.Range{Off: m.e.HeaderOffset, Len: min(headerRead(m), a.size-m.e.HeaderOffset)})
 	}
 	if len(rs) > 0 {
-		p.Prefetch(context.Background(), rs)
+		p.Prefetch(ctx, rs)
 	}
 }

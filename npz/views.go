@@ -2,14 +2,13 @@ package npz
 
 import (
 	"container/list"
+	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/npzfs/npzfs/npy"
-	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
 
@@ -30,8 +29,9 @@ type viewKind struct {
 	// has reports whether an array with this header has the view.
 	has func(info *npyInfo) bool
 	// headLen is the length of the head; head renders it.
-	headLen func(m *Member, info *npyInfo) (int64, error)
-	head    func(m *Member) ([]byte, error)
+	// They are methods of the member, given the caller's context.
+	headLen func(m *Member, ctx context.Context, info *npyInfo) (int64, error)
+	head    func(m *Member, ctx context.Context) ([]byte, error)
 	// data reports whether the array's data bytes follow the head.
 	data bool
 	// besideIndex numbers the views beside KEY.npy (see besideFlag).
@@ -57,7 +57,7 @@ var viewKinds = []viewKind{
 		name:    ".ra",
 		beside:  true,
 		has:     func(info *npyInfo) bool { return info.raLen > 0 },
-		headLen: func(_ *Member, info *npyInfo) (int64, error) { return int64(info.raLen), nil },
+		headLen: func(_ *Member, _ context.Context, info *npyInfo) (int64, error) { return int64(info.raLen), nil },
 		head:    (*Member).RawArray,
 		data:    true,
 	},
@@ -89,18 +89,6 @@ func besideKind(suffix string) int {
 		}
 	}
 	return -1
-}
-
-// ViewNames are the names a views folder may hold, in the order of the
-// table (which is the order of their inode numbers after the folder's).
-func ViewNames() []string {
-	var out []string
-	for _, v := range viewKinds {
-		if !v.beside {
-			out = append(out, v.name)
-		}
-	}
-	return out
 }
 
 // BesideSuffixes are the suffixes of the views beside KEY.npy: KEY.ra is
@@ -135,7 +123,7 @@ type npyInfo struct {
 
 // info reads the member's npy header for its views, or finds what was
 // read in the archive's cache of them.
-func (m *Member) info() *npyInfo {
+func (m *Member) info(ctx context.Context) *npyInfo {
 	a := m.a
 	if ni := a.infos.get(m.e.Index); ni != nil {
 		return ni
@@ -151,12 +139,12 @@ func (m *Member) info() *npyInfo {
 		bp := headBufs.Get().(*[]byte)
 		defer headBufs.Put(bp)
 		if !m.located() {
-			head = m.locateWithHead(*bp)
+			head = m.locateWithHead(ctx, *bp)
 		} else {
-			head = m.readHead(*bp)
+			head = m.readHead(ctx, *bp)
 		}
 	}
-	if _, err := m.dataOffset(); errors.Is(err, source.ErrTransient) {
+	if _, err := m.dataOffset(ctx); passing(err) {
 		m.unsettle()
 		return &npyInfo{err: err}
 	}
@@ -174,10 +162,10 @@ func (m *Member) info() *npyInfo {
 		a.infos.put(m.e.Index, ni)
 		return ni
 	}
-	h, err := m.readNPYFrom(head)
+	h, err := m.readNPYFrom(ctx, head)
 	if err != nil {
 		ni.err = err
-		if errors.Is(err, source.ErrTransient) {
+		if passing(err) {
 			// Not kept: the next look reads the header again.
 			m.unsettle()
 			return ni
@@ -322,23 +310,23 @@ func (c *infoCache) put(i int32, ni *npyInfo) {
 
 // Header reads and returns the member's npy header, or why it is not a
 // valid .npy member. It reads the header every time it is called.
-func (m *Member) Header() (*npy.Header, error) {
-	if err := m.info().err; err != nil {
+func (m *Member) Header(ctx context.Context) (*npy.Header, error) {
+	if err := m.info(ctx).err; err != nil {
 		return nil, err
 	}
-	return m.readNPY()
+	return m.readNPY(ctx)
 }
 
 // HeaderJSON is the header.json view of the member.
-func (m *Member) HeaderJSON() ([]byte, error) {
-	ni := m.info()
+func (m *Member) HeaderJSON(ctx context.Context) ([]byte, error) {
+	ni := m.info(ctx)
 	if ni.err != nil {
 		return nil, ni.err
 	}
 	if js := m.a.jsonCache.get(m.e.Index); js != nil {
 		return js, nil
 	}
-	h, err := m.readNPY()
+	h, err := m.readNPY(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -378,28 +366,28 @@ func (m *Member) archiveOffset() (int64, bool) {
 // HasViews reports whether the member's KEY/ folder holds views; it reads
 // the npy header if needed. (The folder itself is served for every served
 // .npy member whose key is free, views or not: see Node.Lookup.)
-func (m *Member) HasViews() bool {
-	return m.state() == memberServed && m.st.Load()&flagViews != 0 && m.info().err == nil
+func (m *Member) HasViews(ctx context.Context) bool {
+	return m.state() == memberServed && m.st.Load()&flagViews != 0 && m.info(ctx).err == nil
 }
 
 // jsonLen is the length of the member's header.json, rendered the first
 // time it is asked for (a listing needs the sizes of views beside an
 // array, not this).
-func (m *Member) jsonLen(ni *npyInfo) (int64, error) {
+func (m *Member) jsonLen(ctx context.Context, ni *npyInfo) (int64, error) {
 	if n := ni.jsonLen.Load(); n >= 0 {
 		return n, nil
 	}
-	js, err := m.HeaderJSON()
+	js, err := m.HeaderJSON(ctx)
 	return int64(len(js)), err
 }
 
 // RawArray is the RawArray header of the member's array (the head of
 // KEY.ra), or why it has none.
-func (m *Member) RawArray() ([]byte, error) {
-	if err := m.info().err; err != nil {
+func (m *Member) RawArray(ctx context.Context) ([]byte, error) {
+	if err := m.info(ctx).err; err != nil {
 		return nil, err
 	}
-	h, err := m.readNPY()
+	h, err := m.readNPY(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -412,8 +400,8 @@ func (m *Member) RawArray() ([]byte, error) {
 // not 0, so that a read reaches npzfs and fails (EIO) rather than reads
 // as an empty file, where the kernel opens files without asking (see
 // fs.Finder).
-func (m *Member) viewFile(i int) *File {
-	ni := m.info()
+func (m *Member) viewFile(ctx context.Context, i int) *File {
+	ni := m.info(ctx)
 	v := &viewKinds[i]
 	f := &File{m: m, kind: fileView, view: uint8(i), size: 1}
 	if ni.err != nil {
@@ -422,7 +410,7 @@ func (m *Member) viewFile(i int) *File {
 	}
 	if !v.has(ni) {
 		if v.head != nil {
-			_, f.err = v.head(m) // why it has none
+			_, f.err = v.head(m, ctx) // why it has none
 		}
 		if f.err == nil {
 			f.err = fmt.Errorf("npz: %q has no %s", m.Name(), v.name)
@@ -430,7 +418,7 @@ func (m *Member) viewFile(i int) *File {
 		return f
 	}
 	if v.headLen != nil {
-		if f.head, f.err = v.headLen(m, ni); f.err != nil {
+		if f.head, f.err = v.headLen(m, ctx, ni); f.err != nil {
 			f.head = 0
 			return f
 		}

@@ -2,6 +2,7 @@ package npz
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -84,7 +85,7 @@ func TestEndRecord(t *testing.T) {
 		}(), "bad central directory entry signature", 0, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			a, err := NewReader(bytes.NewReader(tc.archive), int64(len(tc.archive)), nil)
+			a, err := NewReader(context.Background(), bytes.NewReader(tc.archive), int64(len(tc.archive)), nil)
 			if tc.err != "" {
 				var fe *FormatError
 				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &fe) {
@@ -167,8 +168,8 @@ func TestZip64(t *testing.T) {
 			}
 			m := ms[0]
 			if tc.reason != "" {
-				if m.Served() || !strings.Contains(m.Reason(), tc.reason) {
-					t.Errorf("served %v, reason %q, want %q", m.Served(), m.Reason(), tc.reason)
+				if m.Served() || !strings.Contains(m.Reason(context.Background()), tc.reason) {
+					t.Errorf("served %v, reason %q, want %q", m.Served(), m.Reason(context.Background()), tc.reason)
 				}
 				return
 			}
@@ -209,12 +210,12 @@ func TestLocalHeader(t *testing.T) {
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "local header signature") {
 		t.Errorf("bad local signature: %v", err)
 	}
-	if _, _, ok, err := a.Member("a.txt").File().Extent(); ok || err == nil {
+	if _, _, ok, err := a.Member("a.txt").File().Extent(context.Background()); ok || err == nil {
 		t.Errorf("Extent with a bad local header: ok %v, %v", ok, err)
 	}
 	// The same from a file: no offset in it is claimed for the member's
 	// bytes (header.json's archive_offset) once its local header failed.
-	fa, err := Open(writeTemp(t, b), nil)
+	fa, err := Open(context.Background(), writeTemp(t, b), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestOpenReadsOnlyDirectory(t *testing.T) {
 	z := manyMembers(t, 3000)
 	cr := &countingReader{r: bytes.NewReader(z)}
 	cr.low.Store(1 << 62)
-	a, err := NewReader(cr, int64(len(z)), nil)
+	a, err := NewReader(context.Background(), cr, int64(len(z)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,17 +284,17 @@ func TestOpenReadsOnlyDirectory(t *testing.T) {
 	}
 	// A lookup of a views folder reads that member only.
 	before := cr.calls.Load()
-	if n := a.Root().Lookup("arr_1234"); n == nil || n.Lookup("raw.bin") == nil {
+	if n := a.Root().Lookup(context.Background(), "arr_1234"); n == nil || n.Lookup(context.Background(), "raw.bin") == nil {
 		t.Fatal("no arr_1234/raw.bin")
 	}
 	if n := cr.calls.Load() - before; n > 2 { // the local header, then the npy header
 		t.Errorf("one lookup made %d reads", n)
 	}
-	if n := a.Root().Lookup("arr_1234.ra"); n == nil || cr.calls.Load()-before > 2 {
+	if n := a.Root().Lookup(context.Background(), "arr_1234.ra"); n == nil || cr.calls.Load()-before > 2 {
 		t.Errorf("arr_1234.ra: %v, after %d reads in all", n, cr.calls.Load()-before)
 	}
 	// Listing reads every array's header (for KEY.ra): each once.
-	kids := a.Root().Children()
+	kids := a.Root().Children(context.Background())
 	if len(kids) != 9000 {
 		t.Errorf("%d children", len(kids))
 	}

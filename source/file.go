@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -18,6 +17,7 @@ type File struct {
 	name    string
 	size    int64
 	modTime time.Time
+	id      string // FileIdentity when opened
 }
 
 // OpenFile opens the regular file at path.
@@ -35,7 +35,7 @@ func OpenFile(path string) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	return &File{f: f, name: path, size: fi.Size(), modTime: fi.ModTime()}, nil
+	return &File{f: f, name: path, size: fi.Size(), modTime: fi.ModTime(), id: FileIdentity(fi)}, nil
 }
 
 // Size is the file's size when it was opened.
@@ -44,10 +44,9 @@ func (s *File) Size() int64 { return s.size }
 // ModTime is the file's modification time when it was opened.
 func (s *File) ModTime() time.Time { return s.modTime }
 
-// Identity is the file's size and modification time when it was opened.
-func (s *File) Identity() string {
-	return "file:" + strconv.FormatInt(s.size, 10) + ":" + strconv.FormatInt(s.modTime.UnixNano(), 10)
-}
+// Identity is the file's identity when it was opened (FileIdentity): the
+// same for two opens of one file, another for a file renamed over it.
+func (s *File) Identity() string { return s.id }
 
 // String is the path the file was opened by.
 func (s *File) String() string { return s.name }

@@ -107,10 +107,12 @@ func ReadLimit(ctx context.Context) (int64, bool) {
 }
 
 // WithContext returns an io.ReaderAt whose reads of r carry ctx, for code
-// that takes a plain io.ReaderAt (a decoder reading a compressed stream).
-// A ctx that is never done leaves r as it is.
+// that takes a plain io.ReaderAt (a decoder reading a compressed stream,
+// zip reading its records). context.Background leaves r as it is; any
+// other ctx is not asked for its Done channel here, which some contexts
+// (a FUSE request's) make only when someone is about to wait on it.
 func WithContext(ctx context.Context, r io.ReaderAt) io.ReaderAt {
-	if ctx.Done() == nil {
+	if ctx == context.Background() {
 		return r
 	}
 	return ctxReaderAt{ctx, r}

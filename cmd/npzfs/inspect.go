@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 )
 
@@ -23,12 +24,13 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	if err := rf.check(); err != nil {
 		return usageError(stderr, "inspect", err.Error())
 	}
+	ctx := context.Background()
 	switch fl.NArg() {
 	case 1:
 		// A .npy file: its header; an archive: which keys it has.
-		return inspectArchive(fl.Arg(0), "", &rf, stdout, stderr)
+		return inspectArchive(ctx, fl.Arg(0), "", &rf, stdout, stderr)
 	case 2:
-		return inspectArchive(fl.Arg(0), fl.Arg(1), &rf, stdout, stderr) // in ls.go
+		return inspectArchive(ctx, fl.Arg(0), fl.Arg(1), &rf, stdout, stderr) // in ls.go
 	}
 	return argsError(stderr, "inspect", fl.Args(), 2, "FILE.npy, or ARCHIVE KEY")
 }

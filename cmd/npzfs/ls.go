@@ -48,6 +48,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE or FOLDER")
 	}
 	name := fl.Arg(0)
+	ctx := context.Background()
 	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !dataset.IsRemote(name) || dataset.IsRemoteFolder(name) {
 		return lsFolder(name, &lo, &rf, stdout, stderr)
 	}
@@ -56,9 +57,9 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "ls", err)
 	}
 	defer d.Close()
-	l := lo.list(d.Archive())
+	l := lo.list(ctx, d.Archive())
 	if lo.json {
-		err = l.writeJSON(stdout, name, lo.verify)
+		err = l.writeJSON(ctx, stdout, name, lo.verify)
 	} else {
 		l.writeTable(stdout, "", lo.human)
 	}
@@ -77,12 +78,12 @@ type lsOptions struct {
 }
 
 // list lists a's members, reading them whole first with verify.
-func (lo *lsOptions) list(a *npz.Archive) *listing {
+func (lo *lsOptions) list(ctx context.Context, a *npz.Archive) *listing {
 	var failures map[*npz.Member]string
 	if lo.verify {
 		failures = verifyMembers(a.Members())
 	}
-	return listArchive(a, failures)
+	return listArchive(ctx, a, failures)
 }
 
 // verified reports a listing with no member unreadable or failing.
@@ -131,7 +132,7 @@ func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writ
 			}
 			continue
 		}
-		l := lo.list(a)
+		l := lo.list(ctx, a)
 		if lo.verify && !l.verified() {
 			code = exitFail
 		}
@@ -139,7 +140,7 @@ func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writ
 		members += len(l.members)
 		counts.add(l.counts)
 		if lo.json {
-			doc.Archives = append(doc.Archives, l.json(rel, lo.verify))
+			doc.Archives = append(doc.Archives, l.json(ctx, rel, lo.verify))
 		} else {
 			rows = append(rows, l.rows(quoteName(rel), lo.human)...)
 			for _, p := range l.a.Problems() {
@@ -293,14 +294,14 @@ type memberRow struct {
 
 // listArchive reads what a listing shows of every member; failures are
 // verifyMembers' findings, nil when not verifying.
-func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
+func listArchive(ctx context.Context, a *npz.Archive, failures map[*npz.Member]string) *listing {
 	l := &listing{a: a}
 	members := a.Members()
-	resolveHeaders(members)
+	resolveHeaders(ctx, members)
 	for _, m := range members {
 		r := memberRow{m: m, dtype: "-", shape: "-", order: "-"}
 		if m.IsNPY() && m.Served() {
-			if h, err := m.Header(); err == nil {
+			if h, err := m.Header(ctx); err == nil {
 				r.dtype, r.shape, r.order = dtypeString(h.DType), shapeString(h.Shape), "C"
 				if h.FortranOrder {
 					r.order = "F"
@@ -331,7 +332,7 @@ func listArchive(a *npz.Archive, failures map[*npz.Member]string) *listing {
 		if failures != nil && (r.state == stateServed || r.state == stateFolder) {
 			l.counts.verified++ // read whole, or a folder: nothing in it to fail
 		}
-		r.note = join(m.Reason(), r.verifyErr)
+		r.note = join(m.Reason(ctx), r.verifyErr)
 		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
 			r.note = join("served as "+quoteName(m.Path()), r.note)
 		}
@@ -437,8 +438,8 @@ type jsonListing struct {
 }
 
 // writeJSON prints the listing as one indented JSON document.
-func (l *listing) writeJSON(w io.Writer, archive string, verified bool) error {
-	return writeJSON(w, l.json(archive, verified))
+func (l *listing) writeJSON(ctx context.Context, w io.Writer, archive string, verified bool) error {
+	return writeJSON(w, l.json(ctx, archive, verified))
 }
 
 // writeJSON prints v as one indented JSON document.
@@ -450,7 +451,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // json is the listing as ls --json gives it (documented in the README).
-func (l *listing) json(archive string, verified bool) jsonListing {
+func (l *listing) json(ctx context.Context, archive string, verified bool) jsonListing {
 	out := jsonListing{Archive: archive, Members: []jsonMember{}, Problems: l.a.Problems()}
 	if out.Problems == nil {
 		out.Problems = []string{}
@@ -461,10 +462,10 @@ func (l *listing) json(archive string, verified bool) jsonListing {
 			Name: m.Name(), Path: m.Path(), State: r.state, Folder: m.IsDir(),
 			Method: npz.MethodName(m.Method()), Encrypted: m.Encrypted(),
 			Size: m.Size(), CompressedSize: m.CompressedSize(), CRC32: fmt.Sprintf("%08x", m.CRC32()),
-			Views: m.HasViews(), Reason: m.Reason(), ReadError: r.readError,
+			Views: m.HasViews(ctx), Reason: m.Reason(ctx), ReadError: r.readError,
 		}
 		if m.IsNPY() && m.Served() {
-			if h, err := m.Header(); err == nil {
+			if h, err := m.Header(ctx); err == nil {
 				shape := h.Shape
 				if shape == nil {
 					shape = []int64{}
@@ -472,7 +473,7 @@ func (l *listing) json(archive string, verified bool) jsonListing {
 				fortran := h.FortranOrder
 				j.DType, j.Shape, j.FortranOrder = h.DType.Str(), &shape, &fortran
 				if h.DType.Record || h.DType.Subarray != nil {
-					j.Descr = descrJSON(m)
+					j.Descr = descrJSON(ctx, m)
 				}
 			}
 		}
@@ -491,8 +492,8 @@ func (l *listing) json(archive string, verified bool) jsonListing {
 }
 
 // descrJSON is the member's descr as its header.json gives it, or nil.
-func descrJSON(m *npz.Member) json.RawMessage {
-	js, err := m.HeaderJSON()
+func descrJSON(ctx context.Context, m *npz.Member) json.RawMessage {
+	js, err := m.HeaderJSON(ctx)
 	if err != nil {
 		return nil
 	}
@@ -553,10 +554,10 @@ func writeTable(w io.Writer, rows [][]string) {
 // goroutines (each member's header is read once, and the reads are
 // independent), so that listing a large archive does not wait on them one
 // by one.
-func resolveHeaders(members []*npz.Member) {
+func resolveHeaders(ctx context.Context, members []*npz.Member) {
 	forEach(members, func(m *npz.Member) {
 		if m.IsNPY() && m.Served() {
-			m.Header()
+			m.Header(ctx)
 		}
 	})
 }
@@ -641,7 +642,7 @@ func shapeString(shape []int64) string {
 // is the member's name with or without ".npy". It is the two-argument form
 // of "npzfs inspect"; with key "" (the one-argument form given an archive)
 // it says which keys there are.
-func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer) int {
+func inspectArchive(ctx context.Context, path, key string, rf *remoteFlags, stdout, stderr io.Writer) int {
 	d, err := openArchive(path, rf)
 	if err != nil {
 		return fail(stderr, "inspect", err)
@@ -670,18 +671,18 @@ func inspectArchive(path, key string, rf *remoteFlags, stdout, stderr io.Writer)
 	}
 	if !m.Served() {
 		// As the mount and keyList have it: not a key of the archive.
-		return fail(stderr, "inspect", fmt.Errorf("%s: the member %s is not served (%s); its keys: %s", path, quoteName(m.Name()), m.Reason(), keyList(a)))
+		return fail(stderr, "inspect", fmt.Errorf("%s: the member %s is not served (%s); its keys: %s", path, quoteName(m.Name()), m.Reason(ctx), keyList(a)))
 	}
 	var js []byte
 	if a.Bare() {
 		// A file of its own: its header.json has no archive_offset
 		// (docs/header-json.md).
 		var h *npy.Header
-		if h, err = m.Header(); err == nil {
+		if h, err = m.Header(ctx); err == nil {
 			js, err = h.JSON(m.Size())
 		}
 	} else {
-		js, err = m.HeaderJSON()
+		js, err = m.HeaderJSON(ctx)
 	}
 	if err != nil {
 		if a.Bare() {

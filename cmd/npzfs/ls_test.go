@@ -3,6 +3,7 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"os"
@@ -117,7 +118,7 @@ func TestLsErrors(t *testing.T) {
 func TestInspectArchive(t *testing.T) {
 	for _, key := range []string{"fortran", "fortran.npy"} {
 		var out, errb bytes.Buffer
-		code := inspectArchive(corpusDir+"numpy_savez.npz", key, nil, &out, &errb)
+		code := inspectArchive(context.Background(), corpusDir+"numpy_savez.npz", key, nil, &out, &errb)
 		var h map[string]any
 		if code != exitOK || errb.Len() != 0 || json.Unmarshal(out.Bytes(), &h) != nil {
 			t.Fatalf("inspect %s: exit %d, %q, %q", key, code, out.String(), errb.String())
@@ -134,7 +135,7 @@ func TestInspectArchive(t *testing.T) {
 		{"missing.npz", "x", "does not exist"},
 	} {
 		var out, errb bytes.Buffer
-		code := inspectArchive(corpusDir+tc.archive, tc.key, nil, &out, &errb)
+		code := inspectArchive(context.Background(), corpusDir+tc.archive, tc.key, nil, &out, &errb)
 		if code != exitFail || out.Len() != 0 || !strings.Contains(errb.String(), tc.msg) || strings.Count(errb.String(), "\n") != 1 {
 			t.Errorf("inspect %s %s: exit %d, %q, %q", tc.archive, tc.key, code, out.String(), errb.String())
 		}

@@ -517,7 +517,7 @@ func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus
 		// first deep read would make, made now. With --no-index no
 		// saved index would be read: saying to build one is no help.
 		if !ma.buildIndex && !ma.index.none {
-			st.unindexed, st.unindexedBytes = unindexedMembers(a.All())
+			st.unindexed, st.unindexedBytes = unindexedMembers(context.Background(), a.All())
 		}
 	}
 	return st

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -37,9 +38,9 @@ const bigMember = 256 << 20
 
 // unindexedMembers counts the deflated members over bigMember bytes that
 // have no saved index (npz.Member.HasSavedIndex), and their bytes.
-func unindexedMembers(members iter.Seq[*npz.Member]) (n int, bytes int64) {
+func unindexedMembers(ctx context.Context, members iter.Seq[*npz.Member]) (n int, bytes int64) {
 	for m := range members {
-		if m.Method() == zip.Deflated && m.Served() && m.Size() > bigMember && !m.HasSavedIndex() {
+		if m.Method() == zip.Deflated && m.Served() && m.Size() > bigMember && !m.HasSavedIndex(ctx) {
 			n++
 			bytes += m.Size()
 		}

@@ -1,0 +1,6 @@
+package source
+
+import "syscall"
+
+// ctime is the file's change time.
+func ctime(st *syscall.Stat_t) (sec, nsec int64) { return st.Ctim.Unix() }
