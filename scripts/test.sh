@@ -172,6 +172,7 @@ fuzz ./npy FuzzReadHeader
 fuzz ./npz FuzzOpen
 fuzz ./inflate FuzzInflate
 fuzz ./inflate FuzzDeflateSparse
+fuzz ./zip FuzzParseSOZipIndex
 
 step "python package (scripts/test-python.sh)"
 bash scripts/test-python.sh
