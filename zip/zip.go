@@ -1,7 +1,10 @@
 // Package zip reads the zip format as numpy's archives use it: the end
 // records (zip64 included), the central directory, entry names, and local
-// headers, from any io.ReaderAt, reading only what it must. It knows
-// nothing of what the entries hold: package npz serves them.
+// headers, from any io.ReaderAt, reading only what it must. It writes it
+// too (Writer: local headers, padded for alignment, the central
+// directory and end records), and reads and writes SOZip indexes
+// (SOZipIndex). It knows nothing of what the entries hold: package npz
+// serves them, package pack writes them.
 package zip
 
 import (
