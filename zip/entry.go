@@ -359,11 +359,12 @@ const LocalHeaderLen = localLen
 
 // LocalEntry reads the local header at off of an archive of size bytes on
 // its own, without the central directory: the entry as the header says it
-// (name, flags, method, CRC-32 and sizes) and where its data starts. It
-// fails for an entry whose sizes the header does not hold (they follow
-// its data, flag bit 3, or are in a zip64 extra field). An archive whose
-// writer puts the sizes in its local headers (an npzfs index sidecar) has
-// its first entry found so, without reading its end.
+// (name, flags, method, CRC-32 and sizes, those of a zip64 extra field
+// where the header's are saturated) and where its data starts. It fails
+// for an entry whose sizes the header does not hold (they follow its
+// data: flag bit 3). An archive whose writer puts the sizes in its local
+// headers (an npzfs index sidecar, a SOZip index) has its entries found
+// so, without reading its end.
 func LocalEntry(r io.ReaderAt, size, off int64) (Entry, int64, error) {
 	var e Entry
 	var h [localLen]byte
@@ -375,17 +376,31 @@ func LocalEntry(r io.ReaderAt, size, off int64) (Entry, int64, error) {
 	}
 	e.Flags, e.Method = le.Uint16(h[6:]), le.Uint16(h[8:])
 	e.CRC32 = le.Uint32(h[14:])
-	csize, usize := le.Uint32(h[18:]), le.Uint32(h[22:])
-	if e.Flags&flagDataDescriptor != 0 || csize == 0xffffffff || usize == 0xffffffff {
+	csize, usize := uint64(le.Uint32(h[18:])), uint64(le.Uint32(h[22:]))
+	if e.Flags&flagDataDescriptor != 0 {
 		return e, 0, &FormatError{Offset: off, Msg: "the local header does not hold the entry's sizes"}
 	}
-	e.CompressedSize, e.Size, e.HeaderOffset = int64(csize), int64(usize), off
 	nameLen, extraLen := int64(le.Uint16(h[26:])), int64(le.Uint16(h[28:]))
-	name := make([]byte, nameLen)
-	if err := ReadAtFull(r, name, off+localLen); err != nil {
+	b := make([]byte, nameLen+extraLen)
+	if err := ReadAtFull(r, b, off+localLen); err != nil {
 		return e, 0, &FormatError{Offset: off, Msg: "cannot read a local header's name", Err: err}
 	}
-	e.Name, _ = DecodeName(string(name), e.Flags)
+	e.Name, _ = DecodeName(string(b[:nameLen]), e.Flags)
+	if csize == maxUint32 || usize == maxUint32 {
+		// The local zip64 field holds both sizes, the uncompressed first.
+		extra := b[nameLen:]
+		for len(extra) >= 4 && (le.Uint16(extra) != extraZip64 || le.Uint16(extra[2:]) < 16) {
+			extra = extra[min(4+int(le.Uint16(extra[2:])), len(extra)):]
+		}
+		if len(extra) < 4+16 {
+			return e, 0, &FormatError{Offset: off, Msg: "the local header does not hold the entry's sizes"}
+		}
+		usize, csize = le.Uint64(extra[4:]), le.Uint64(extra[12:])
+	}
+	if csize > 1<<62 || usize > 1<<62 {
+		return e, 0, &FormatError{Offset: off, Msg: fmt.Sprintf("impossible sizes %d and %d in a local header", usize, csize)}
+	}
+	e.CompressedSize, e.Size, e.HeaderOffset = int64(csize), int64(usize), off
 	data := off + localLen + nameLen + extraLen
 	if data > size || e.CompressedSize > size-data {
 		return e, 0, &FormatError{Offset: off, Msg: fmt.Sprintf("data of %q (%d bytes from byte %d) runs past the end of the %d-byte archive", e.Name, e.CompressedSize, data, size)}

@@ -37,7 +37,7 @@ func sozipMember(t *testing.T, data []byte, chunk int) ([]byte, *SOZipIndex) {
 
 // sozipArchive writes an archive of one deflated entry with its hidden
 // index, then a stored entry; index may damage the index's bytes.
-func sozipArchive(t *testing.T, name string, data []byte, chunk int, damage func([]byte) []byte) ([]byte, *SOZipIndex) {
+func sozipArchive(t *testing.T, name string, data []byte, chunk int, damage func([]byte) []byte, force bool) ([]byte, *SOZipIndex) {
 	t.Helper()
 	stream, x := sozipMember(t, data, chunk)
 	idx, err := x.AppendBinary(nil)
@@ -49,6 +49,7 @@ func sozipArchive(t *testing.T, name string, data []byte, chunk int, damage func
 	}
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
+	w.ForceZip64 = force
 	h := &FileHeader{Name: name, Method: Deflated, CRC32: crc32.ChecksumIEEE(data), Size: int64(len(data)), CompressedSize: int64(len(stream))}
 	ih := &FileHeader{Name: SOZipIndexName(name), CRC32: crc32.ChecksumIEEE(idx), Size: int64(len(idx)), CompressedSize: int64(len(idx))}
 	after := &FileHeader{Name: "after"}
@@ -104,8 +105,8 @@ func TestSOZipRoundTrip(t *testing.T) {
 		for i := range data {
 			data[i] = byte(rng.IntN(3) * i)
 		}
-		for _, name := range []string{"a.npy", "dir/sub/b.npy", "café.npy"} {
-			b, want := sozipArchive(t, name, data, chunk, nil)
+		for i, name := range []string{"a.npy", "dir/sub/b.npy", "café.npy"} {
+			b, want := sozipArchive(t, name, data, chunk, nil, i == 1) // local headers with zip64 sizes too
 			x, e, off, err := readIndex(t, b)
 			if err != nil {
 				t.Fatalf("%d bytes, %s: %v", size, name, err)
@@ -200,7 +201,7 @@ func TestSOZipRefused(t *testing.T) {
 		{"a chunk too short to hold its bytes", put64(table, 1), "cannot inflate"},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
-			b, _ := sozipArchive(t, "a.npy", data, 4096, tc.damage)
+			b, _ := sozipArchive(t, "a.npy", data, 4096, tc.damage, false)
 			x, _, _, err := readIndex(t, b)
 			var fe *FormatError
 			if x != nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
@@ -210,7 +211,7 @@ func TestSOZipRefused(t *testing.T) {
 	}
 	// The index bytes damaged after the header was written: the CRC-32
 	// says so.
-	b, x := sozipArchive(t, "a.npy", data, 4096, nil)
+	b, x := sozipArchive(t, "a.npy", data, 4096, nil, false)
 	idx, _ := x.AppendBinary(nil)
 	at := bytes.Index(b, idx)
 	b[at+table+3] ^= 1
@@ -219,7 +220,7 @@ func TestSOZipRefused(t *testing.T) {
 	}
 	// Another entry after the member, a stored index of another name or
 	// method, an entry that is not deflated.
-	b, _ = sozipArchive(t, "a.npy", data, 4096, nil)
+	b, _ = sozipArchive(t, "a.npy", data, 4096, nil, false)
 	c := bytes.Clone(b)
 	j := bytes.Index(c, []byte(".a.npy.sozip.idx"))
 	c[j+1] = 'b'
