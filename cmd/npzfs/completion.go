@@ -71,6 +71,7 @@ var argValues = map[string][]string{
 	"status":     {valMount},
 	"inspect":    {valArchive, valNone},
 	"index":      {valArchive, valNone},
+	"pack":       {valArchive, valFile},
 	"unmount":    {valMount},
 	"completion": {valShell},
 	"version":    {},
@@ -530,6 +531,7 @@ func argName(cmd string, i int) string {
 		"ls":         {"ARCHIVE"},
 		"inspect":    {"ARCHIVE", "KEY"},
 		"index":      {"ARCHIVE", "KEY"},
+		"pack":       {"IN", "OUT"},
 		"unmount":    {"MOUNTPOINT"},
 		"completion": {"SHELL"},
 	}

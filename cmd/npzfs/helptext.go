@@ -64,6 +64,8 @@ var shortUsage = map[string]string{
 	"index --workers":         "inflate with N threads",
 	"index --sidecar":         "also write ARCHIVE.npzidx beside the archive",
 	"index --sidecar-file":    "write the sidecar of one archive to FILE",
+	"pack --chunk":            "SOZip chunk of deflated members",
+	"pack --compress":         "arrays: keep, none, deflate or auto",
 }
 
 // defaultShown is a flag's default as help and the man page show it,
@@ -88,6 +90,10 @@ var examples = map[string][]string{
 	"index": {
 		"npzfs index data.npz",
 		"npzfs index --sidecar s3://bucket/dataset/",
+	},
+	"pack": {
+		"npzfs pack data.npz data-packed.npz",
+		"npzfs pack --compress auto s3://bucket/run.npz run.npz",
 	},
 	"inspect": {
 		"npzfs inspect data.npz images",
@@ -278,6 +284,29 @@ and one there already that holds every index is kept as it is. An
 http(s):// server takes no upload: --sidecar-file FILE writes the
 sidecar of one archive to FILE, to put beside it by hand.`
 
+const packHelp = `Rewrites the archive IN (local or remote, as ls takes it) into OUT, so
+that np.load reads the same arrays from it and npzfs serves it best: each
+stored array's data (past its .npy header) starts on a 4 KiB page of OUT
+(on a 64-byte boundary when it is smaller than a page), so that
+np.memmap maps it; each deflated member is cut into SOZip chunks of
+--chunk bytes, compressed alone, on every core, and flushed so that each
+inflates alone, with a hidden index after it saying where each starts
+(the SOZip profile of zip, which zip readers that do not know it
+ignore): a mount reads anywhere in it at once, inflating at most one
+chunk, on any machine, with no index to build or ship. --compress says
+what becomes of the arrays: their method kept (keep), all stored
+(none), all deflated (deflate), or deflated where that saves a tenth or
+more and stored where not (auto). Members that are not arrays, and
+arrays of objects, keep their method and bytes. Names, times, order,
+duplicate names and the comment are kept, as np.load sees them.
+
+OUT is written to a temporary file beside it and renamed over it once
+whole: it is never torn, and a run that fails or is interrupted leaves
+OUT as it was. A member that cannot be read (a method npzfs does not
+read, a damaged stream, a CRC-32 that does not match) fails the run,
+naming it. On a terminal a progress line shows the bytes done, the rate
+and the time left; a summary line follows.`
+
 const unmountHelp = `Unmounts an npzfs mount and returns once its daemon has exited (at most
 5 s). A mount whose daemon was killed ("Transport endpoint is not
 connected") or stopped is cleared too: unmount never waits on a daemon
@@ -418,7 +447,7 @@ func shownDefault(f *pflag.Flag) string {
 
 // pythonCommands are the commands the Python package runs with keyword
 // arguments for flags.
-var pythonCommands = []string{"index", "ls", "mount", "unmount"}
+var pythonCommands = []string{"index", "ls", "mount", "pack", "unmount"}
 
 // writePythonFlags writes python/npzfs/_flags.py: for each of
 // pythonCommands, each visible flag's name as a keyword argument, its kind

@@ -140,7 +140,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := &dataset.Options{IndexDir: xf.dir, IndexCacheBytes: int64(xf.cacheMB) << 20, Remote: ro}
 	var p dataset.Progress
-	stop := progress(stderr, &p, time.Now())
+	stop := progress(stderr, "indexing", &p, time.Now())
 	rep, err := dataset.Index(context.Background(), target, opts, &xo, &p)
 	stop()
 	if err != nil {
@@ -156,9 +156,16 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// progress draws a progress line on w while it is a terminal, and
-// returns what stops it (and ends the line).
-func progress(w io.Writer, p *dataset.Progress, start time.Time) (stop func()) {
+// counter is what a progress line shows: bytes done, of a total.
+type counter interface {
+	Done() int64
+	Total() int64
+}
+
+// progress draws a progress line on w, saying what is done (indexing,
+// packing), while it is a terminal, and returns what stops it (and ends
+// the line).
+func progress(w io.Writer, what string, p counter, start time.Time) (stop func()) {
 	f, ok := w.(*os.File)
 	if !ok {
 		return func() {}
@@ -177,7 +184,7 @@ func progress(w io.Writer, p *dataset.Progress, start time.Time) (stop func()) {
 		if rate > 0 {
 			left = time.Duration(float64(total-d) / rate * float64(time.Second)).Round(time.Second).String()
 		}
-		fmt.Fprintf(f, "\r\x1b[Kindexing: %s of %s, %.0f MB/s, %s left", mib(d), mib(total), rate/1e6, left)
+		fmt.Fprintf(f, "\r\x1b[K%s: %s of %s, %.0f MB/s, %s left", what, mib(d), mib(total), rate/1e6, left)
 	}
 	go func() {
 		defer wg.Done()

@@ -54,6 +54,15 @@ FLAGS = {
         "no_index": ("bool", "neither read nor write saved indexes"),
         "index": ("bool", "index deflated members in the background"),
     },
+    "pack": {
+        "chunk": ("int", "SOZip chunk of deflated members (default 1048576)"),
+        "compress": ("value", "arrays: keep, none, deflate or auto (default keep)"),
+        "header": ("list", "for http(s): send a header (repeatable)"),
+        "endpoint": ("value", "for s3://: an S3-compatible server"),
+        "no_sign_request": ("bool", "for s3://: send unsigned requests"),
+        "disk_cache": ("value", "for a URL: keep fetched blocks in DIR too"),
+        "disk_cache_mb": ("int", "bound of --disk-cache (default 10240)"),
+    },
     "unmount": {
         "lazy": ("bool", "detach the mount even if files are open in it"),
     },
