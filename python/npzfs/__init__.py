@@ -11,6 +11,8 @@ with FUSE (/dev/fuse, and fusermount3 for a user other than root).
   ``np.memmap`` objects: nothing is read until it is used.
 - :func:`ls` lists an archive's members; :func:`index` builds the saved
   indexes of its deflated members.
+- :func:`savez` is ``np.savez`` writing an archive laid out for random
+  access; :func:`pack` rewrites an archive so.
 
 A source is anything the command takes: a local ``.npz``, ``.npy`` or
 folder, or an ``https://``, ``http://`` or ``s3://`` URL (``str`` or
@@ -39,8 +41,9 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from ._flags import FLAGS
+from ._write import pack, savez
 
-__all__ = ["Archive", "Error", "Mount", "binary", "index", "load", "ls", "mount"]
+__all__ = ["Archive", "Error", "Mount", "binary", "index", "load", "ls", "mount", "pack", "savez"]
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _version
