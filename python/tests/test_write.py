@@ -375,3 +375,19 @@ def test_pack_served(work):
     npzfs.savez(path, compress=True, chunk=4096, **ARRAYS)
     members = npzfs.ls(path, verify=True)
     assert len(members) == len(ARRAYS) and all(m["verify"] == "ok" for m in members)
+
+
+def test_pack_remote(nginx, data, work):
+    """pack reads a remote archive as ls does, headers kept out of the
+    command line."""
+    with np.load(data / "deflated.npz") as z:
+        want = {k: z[k] for k in z.files}
+    npzfs.pack(f"{nginx}/deflated.npz", work / "public.npz", chunk=4096)
+    npzfs.pack(f"{nginx}/private/deflated.npz", work / "private.npz", chunk=4096, header=["Authorization: Bearer sesame"])
+    for name in ("public.npz", "private.npz"):
+        same_loaded(work / name, want)
+        assert check_layout(work / name, 4096) >= 1
+    with pytest.raises(npzfs.Error) as e:
+        npzfs.pack(f"{nginx}/private/deflated.npz", work / "denied.npz")
+    assert e.value.exit_code == 1 and str(e.value).startswith("npzfs pack: ") and "\n" not in str(e.value)
+    assert sorted(p.name for p in work.iterdir()) == ["private.npz", "public.npz"]
