@@ -80,7 +80,7 @@ type Dataset struct {
 	nodes   uint64 // nodes served, at most
 	store   *npz.IndexStore
 	noStore error          // why IndexDir could not be opened
-	env     *remoteEnv     // a remote dataset's sources
+	group   *remote.Group  // a remote dataset's sources
 	backend remote.Backend // a remote archive's
 	listing *remote.Folder // a remote folder's listings
 	cache   *inflate.Cache

@@ -286,7 +286,7 @@ type indexed struct {
 	members []*npz.Member
 	small   []*npz.Member // deflated members too small to need an index
 	backend remote.Backend
-	env     *remoteEnv
+	group   *remote.Group
 	close   func()
 }
 
@@ -371,7 +371,7 @@ func (ix *indexer) open(ctx context.Context, t *indexTarget) (*indexed, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = indexed{a: a, env: d.env, close: func() { a.Close() }}
+		x = indexed{a: a, group: d.group, close: func() { a.Close() }}
 		if d.listing != nil {
 			x.backend = d.listing.Lister().Object(t.file.Path)
 		}
@@ -384,7 +384,7 @@ func (ix *indexer) open(ctx context.Context, t *indexTarget) (*indexed, error) {
 			d.Close()
 			return nil, fmt.Errorf("%s is a folder", t.path)
 		}
-		x = indexed{a: d.Archive(), backend: d.backend, env: d.env, close: func() { d.Close() }}
+		x = indexed{a: d.Archive(), backend: d.backend, group: d.group, close: func() { d.Close() }}
 	}
 	var err error
 	if x.members, x.small, err = pickMembers(x.a.Members(), ix.xo.Keys); err != nil {

@@ -19,7 +19,7 @@ import (
 // openPrefix serves a remote folder as a folder mount serves a local
 // one (package folder): its top level is listed now, one request a page,
 // and nothing else is asked for until it is looked at.
-func (d *Dataset) openPrefix(ctx context.Context, url string, env *remoteEnv, o *Options) error {
+func (d *Dataset) openPrefix(ctx context.Context, url string, g *remote.Group, o *Options) error {
 	l, err := newLister(ctx, url, &o.Remote)
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func (d *Dataset) openPrefix(ctx context.Context, url string, env *remoteEnv, o 
 	if len(items) == 0 {
 		return fmt.Errorf("%s holds no object (check the prefix, or the folder's listing)", l)
 	}
-	st := &prefixStore{f: f, env: env}
+	st := &prefixStore{f: f, group: g}
 	t, err := folder.New(ctx, st, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
 	if err != nil {
 		return err
@@ -56,8 +56,8 @@ const smallTail = 128 << 10
 // sources sharing the dataset's block and disk caches, each with its
 // sidecar found when a member first needs a saved index.
 type prefixStore struct {
-	f   *remote.Folder
-	env *remoteEnv
+	f     *remote.Folder
+	group *remote.Group
 }
 
 // entry is what a listing item says, for the folder.
@@ -103,7 +103,7 @@ func (p *prefixStore) Stat(ctx context.Context, rel string) (folder.Entry, error
 // same answer is when a mount is made.
 func (p *prefixStore) Open(ctx context.Context, rel string, e folder.Entry, opts *npz.Options) (*npz.Archive, error) {
 	b := p.f.Lister().Object(rel)
-	src, err := p.env.open(ctx, b, remote.Options{TailBytes: smallTail})
+	src, err := p.group.Open(ctx, b, remote.Options{TailBytes: smallTail})
 	if err != nil {
 		switch {
 		case errors.Is(err, remote.ErrNotFound):
@@ -121,7 +121,7 @@ func (p *prefixStore) Open(ctx context.Context, rel string, e folder.Entry, opts
 	}
 	o := *opts
 	if o.Sidecars {
-		o.FindSidecar = p.env.findSidecar(b)
+		o.FindSidecar = findSidecar(p.group, b)
 	}
 	o.Sidecars = false
 	a, err := npz.New(ctx, src, src.Size(), e.Name, &o)
@@ -192,8 +192,8 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 		return name, err == nil, err
 	}
 	// Another machine put one meanwhile: kept if it holds every index.
-	if x.env != nil {
-		if sc, _ := x.env.findSidecar(x.backend)(0); sc != nil {
+	if x.group != nil {
+		if sc, _ := findSidecar(x.group, x.backend)(0); sc != nil {
 			defer sc.Close()
 			if holdsAll(ctx, sc, x.members) {
 				return name, false, nil

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/npzfs/npzfs/npz"
@@ -73,18 +72,18 @@ func Redact(name string) string {
 // top level.
 func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error {
 	d.name, d.remote = Redact(url), true
-	env, err := d.remoteEnv(&o.Remote)
+	g, err := d.remoteGroup(&o.Remote)
 	if err != nil {
 		return err
 	}
 	if IsRemoteFolder(url) {
-		return d.openPrefix(ctx, url, env, o)
+		return d.openPrefix(ctx, url, g, o)
 	}
 	b, err := newBackend(ctx, url, &o.Remote)
 	if err != nil {
 		return err
 	}
-	src, err := env.open(ctx, b, remote.Options{})
+	src, err := g.Open(ctx, b, remote.Options{})
 	if err != nil {
 		return err
 	}
@@ -92,7 +91,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	d.backend = b
 	ao := o.Archive
 	if o.Sidecars {
-		ao.FindSidecar = env.findSidecar(b)
+		ao.FindSidecar = findSidecar(g, b)
 	}
 	a, err := npz.New(ctx, src, src.Size(), path.Base(src.String()), &ao)
 	if err != nil {
@@ -136,46 +135,19 @@ func newLister(ctx context.Context, url string, r *Remote) (remote.Lister, error
 	return httpsrc.NewLister(url, &httpsrc.Options{Header: r.Header})
 }
 
-// remoteEnv is what a dataset's remote sources share: one block cache,
-// the disk cache, and their counts.
-type remoteEnv struct {
-	cache *remote.Cache
-	disk  *remote.DiskCache
-	logf  func(string, ...any)
-
-	mu     sync.Mutex
-	live   map[*envSource]bool
-	closed remote.Stats // of the sources closed
-}
-
-// remoteEnv makes the dataset's remote environment, closed with it.
-func (d *Dataset) remoteEnv(r *Remote) (*remoteEnv, error) {
-	env := &remoteEnv{cache: remote.NewCache(r.CacheBytes), logf: d.logf, live: map[*envSource]bool{}}
+// remoteGroup makes the dataset's group of remote sources: one block
+// cache, and the disk cache when asked for (closed with the dataset).
+func (d *Dataset) remoteGroup(r *Remote) (*remote.Group, error) {
+	var disk *remote.DiskCache
 	if r.DiskCache != "" {
-		disk, err := remote.OpenDiskCache(r.DiskCache, r.DiskCacheBytes, d.logf)
-		if err != nil {
+		var err error
+		if disk, err = remote.OpenDiskCache(r.DiskCache, r.DiskCacheBytes, d.logf); err != nil {
 			return nil, err
 		}
-		env.disk = disk
 		d.closers = append(d.closers, disk)
 	}
-	d.env = env
-	return env, nil
-}
-
-// open opens b's object with o (its TailBytes, Head and BlockSize; the
-// rest are the environment's).
-func (e *remoteEnv) open(ctx context.Context, b remote.Backend, o remote.Options) (*envSource, error) {
-	o.Cache, o.CacheBytes, o.Disk, o.Logf = e.cache, e.cache.Max(), e.disk, e.logf
-	src, err := remote.Open(ctx, b, &o)
-	if err != nil {
-		return nil, err
-	}
-	s := &envSource{Source: src, env: e}
-	e.mu.Lock()
-	e.live[s] = true
-	e.mu.Unlock()
-	return s, nil
+	d.group = remote.NewGroup(r.CacheBytes, disk, d.logf)
+	return d.group, nil
 }
 
 // sidecarBlock is a remote sidecar's block: a read of one span needs
@@ -194,12 +166,12 @@ func sidecarBeside(b remote.Backend) remote.Backend {
 	return sib.Sibling(npz.SidecarPath(name[strings.LastIndex(name, "/")+1:]))
 }
 
-// findSidecar is npz.Options.FindSidecar for the archive b is: the
-// sidecar beside it (npz.SidecarPath), which it looks for with one
-// request, for the head bytes at its start when told them (the lookup's
-// local header and table), else for its end (its central directory);
-// one that is not there, or may not be read, is none.
-func (e *remoteEnv) findSidecar(b remote.Backend) func(head int64) (*npz.IndexSidecar, error) {
+// findSidecar is npz.Options.FindSidecar for the archive b is, one of
+// the group g: the sidecar beside it (npz.SidecarPath), which it looks
+// for with one request, for the head bytes at its start when told them
+// (the lookup's local header and table), else for its end (its central
+// directory); one that is not there, or may not be read, is none.
+func findSidecar(g *remote.Group, b remote.Backend) func(head int64) (*npz.IndexSidecar, error) {
 	return func(head int64) (*npz.IndexSidecar, error) {
 		sb := sidecarBeside(b)
 		if sb == nil {
@@ -211,7 +183,7 @@ func (e *remoteEnv) findSidecar(b remote.Backend) func(head int64) (*npz.IndexSi
 		if head > 0 {
 			o.TailBytes, o.Head = head, true
 		}
-		src, err := e.open(ctx, sb, o)
+		src, err := g.Open(ctx, sb, o)
 		switch {
 		case errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrDenied):
 			return nil, nil
@@ -220,45 +192,4 @@ func (e *remoteEnv) findSidecar(b remote.Backend) func(head int64) (*npz.IndexSi
 		}
 		return npz.NewIndexSidecar(src, src.Size(), src.String()), nil
 	}
-}
-
-// stats adds up what the sources did, those closed too.
-func (e *remoteEnv) stats() remote.Stats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	st := e.closed
-	for s := range e.live {
-		st = addStats(st, s.Stats())
-	}
-	st.CachedBytes = e.cache.Used()
-	return st
-}
-
-func addStats(a, b remote.Stats) remote.Stats {
-	a.Requests += b.Requests
-	a.Retries += b.Retries
-	a.BytesFetched += b.BytesFetched
-	a.BlockHits += b.BlockHits
-	a.BlockMisses += b.BlockMisses
-	a.DiskHits += b.DiskHits
-	return a
-}
-
-// envSource is a source of a remoteEnv, which counts what it did once it
-// is closed.
-type envSource struct {
-	*remote.Source
-	env  *remoteEnv
-	once sync.Once
-}
-
-func (s *envSource) Close() error {
-	err := s.Source.Close()
-	s.once.Do(func() {
-		s.env.mu.Lock()
-		defer s.env.mu.Unlock()
-		delete(s.env.live, s)
-		s.env.closed = addStats(s.env.closed, s.Stats())
-	})
-	return err
 }

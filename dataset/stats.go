@@ -130,15 +130,12 @@ func (d *Dataset) Stats() Stats {
 		is := s.Stats()
 		st.Indexes = &IndexesStats{Folder: s.Path(), Loaded: is.Loaded, Refused: is.Refused, Saved: is.Saved}
 	}
-	if e := d.env; e != nil {
-		rs := e.stats()
+	if g := d.group; g != nil {
+		rs := g.Stats()
 		st.Remote = &RemoteStats{
 			Requests: rs.Requests, Retries: rs.Retries, BytesFetched: rs.BytesFetched,
 			BlockHits: rs.BlockHits, BlockMisses: rs.BlockMisses, DiskHits: rs.DiskHits,
-			MemoryBytes: rs.CachedBytes,
-		}
-		if e.disk != nil {
-			st.Remote.DiskCacheBytes = e.disk.Used()
+			MemoryBytes: rs.CachedBytes, DiskCacheBytes: rs.DiskBytes,
 		}
 		if d.listing != nil {
 			st.Remote.Listings = d.listing.Listings()

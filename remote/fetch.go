@@ -34,8 +34,8 @@ func (s *Source) get(first, last int64, raFrom, raTo int64) ([]*block, error) {
 		}
 		s.cache.touch(b)
 	}
-	s.hits.Add(last - first + 1 - int64(len(missing)))
-	s.misses.Add(int64(len(missing)))
+	s.n.hits.Add(last - first + 1 - int64(len(missing)))
+	s.n.misses.Add(int64(len(missing)))
 	// Read-ahead joins the reader's own run when it follows it, so a
 	// sequential reader's misses and what comes next are one request. It
 	// is bounded by the bytes in flight, not by the cache, which it may
@@ -110,7 +110,7 @@ func (s *Source) fetch(bs []*block) {
 		var rest []*block
 		for _, b := range bs {
 			if data, ok := s.opts.Disk.get(s.diskKey, b.idx, s.blockLen(b.idx)); ok {
-				s.diskHits.Add(1)
+				s.n.diskHits.Add(1)
 				s.complete(b, data)
 			} else {
 				rest = append(rest, b)
@@ -143,9 +143,9 @@ func (s *Source) fetchRemote(bs []*block) {
 	defer cancel()
 	next := 0 // first block not yet complete
 	what := fmt.Sprintf("bytes %d-%d", off, end-1)
-	err := retry(ctx, &s.opts, s.b, what, &s.retries, func(ctx context.Context) error {
+	err := retry(ctx, &s.opts, s.b, what, &s.n.retries, func(ctx context.Context) error {
 		pos := bs[next].idx * s.opts.BlockSize
-		s.requests.Add(1)
+		s.n.requests.Add(1)
 		body, err := s.b.Fetch(ctx, s.obj, pos, end-pos)
 		if err != nil {
 			return err
@@ -163,7 +163,7 @@ func (s *Source) fetchRemote(bs []*block) {
 				}
 				return fmt.Errorf("%s: %s: %w", s.b, what, err)
 			}
-			s.fetched.Add(int64(len(buf)))
+			s.n.fetched.Add(int64(len(buf)))
 			s.complete(b, buf)
 			if s.diskKey != "" {
 				s.opts.Disk.put(s.diskKey, b.idx, buf)

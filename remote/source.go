@@ -137,14 +137,9 @@ type Source struct {
 	sem    chan struct{}  // a slot per request in flight
 	wg     sync.WaitGroup // fetches running
 
-	requests atomic.Int64 // made, retries included
-	retries  atomic.Int64 // requests made again after a failure
-	fetched  atomic.Int64 // bytes received
-	hits     atomic.Int64 // blocks a read found cached or in flight
-	misses   atomic.Int64 // blocks a read had to ask for
-	diskHits atomic.Int64 // blocks the disk cache gave
-
+	n     counts
 	cache *Cache // the blocks' budget: opts.Cache, or the source's own
+	group *Group // the group the source is one of, or nil
 
 	mu      sync.Mutex
 	blocks  map[int64]*block // cached and in flight
@@ -192,8 +187,8 @@ func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 		first, what, which = h.Head, "the start of the object", "first"
 	}
 	var edge []byte
-	err := retry(ctx, &s.opts, s.b, what, &s.retries, func(ctx context.Context) error {
-		s.requests.Add(1)
+	err := retry(ctx, &s.opts, s.b, what, &s.n.retries, func(ctx context.Context) error {
+		s.n.requests.Add(1)
 		obj, t, err := first(ctx, s.opts.TailBytes)
 		if err == nil && (int64(len(t)) > obj.Size || int64(len(t)) != min(s.opts.TailBytes, obj.Size)) {
 			err = fmt.Errorf("%s: the server sent %d bytes for the %s %d of a %d-byte object", b, len(t), which, min(s.opts.TailBytes, obj.Size), obj.Size)
@@ -204,7 +199,7 @@ func Open(ctx context.Context, b Backend, opts *Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.fetched.Add(int64(len(edge)))
+	s.n.fetched.Add(int64(len(edge)))
 	if head {
 		s.keep(0, edge)
 	} else {
@@ -272,6 +267,9 @@ func (s *Source) Close() error {
 	s.used = 0
 	s.mu.Unlock()
 	s.cache.remove(bs)
+	if s.group != nil {
+		s.group.closed(s)
+	}
 	return nil
 }
 
@@ -299,6 +297,7 @@ type Stats struct {
 	BlockMisses  int64 // blocks reads had to ask for
 	DiskHits     int64 // blocks of those the disk cache gave
 	CachedBytes  int64 // bytes of blocks in memory now
+	DiskBytes    int64 // bytes of blocks on disk now (a Group's, with a DiskCache)
 }
 
 // Stats reports what the source did so far.
@@ -306,18 +305,44 @@ func (s *Source) Stats() Stats {
 	s.mu.Lock()
 	used := s.used
 	s.mu.Unlock()
+	st := s.n.stats()
+	st.CachedBytes = used
+	return st
+}
+
+// counts are what a source did, counted as it goes.
+type counts struct {
+	requests atomic.Int64 // made, retries included
+	retries  atomic.Int64 // requests made again after a failure
+	fetched  atomic.Int64 // bytes received
+	hits     atomic.Int64 // blocks a read found cached or in flight
+	misses   atomic.Int64 // blocks a read had to ask for
+	diskHits atomic.Int64 // blocks the disk cache gave
+}
+
+func (n *counts) stats() Stats {
 	return Stats{
-		Requests: s.requests.Load(), Retries: s.retries.Load(), BytesFetched: s.fetched.Load(),
-		BlockHits: s.hits.Load(), BlockMisses: s.misses.Load(), DiskHits: s.diskHits.Load(),
-		CachedBytes: used,
+		Requests: n.requests.Load(), Retries: n.retries.Load(), BytesFetched: n.fetched.Load(),
+		BlockHits: n.hits.Load(), BlockMisses: n.misses.Load(), DiskHits: n.diskHits.Load(),
 	}
 }
 
+// add adds o's counts to st's (but CachedBytes, a level, not a count).
+func (st Stats) add(o Stats) Stats {
+	st.Requests += o.Requests
+	st.Retries += o.Retries
+	st.BytesFetched += o.BytesFetched
+	st.BlockHits += o.BlockHits
+	st.BlockMisses += o.BlockMisses
+	st.DiskHits += o.DiskHits
+	return st
+}
+
 // Requests is how many requests the source has made, retries included.
-func (s *Source) Requests() int64 { return s.requests.Load() }
+func (s *Source) Requests() int64 { return s.n.requests.Load() }
 
 // BytesFetched is how many bytes of the object have been received.
-func (s *Source) BytesFetched() int64 { return s.fetched.Load() }
+func (s *Source) BytesFetched() int64 { return s.n.fetched.Load() }
 
 // ReadAt implements io.ReaderAt.
 func (s *Source) ReadAt(p []byte, off int64) (int, error) {
