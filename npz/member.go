@@ -289,17 +289,11 @@ func (m *Member) readable() error {
 // locate resolves (once) where the member's data starts in the archive and,
 // for a deflated member, sets up its random-access inflater. A stored
 // member keeps only its local header's length (lhLen): its location is
-// made again at each call, which dataOffset avoids.
+// made again at each call, which dataOffset avoids. The local header is
+// read holding no lock (the member's lock is shared with others, and a
+// read may wait on a network); two first uses at once may both read it,
+// and the first to finish is kept.
 func (m *Member) locate(ctx context.Context) *location {
-	if l := m.loaded(); l != nil {
-		return l
-	}
-	if m.st.Load()&flagLocated != 0 {
-		return &location{dataOff: m.e.HeaderOffset + int64(m.lhLen)}
-	}
-	mu := m.a.lock(m)
-	mu.Lock()
-	defer mu.Unlock()
 	if l := m.loaded(); l != nil {
 		return l
 	}
@@ -312,12 +306,21 @@ func (m *Member) locate(ctx context.Context) *location {
 		// entry's name did, to the same.
 		ze := m.zipEntry()
 		l.dataOff, l.err = zip.DataOffset(m.a.r.at(ctx), m.a.size, &ze)
-		if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
-			m.a.notef("npz: %q: every read fails: %v", m.Name(), l.err)
-		}
 	}
 	if passing(l.err) {
 		return l // not kept: the next use reads the local header again
+	}
+	mu := m.a.lock(m)
+	mu.Lock()
+	defer mu.Unlock()
+	if l := m.loaded(); l != nil {
+		return l
+	}
+	if m.st.Load()&flagLocated != 0 {
+		return &location{dataOff: m.e.HeaderOffset + int64(m.lhLen)}
+	}
+	if l.err != nil && !errors.Is(l.err, ErrChanged) { // logged once for all
+		m.a.notef("npz: %q: every read fails: %v", m.Name(), l.err)
 	}
 	if l.err == nil && m.e.Method == zip.Stored {
 		m.lhLen = uint32(l.dataOff - m.e.HeaderOffset)

@@ -148,28 +148,35 @@ func (m *Member) info(ctx context.Context) *npyInfo {
 		m.unsettle()
 		return &npyInfo{err: err}
 	}
+	ni := &npyInfo{}
+	ni.jsonLen.Store(-1)
+	f, known := a.facts.get(head, m.e.Size)
+	var h *npy.Header
+	var err error
+	if !known {
+		// Read holding no lock, as locate reads: the member's lock is
+		// shared with others, and a read may wait on a network.
+		if h, err = m.readNPYFrom(ctx, head); passing(err) {
+			// Not kept: the next look reads the header again.
+			m.unsettle()
+			ni.err = err
+			return ni
+		}
+	}
 	mu := a.lock(m)
 	mu.Lock()
 	defer mu.Unlock()
 	if ni := a.infos.get(m.e.Index); ni != nil {
 		return ni
 	}
-	ni := &npyInfo{}
-	ni.jsonLen.Store(-1)
-	if f, ok := a.facts.get(head, m.e.Size); ok {
+	if known {
 		ni.dataOff, ni.dataLen, ni.raLen, ni.object = f.dataOff, f.dataLen, f.raLen, f.object
 		m.settle()
 		a.infos.put(m.e.Index, ni)
 		return ni
 	}
-	h, err := m.readNPYFrom(ctx, head)
 	if err != nil {
 		ni.err = err
-		if passing(err) {
-			// Not kept: the next look reads the header again.
-			m.unsettle()
-			return ni
-		}
 		if m.st.Load()&flagViews != 0 && m.state() == memberServed && m.st.Or(flagNoted)&flagNoted == 0 {
 			a.notef("npz: %q: no views: %v", m.Name(), err)
 		}
