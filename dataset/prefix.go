@@ -24,7 +24,7 @@ func (d *Dataset) openPrefix(ctx context.Context, url string, g *remote.Group, o
 	if err != nil {
 		return err
 	}
-	f := remote.NewFolder(l, o.Remote.ListTTL, &remote.Options{Logf: d.logf})
+	f := remote.NewFolder(l, o.Remote.ListTTL, o.Remote.options(d.logf))
 	items, err := f.List(ctx, "")
 	if err != nil {
 		return err

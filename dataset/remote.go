@@ -38,6 +38,15 @@ type Remote struct {
 	// PageSize is how many keys an S3 listing asks for a page; 0 means
 	// the server's default.
 	PageSize int
+	// Timeout bounds a fetch or a listing, its retries included, and
+	// StallTimeout is how long a request may go without a byte before it
+	// is tried again; 0 means remote's defaults.
+	Timeout, StallTimeout time.Duration
+}
+
+// options are the options of the dataset's remote sources and listings.
+func (r *Remote) options(logf func(string, ...any)) *remote.Options {
+	return &remote.Options{CacheBytes: r.CacheBytes, ReadTimeout: r.Timeout, StallTimeout: r.StallTimeout, Logf: logf}
 }
 
 // IsRemote reports a name that npzfs reads from a server: an https://,
@@ -146,7 +155,9 @@ func (d *Dataset) remoteGroup(r *Remote) (*remote.Group, error) {
 		}
 		d.closers = append(d.closers, disk)
 	}
-	d.group = remote.NewGroup(r.CacheBytes, disk, d.logf)
+	o := r.options(d.logf)
+	o.Disk = disk
+	d.group = remote.NewGroup(o)
 	return d.group, nil
 }
 

@@ -11,30 +11,30 @@ import (
 // their counts add up in the group's Stats, those of sources closed
 // since too.
 type Group struct {
+	opts  Options // its sources', but for TailBytes, Head and BlockSize
 	cache *Cache
-	disk  *DiskCache
-	logf  func(string, ...any)
 
 	mu   sync.Mutex
 	live map[*Source]bool
 	gone Stats // of the sources closed
 }
 
-// NewGroup makes a group whose sources share a cache of cacheBytes (0:
-// DefaultCacheBytes) and disk (nil: none), and log through logf (nil:
-// nowhere).
-func NewGroup(cacheBytes int64, disk *DiskCache, logf func(string, ...any)) *Group {
-	if cacheBytes <= 0 {
-		cacheBytes = DefaultCacheBytes
-	}
-	return &Group{cache: NewCache(cacheBytes), disk: disk, logf: logf, live: map[*Source]bool{}}
+// NewGroup makes a group whose sources share one cache of o.CacheBytes
+// and o.Disk, and the rest of o but TailBytes, Head and BlockSize, which
+// each source is given at Open.
+func NewGroup(o *Options) *Group {
+	g := &Group{opts: o.withDefaults(), live: map[*Source]bool{}}
+	g.cache = NewCache(g.opts.CacheBytes)
+	g.opts.Cache = g.cache
+	return g
 }
 
-// Open opens b's object as Open does, as one of the group's sources: o's
-// cache, disk cache and Logf are the group's.
+// Open opens b's object as Open does, as one of the group's sources, with
+// the group's options but for o's TailBytes, Head and BlockSize.
 func (g *Group) Open(ctx context.Context, b Backend, o Options) (*Source, error) {
-	o.Cache, o.CacheBytes, o.Disk, o.Logf = g.cache, g.cache.Max(), g.disk, g.logf
-	s, err := Open(ctx, b, &o)
+	opts := g.opts
+	opts.TailBytes, opts.Head, opts.BlockSize = o.TailBytes, o.Head, o.BlockSize
+	s, err := Open(ctx, b, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +66,8 @@ func (g *Group) Stats() Stats {
 		st = st.add(s.Stats())
 	}
 	st.CachedBytes = g.cache.Used()
-	if g.disk != nil {
-		st.DiskBytes = g.disk.Used()
+	if g.opts.Disk != nil {
+		st.DiskBytes = g.opts.Disk.Used()
 	}
 	return st
 }

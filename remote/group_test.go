@@ -8,7 +8,7 @@ import (
 // TestGroupStats: a group's sources share its cache, and its Stats add
 // up what they did, those closed since too.
 func TestGroupStats(t *testing.T) {
-	g := NewGroup(1<<20, nil, nil)
+	g := NewGroup(&Options{CacheBytes: 1 << 20})
 	a, err := g.Open(context.Background(), newFake(300<<10), Options{BlockSize: 64 << 10, TailBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)

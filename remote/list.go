@@ -131,7 +131,8 @@ type listing struct {
 
 // NewFolder returns a Folder over l keeping each listing for ttl (0
 // means DefaultListTTL; a negative ttl keeps none: every use lists
-// again). Of opts, the retries, backoff, read timeout and Logf apply.
+// again). Of opts, the retries, backoff, read and stall timeouts and
+// Logf apply.
 func NewFolder(l Lister, ttl time.Duration, opts *Options) *Folder {
 	if ttl == 0 {
 		ttl = DefaultListTTL

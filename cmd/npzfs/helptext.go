@@ -54,6 +54,8 @@ var shortUsage = map[string]string{
 	"--no-sign-request":       "for s3://: send unsigned requests",
 	"--disk-cache":            "for a URL: keep fetched blocks in DIR too",
 	"--disk-cache-mb":         "bound of --disk-cache",
+	"--remote-timeout":        "for a URL: give a request up",
+	"--stall-timeout":         "for a URL: retry a silent request",
 	"--index-dir":             "keep saved indexes in DIR",
 	"--index-cache-mb":        "bound of --index-dir",
 	"ls --verify":             "read every member whole, check CRC-32s",
@@ -64,8 +66,8 @@ var shortUsage = map[string]string{
 	"index --workers":         "inflate with N threads",
 	"index --sidecar":         "also write ARCHIVE.npzidx beside the archive",
 	"index --sidecar-file":    "write the sidecar of one archive to FILE",
-	"pack --chunk":            "SOZip chunk of deflated members",
-	"pack --compress":         "arrays: keep, none, deflate or auto",
+	"pack --chunk":            "SOZip chunk size",
+	"pack --compress":         "keep, none, deflate or auto",
 }
 
 // defaultShown is a flag's default as help and the man page show it,

@@ -574,6 +574,8 @@ func (ma *mountArgs) shownOptions() []string {
 	add("endpoint", ma.remote.endpoint, "")
 	add("disk-cache", ma.remote.diskCache, "")
 	add("disk-cache-mb", ma.remote.diskCacheMB, defaultDiskCacheMB)
+	add("remote-timeout", ma.remote.timeout, remote.DefaultReadTimeout)
+	add("stall-timeout", ma.remote.stall, remote.DefaultStallTimeout)
 	add("list-ttl", ma.listTTL, remote.DefaultListTTL)
 	if ma.index.none {
 		out = append(out, "--no-index")

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/remote"
 )
 
 // remoteFlags are the flags of remote archives, taken by mount, ls and
@@ -23,6 +25,8 @@ type remoteFlags struct {
 	noSign      bool
 	diskCache   string
 	diskCacheMB int
+	timeout     time.Duration
+	stall       time.Duration
 }
 
 // defaultDiskCacheMB bounds --disk-cache.
@@ -34,6 +38,8 @@ func (rf *remoteFlags) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&rf.noSign, "no-sign-request", false, "for an s3:// archive: send requests unsigned (public buckets)")
 	fl.StringVar(&rf.diskCache, "disk-cache", "", "for a remote archive: keep fetched blocks in `DIR` too, so a later mount of the unchanged object does not fetch them again")
 	fl.IntVar(&rf.diskCacheMB, "disk-cache-mb", defaultDiskCacheMB, "bound of --disk-cache, in `MiB` (blocks used least recently go first)")
+	fl.DurationVar(&rf.timeout, "remote-timeout", remote.DefaultReadTimeout, "for a remote archive: give a request up after `TIME` (a duration: 90s, 5m), its retries included (the read that waits for it fails: EIO); 0 is the default")
+	fl.DurationVar(&rf.stall, "stall-timeout", remote.DefaultStallTimeout, "for a remote archive: try a request again when it goes `TIME` without a byte; 0 is the default")
 }
 
 // check takes the headers given in the environment (headerEnv) and
@@ -42,8 +48,13 @@ func (rf *remoteFlags) check() error {
 	if h := os.Getenv(headerEnv); h != "" {
 		rf.headers = append(rf.headers, strings.Split(h, "\n")...)
 	}
-	if rf.diskCacheMB < 1 {
+	switch {
+	case rf.diskCacheMB < 1:
 		return errors.New("--disk-cache-mb must be at least 1")
+	case rf.timeout < 0:
+		return errors.New("--remote-timeout must not be negative")
+	case rf.stall < 0:
+		return errors.New("--stall-timeout must not be negative")
 	}
 	if rf.diskCache != "" {
 		abs, err := filepath.Abs(rf.diskCache)
@@ -108,6 +119,8 @@ func (rf *remoteFlags) options(cacheBytes int64) (dataset.Remote, error) {
 		CacheBytes:     cacheBytes,
 		DiskCache:      rf.diskCache,
 		DiskCacheBytes: int64(rf.diskCacheMB) << 20,
+		Timeout:        rf.timeout,
+		StallTimeout:   rf.stall,
 	}, nil
 }
 
