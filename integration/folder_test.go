@@ -47,6 +47,24 @@ open(os.path.join(d, 'README.txt'), 'w').write('not an array')
 // files the mount on mnt serves for them.
 func checkSame(t *testing.T, src, mnt string) (files int) {
 	t.Helper()
+	files, diffs := differences(src, mnt)
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	return files
+}
+
+// differences compares every .npz member and .npy file under src with
+// the files the mount on mnt serves for them, and says how each that is
+// not the same differs.
+func differences(src, mnt string) (files int, diffs []string) {
+	same := func(rel string, want []byte) {
+		files++
+		got, err := os.ReadFile(filepath.Join(mnt, rel))
+		if err != nil || !bytes.Equal(got, want) {
+			diffs = append(diffs, fmt.Sprintf("%s: %d bytes, %v; want %d", rel, len(got), err, len(want)))
+		}
+	}
 	filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -55,31 +73,23 @@ func checkSame(t *testing.T, src, mnt string) (files int) {
 		switch {
 		case strings.HasSuffix(path, ".npy"):
 			want, _ := os.ReadFile(path)
-			got, err := os.ReadFile(filepath.Join(mnt, rel))
-			if err != nil || !bytes.Equal(got, want) {
-				t.Errorf("%s: %d bytes, %v; want %d", rel, len(got), err, len(want))
-			}
-			files++
+			same(rel, want)
 		case strings.HasSuffix(path, ".npz") && filepath.Base(path) != "broken.npz":
 			zr, err := zip.OpenReader(path)
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
+			defer zr.Close()
 			for _, f := range zr.File {
 				rc, _ := f.Open()
 				want, _ := io.ReadAll(rc)
 				rc.Close()
-				got, err := os.ReadFile(filepath.Join(mnt, rel, f.Name))
-				if err != nil || !bytes.Equal(got, want) {
-					t.Errorf("%s/%s: %d bytes, %v; want %d", rel, f.Name, len(got), err, len(want))
-				}
-				files++
+				same(filepath.Join(rel, f.Name), want)
 			}
-			zr.Close()
 		}
 		return nil
 	})
-	return files
+	return files, diffs
 }
 
 // TestFolderMount: a folder of shards mounts as one tree: every archive a
