@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
+	"github.com/npzfs/npzfs/memplan"
 	"github.com/spf13/pflag"
 )
 
@@ -215,4 +217,16 @@ func argsError(stderr io.Writer, cmd string, args []string, want int, what strin
 func fail(stderr io.Writer, cmd string, err error) int {
 	fmt.Fprintf(stderr, "npzfs %s: %v\n", cmd, err)
 	return exitFail
+}
+
+// setMemoryLimit makes the plan's target Go's soft memory limit, unless
+// the GOMEMLIMIT environment variable sets one (the user's setting
+// stands). It returns the limit in effect. It is the process's setting:
+// a daemon sets it once, before it serves.
+func setMemoryLimit(m memplan.Plan) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	debug.SetMemoryLimit(m.Target)
+	return m.Target
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
+	"github.com/npzfs/npzfs/memplan"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
 )
@@ -233,8 +234,8 @@ func (ma *mountArgs) givenIndexDir() string {
 }
 
 // memory is the daemon's memory target and budgets, from the flags.
-func (ma *mountArgs) memory() (dataset.Memory, error) {
-	return dataset.PlanMemory(dataset.Memory{Target: int64(ma.memoryMB) << 20, SpanCache: int64(ma.cacheMB) << 20,
+func (ma *mountArgs) memory() (memplan.Plan, error) {
+	return memplan.Make(memplan.Plan{Target: int64(ma.memoryMB) << 20, SpanCache: int64(ma.cacheMB) << 20,
 		Indexes: int64(ma.indexMB) << 20, Remote: int64(ma.remoteCacheMB) << 20})
 }
 
@@ -379,7 +380,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	if err != nil {
 		return err
 	}
-	mem.SetMemoryLimit()
+	setMemoryLimit(mem)
 	opts, err := ma.datasetOptions(mem, logger)
 	if err != nil {
 		return err
@@ -524,7 +525,7 @@ func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus
 }
 
 // datasetOptions are what the flags ask of the dataset a mount serves.
-func (ma *mountArgs) datasetOptions(mem dataset.Memory, logger *log.Logger) (*dataset.Options, error) {
+func (ma *mountArgs) datasetOptions(mem memplan.Plan, logger *log.Logger) (*dataset.Options, error) {
 	ro, err := ma.remote.options(mem.Remote)
 	ro.ListTTL = ma.listTTL
 	if ro.ListTTL == 0 {

@@ -1,10 +1,8 @@
-package dataset
+package memplan
 
 import (
 	"os"
 	"path/filepath"
-	"runtime/debug"
-	"strings"
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/mountinfo"
@@ -72,57 +70,5 @@ func TestCgroupLimit(t *testing.T) {
 		if got := cgroupLimit(c.cgroups, c.mounts); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
-	}
-}
-
-// TestPlanMemory: budgets not given are shares of the target; given ones
-// stay; a target not given is the default, lowered by the cgroup's
-// limit, and raised to fit the budgets given; one given below them is an
-// error.
-func TestPlanMemory(t *testing.T) {
-	m, err := PlanMemory(Memory{Target: 256 << 20})
-	if err != nil || m.SpanCache != 8<<20 || m.Indexes != 32<<20 || m.Remote != 128<<20 {
-		t.Errorf("256 MiB: %v, %v", m, err)
-	}
-	m, err = PlanMemory(Memory{Target: 256 << 20, Indexes: 100 << 20})
-	if err != nil || m.Indexes != 100<<20 || m.SpanCache != 8<<20 {
-		t.Errorf("256 MiB with 100 MiB of indexes: %v, %v", m, err)
-	}
-	if _, err := PlanMemory(Memory{Target: 64 << 20, SpanCache: 100 << 20}); err == nil {
-		t.Error("a target below the budgets given is not an error")
-	}
-	m, _ = PlanMemory(Memory{Target: 1})
-	if m.Target != MinMemoryTarget || m.SpanCache != 1<<20 {
-		t.Errorf("a tiny target: %v", m)
-	}
-	m, _ = PlanMemory(Memory{})
-	limit := CgroupMemoryLimit()
-	if limit > 0 && int64(float64(limit)*cgroupShare) < DefaultMemoryTarget {
-		if want := max(int64(float64(limit)*cgroupShare), MinMemoryTarget); m.Target != want || !strings.Contains(m.Why, "cgroup") {
-			t.Errorf("under a cgroup limit of %d: %v", limit, m)
-		}
-	} else if m.Target != DefaultMemoryTarget || m.SpanCache != 16<<20 || m.Indexes != 64<<20 || m.Remote != 256<<20 {
-		t.Errorf("the default: %v", m)
-	}
-	m, _ = PlanMemory(Memory{SpanCache: 1 << 30})
-	if m.Target < 2<<30 || m.Indexes != m.Target/8 {
-		t.Errorf("a 1 GiB span cache given: %v", m)
-	}
-}
-
-// TestSetMemoryLimit: the target becomes Go's soft memory limit, unless
-// GOMEMLIMIT sets one.
-func TestSetMemoryLimit(t *testing.T) {
-	prev := debug.SetMemoryLimit(-1)
-	defer debug.SetMemoryLimit(prev)
-	m := Memory{Target: 300 << 20}
-	t.Setenv("GOMEMLIMIT", "1GiB")
-	debug.SetMemoryLimit(1 << 30)
-	if got := m.SetMemoryLimit(); got != 1<<30 || debug.SetMemoryLimit(-1) != 1<<30 {
-		t.Errorf("with GOMEMLIMIT set: %d, want the user's 1 GiB", got)
-	}
-	os.Unsetenv("GOMEMLIMIT")
-	if got := m.SetMemoryLimit(); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
-		t.Errorf("without GOMEMLIMIT: %d, want the target", got)
 	}
 }

@@ -1,0 +1,83 @@
+// Package memplan plans a daemon's memory: one target, from the command
+// line or the memory limit of the process's cgroup, and the shares of it
+// each cache and budget gets. It computes; the command applies the plan
+// (Go's soft memory limit is the process's, set once, in main).
+package memplan
+
+import (
+	"fmt"
+)
+
+// DefaultMemoryTarget is a daemon's memory target where neither the
+// command line nor the memory limit of its cgroup sets a lower one. Its
+// shares are the budgets npzfs has always had by default: 16 MiB of
+// inflated spans, 64 MiB of checkpoint windows, 256 MiB of fetched
+// blocks.
+const DefaultMemoryTarget = 512 << 20
+
+// MinMemoryTarget is the least memory target a daemon gets.
+const MinMemoryTarget = 32 << 20
+
+// cgroupShare is the part of its cgroup's memory limit a daemon takes as
+// its target by default, leaving the rest for what Go's soft limit does
+// not count (the program's text, the kernel's memory for its pipes and
+// files).
+const cgroupShare = 7.0 / 8
+
+// Plan is a daemon's memory target and how it is shared: every cache
+// and budget is sized inside it, and it is Go's soft memory limit, which
+// makes the collector work harder as the heap nears it instead of letting
+// the heap grow to twice what is live. What no budget bounds (requests in
+// flight and their buffers, spans being inflated, central directories of
+// open archives, the collector's headroom) lives in what the shares leave
+// free: at least 3/8 of the target.
+type Plan struct {
+	Target    int64 // bytes
+	SpanCache int64 // inflated spans (npz.Options.CacheBytes): 1/32 of Target
+	Indexes   int64 // checkpoints' windows (npz.Options.IndexBytes): 1/8
+	Remote    int64 // a remote archive's fetched blocks: 1/2
+	// Why says where Target comes from, for the log.
+	Why string
+}
+
+// Make completes want: each budget set (non-zero) is kept, each
+// other gets its share of the target. The target is want.Target when set;
+// otherwise DefaultMemoryTarget, or 7/8 of the memory limit of the
+// process's cgroup (v2 or v1, the lowest on its path) where that is less,
+// raised to twice the budgets set when they take more than half of it. A
+// target set below the budgets set is an error.
+func Make(want Plan) (Plan, error) {
+	m := want
+	set := m.SpanCache + m.Indexes + m.Remote
+	switch {
+	case m.Target > 0:
+		if set > m.Target {
+			return m, fmt.Errorf("the memory target of %d MiB is less than the budgets given (%d MiB)", m.Target>>20, set>>20)
+		}
+		m.Why = "as given"
+	default:
+		m.Target, m.Why = DefaultMemoryTarget, "the default"
+		if limit := CgroupLimit(); limit > 0 && int64(float64(limit)*cgroupShare) < m.Target {
+			m.Target = int64(float64(limit) * cgroupShare)
+			m.Why = fmt.Sprintf("7/8 of the cgroup's limit of %d MiB", limit>>20)
+		}
+		if 2*set > m.Target {
+			m.Target, m.Why = 2*set, "twice the budgets given"
+		}
+	}
+	m.Target = max(m.Target, MinMemoryTarget)
+	share := func(v *int64, div int64) {
+		if *v <= 0 {
+			*v = max(m.Target/div, 1<<20)
+		}
+	}
+	share(&m.SpanCache, 32)
+	share(&m.Indexes, 8)
+	share(&m.Remote, 2)
+	return m, nil
+}
+
+func (m Plan) String() string {
+	return fmt.Sprintf("memory target %d MiB (%s): inflated spans %d MiB, indexes %d MiB, remote blocks %d MiB",
+		m.Target>>20, m.Why, m.SpanCache>>20, m.Indexes>>20, m.Remote>>20)
+}
