@@ -12,16 +12,55 @@ import (
 
 // The stall rule: a request that goes StallTimeout without a byte (for
 // its connection, the headers of its answer, or the next byte of its
-// body) is abandoned, with a *StallError, and tried again as any failure
-// that may pass. Every request to a server follows it: a Source's tail
-// and blocks, a Folder's listings, a sidecar's lookups. It is kept by the
+// body), or whose body gives fewer than MinProgress bytes in a
+// StallTimeout, is abandoned, with a *StallError, and tried again as any
+// failure that may pass: a server that trickles (a few bytes a second,
+// never silent long) holds a request no longer than one that is silent.
+// Every request to a server follows it: a Source's tail and blocks, a
+// Folder's listings, a sidecar's lookups. It is kept by the
 // http.RoundTripper backends send their requests through (NewTransport),
 // so that it holds however a backend or its SDK reads an answer.
 
-// StallError is a request abandoned by the stall rule.
-type StallError struct{ After time.Duration }
+// MinProgress is the least a body must give in a stall timeout: 16 KiB,
+// under 1 KiB a second at the default timeout.
+const MinProgress = 16 << 10
 
-func (e *StallError) Error() string { return fmt.Sprintf("no byte for %v", e.After) }
+// StallError is a request abandoned by the stall rule.
+type StallError struct {
+	After time.Duration
+	Got   int64 // bytes in the last After, when that was too few; -1 for none
+}
+
+func (e *StallError) Error() string {
+	if e.Got < 0 {
+		return fmt.Sprintf("no byte for %v", e.After)
+	}
+	return fmt.Sprintf("only %d bytes in %v", e.Got, e.After)
+}
+
+// progress follows a body's bytes over windows of the stall timeout.
+type progress struct {
+	since time.Time // the window's start
+	got   int64     // bytes in it
+}
+
+// note adds n bytes read now, and returns the stall when the window
+// just ended with too few.
+func (p *progress) note(n int, d time.Duration) *StallError {
+	now := time.Now()
+	if p.since.IsZero() {
+		p.since = now
+	}
+	p.got += int64(n)
+	if now.Sub(p.since) < d {
+		return nil
+	}
+	if p.got < MinProgress {
+		return &StallError{After: d, Got: p.got}
+	}
+	p.since, p.got = now, 0
+	return nil
+}
 
 type stallKey struct{}
 
@@ -66,15 +105,20 @@ type stallWatch struct {
 	cancel context.CancelCauseFunc
 	timer  *time.Timer
 
-	mu      sync.Mutex
-	stalled bool
+	mu  sync.Mutex
+	why *StallError // set once stalled
 }
 
-func (w *stallWatch) fire() {
+func (w *stallWatch) fire() { w.stall(&StallError{After: w.d, Got: -1}) }
+
+// stall ends the request with why.
+func (w *stallWatch) stall(why *StallError) {
 	w.mu.Lock()
-	w.stalled = true
+	if w.why == nil {
+		w.why = why
+	}
 	w.mu.Unlock()
-	w.cancel(&StallError{After: w.d})
+	w.cancel(why)
 }
 
 // pause stops the clock while the reader is not waiting for a byte.
@@ -87,8 +131,8 @@ func (w *stallWatch) resume() { w.timer.Reset(w.d) }
 func (w *stallWatch) cause(err error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stalled && !errors.As(err, new(*StallError)) {
-		return &StallError{After: w.d}
+	if w.why != nil && !errors.As(err, new(*StallError)) {
+		return w.why
 	}
 	return err
 }
@@ -97,12 +141,17 @@ func (w *stallWatch) cause(err error) error {
 type stallBody struct {
 	body io.ReadCloser
 	w    *stallWatch
+	p    progress
 }
 
 func (b *stallBody) Read(p []byte) (int, error) {
 	b.w.resume()
 	n, err := b.body.Read(p)
 	b.w.pause()
+	if why := b.p.note(n, b.w.d); why != nil && err == nil {
+		b.w.stall(why)
+		return n, why
+	}
 	if err != nil && err != io.EOF {
 		err = b.w.cause(err)
 	}
@@ -123,6 +172,7 @@ type stallReader struct {
 	body  io.ReadCloser
 	d     time.Duration
 	timer *time.Timer
+	p     progress
 
 	mu      sync.Mutex
 	stalled bool
@@ -146,10 +196,13 @@ func (r *stallReader) Read(p []byte) (int, error) {
 	r.timer.Reset(r.d)
 	n, err := r.body.Read(p)
 	r.timer.Stop()
+	if why := r.p.note(n, r.d); why != nil && err == nil {
+		return n, why
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil && r.stalled {
-		err = &StallError{After: r.d}
+		err = &StallError{After: r.d, Got: -1}
 	}
 	return n, err
 }

@@ -12,8 +12,9 @@ import (
 
 // TestStallRule: a request through NewTransport whose server sends no
 // headers, or stops sending its body, fails with a *StallError once it
-// has gone the stall timeout without a byte; one that keeps sending,
-// however slowly, is read whole.
+// has gone the stall timeout without a byte, and so does one that
+// trickles, giving fewer than MinProgress bytes in a stall timeout; one
+// that sends a small body slowly, within a stall timeout, is read whole.
 func TestStallRule(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,6 +30,18 @@ func TestStallRule(t *testing.T) {
 				w.Write([]byte{byte('a' + i)})
 				w.(http.Flusher).Flush()
 				time.Sleep(20 * time.Millisecond)
+			}
+		case "/trickle":
+			for {
+				if _, err := w.Write(make([]byte, 10)); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-release:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
 			}
 		}
 	}))
@@ -54,6 +67,9 @@ func TestStallRule(t *testing.T) {
 	}
 	if b, err := get("/slow", 5*time.Second); err != nil || string(b) != "abcde" {
 		t.Errorf("a slow body: %q, %v", b, err)
+	}
+	if b, err := get("/trickle", 100*time.Millisecond); !errors.As(err, &se) || se.Got < 0 || int64(len(b)) >= MinProgress {
+		t.Errorf("a trickling body: %d bytes, %v, want a StallError of too few bytes", len(b), err)
 	}
 }
 

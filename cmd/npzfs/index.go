@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -140,8 +139,10 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := &dataset.Options{IndexDir: xf.dir, IndexCacheBytes: int64(xf.cacheMB) << 20, Remote: ro}
 	var p dataset.Progress
+	ctx, cancel := interruptible()
+	defer cancel()
 	stop := progress(stderr, "indexing", &p, time.Now())
-	rep, err := dataset.Index(context.Background(), target, opts, &xo, &p)
+	rep, err := dataset.Index(ctx, target, opts, &xo, &p)
 	stop()
 	if err != nil {
 		return fail(stderr, "index", err)

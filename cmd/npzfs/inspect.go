@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 )
 
@@ -24,7 +23,8 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	if err := rf.check(); err != nil {
 		return usageError(stderr, "inspect", err.Error())
 	}
-	ctx := context.Background()
+	ctx, stop := interruptible()
+	defer stop()
 	switch fl.NArg() {
 	case 1:
 		// A .npy file: its header; an archive: which keys it has.

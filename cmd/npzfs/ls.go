@@ -48,11 +48,12 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE or FOLDER")
 	}
 	name := fl.Arg(0)
-	ctx := context.Background()
+	ctx, stop := interruptible()
+	defer stop()
 	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !dataset.IsRemote(name) || dataset.IsRemoteFolder(name) {
-		return lsFolder(name, &lo, &rf, stdout, stderr)
+		return lsFolder(ctx, name, &lo, &rf, stdout, stderr)
 	}
-	d, err := openArchive(name, &rf)
+	d, err := openArchive(ctx, name, &rf)
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
@@ -96,12 +97,11 @@ func (l *listing) verified() bool { return l.counts.unreadable == 0 && l.counts.
 // archive that cannot be opened is named on stderr (in the JSON
 // document, under "errors"), the others are listed, and the exit code is
 // then 1.
-func lsFolder(dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writer) int {
+func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writer) int {
 	ro, err := rf.options(0)
 	if err != nil {
 		return usageError(stderr, "ls", err.Error())
 	}
-	ctx := context.Background()
 	d, err := dataset.Open(ctx, fromSourceEnv(dir), &dataset.Options{Remote: ro})
 	if err != nil {
 		return fail(stderr, "ls", err)
@@ -643,7 +643,7 @@ func shapeString(shape []int64) string {
 // of "npzfs inspect"; with key "" (the one-argument form given an archive)
 // it says which keys there are.
 func inspectArchive(ctx context.Context, path, key string, rf *remoteFlags, stdout, stderr io.Writer) int {
-	d, err := openArchive(path, rf)
+	d, err := openArchive(ctx, path, rf)
 	if err != nil {
 		return fail(stderr, "inspect", err)
 	}

@@ -9,13 +9,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/npzfs/npzfs/memplan"
 	"github.com/spf13/pflag"
@@ -214,7 +217,12 @@ func argsError(stderr io.Writer, cmd string, args []string, want int, what strin
 }
 
 // fail prints one line about a failed operation and returns exitFail.
+// An operation given up at a signal (its context cancelled: see
+// interruptible) says so.
 func fail(stderr io.Writer, cmd string, err error) int {
+	if errors.Is(err, context.Canceled) {
+		err = errors.New("interrupted")
+	}
 	fmt.Fprintf(stderr, "npzfs %s: %v\n", cmd, err)
 	return exitFail
 }
@@ -229,4 +237,12 @@ func setMemoryLimit(m memplan.Plan) int64 {
 	}
 	debug.SetMemoryLimit(m.Target)
 	return m.Target
+}
+
+// interruptible is the context of a command that may wait on a server:
+// done at the first SIGINT (Ctrl-C) or SIGTERM, so that what it waits
+// for is given up and the command ends, saying why, at once. A second
+// signal is the default action again: the process ends.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

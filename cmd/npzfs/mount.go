@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -239,6 +240,10 @@ func (ma *mountArgs) memory() (memplan.Plan, error) {
 		Indexes: int64(ma.indexMB) << 20, Remote: int64(ma.remoteCacheMB) << 20})
 }
 
+// stillOpening is how long npzfs mount waits for its daemon before it
+// says it is still opening the archive (a server that is slow to answer).
+const stillOpening = 5 * time.Second
+
 // startDaemon re-runs this program detached (setsid) with --ready-fd and
 // waits for its one line on the pipe: "ok", or why the mount failed.
 func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
@@ -288,7 +293,12 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 			cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}()
+	// A mount that takes a while says what it waits for, once.
+	slow := time.AfterFunc(stillOpening, func() {
+		fmt.Fprintf(stderr, "npzfs mount: still opening %s (Ctrl-C gives up)\n", dataset.Redact(ma.archive))
+	})
 	line, _ := bufio.NewReader(r).ReadString('\n')
+	slow.Stop()
 	line = strings.TrimSuffix(line, "\n")
 	if st, ok := parseReady(line); ok && !interrupted.Load() {
 		cmd.Process.Release()
@@ -365,12 +375,16 @@ func oneLine(s string) string {
 // (members that cannot be read) once it is live, and serves until
 // unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
 func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
-	// Catch the signals before mounting: one that arrives while the mount
-	// is being made is handled (unmount, exit 0) once it is live, rather
+	// Catch the signals before mounting: one that arrives while the
+	// dataset is opened gives up the opening (whatever it waits for: a
+	// server that does not answer); one that arrives while the mount is
+	// being made is handled (unmount, exit 0) once it is live, rather
 	// than killing the process and leaving a dead mount.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	ctx, live := untilLive(sig, ma.archive)
+	defer live()
 	mp, err := takeMountpoint(ma.mountpoint)
 	defer mp.unlock()
 	if err != nil {
@@ -385,8 +399,11 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	if err != nil {
 		return err
 	}
-	d, err := dataset.Open(context.Background(), ma.archive, opts)
+	d, err := dataset.Open(ctx, ma.archive, opts)
 	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		return err
 	}
 	defer d.Close() // its problems are already in the log, through Logf
@@ -395,6 +412,12 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 	self, _ := mountinfo.Find(mp.dir) // to know the mount once detached
+	if live(); ctx.Err() != nil {
+		// A signal came as the mount was made: it is unmounted now.
+		logger.Printf("%v: unmounting %s", context.Cause(ctx), mp.dir)
+		unmountNow(srv, mp.dir, logger)
+		return context.Cause(ctx)
+	}
 	stop := make(chan struct{})
 	go unmountOnSignal(sig, srv, mp.dir, self, stop, logger)
 	if stopStatus, err := serveStatus(ma.statusOf(mp.dir, d, srv)); err != nil {
@@ -615,12 +638,42 @@ func unmountOnSignal(sig <-chan os.Signal, srv *npzfs.Server, mnt string, self m
 		return
 	}
 	logger.Printf("%v: unmounting %s", s, mnt)
+	unmountNow(srv, mnt, logger)
+}
+
+// unmountNow unmounts srv from mnt, or detaches it when it is busy.
+func unmountNow(srv *npzfs.Server, mnt string, logger *log.Logger) {
 	// fusermount3's errors come over several lines: one line each.
 	if err := srv.Unmount(false); err != nil {
 		logger.Printf("unmount %s: %s; detaching it (lazy unmount)", mnt, oneLine(err.Error()))
 		if err := srv.Unmount(true); err != nil {
 			logger.Printf("lazy unmount %s: %s", mnt, oneLine(err.Error()))
 		}
+	}
+}
+
+// untilLive is the context of what a daemon waits for while it opens
+// name: done, with the cause, at the first signal from sig before live
+// is called. live, called once the mount is made, ends the watch: later
+// signals are left in sig; when live returns, ctx says whether one came
+// before.
+func untilLive(sig <-chan os.Signal, name string) (ctx context.Context, live func()) {
+	ctx, giveUp := context.WithCancelCause(context.Background())
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case s := <-sig:
+			giveUp(fmt.Errorf("interrupted (%v) while opening %s", s, name))
+		case <-stop:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			close(stop)
+			<-watched
+		})
 	}
 }
 

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/npzfs/npzfs/dataset"
@@ -52,13 +48,13 @@ func runPack(args []string, stdout, stderr io.Writer) int {
 	if dataset.IsRemote(out) {
 		return usageError(stderr, "pack", "OUT is a local file: pack writes no URL")
 	}
-	d, err := openArchive(in, &rf)
+	ctx, stop := interruptible()
+	defer stop()
+	d, err := openArchive(ctx, in, &rf)
 	if err != nil {
 		return fail(stderr, "pack", err)
 	}
 	defer d.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var p packProgress
 	stopDraw := progress(stderr, "packing", &p, time.Now())
 	res, err := pack.Archive(ctx, d.Archive(), out, &pack.Options{Chunk: *chunk, Compress: c, Zip64: *zip64, Progress: p.set})

@@ -126,13 +126,13 @@ func (rf *remoteFlags) options(cacheBytes int64) (dataset.Remote, error) {
 
 // openArchive opens what ls and inspect are given: an archive or a .npy
 // file, local or remote (dataset.Open), not a folder.
-func openArchive(name string, rf *remoteFlags) (*dataset.Dataset, error) {
+func openArchive(ctx context.Context, name string, rf *remoteFlags) (*dataset.Dataset, error) {
 	name = fromSourceEnv(name)
 	ro, err := rf.options(0)
 	if err != nil {
 		return nil, err
 	}
-	d, err := dataset.Open(context.Background(), name, &dataset.Options{Remote: ro})
+	d, err := dataset.Open(ctx, name, &dataset.Options{Remote: ro})
 	if err != nil {
 		return nil, err
 	}

@@ -29,10 +29,15 @@ const (
 	Whole200        // the answer's status turned into 200, Content-Range dropped
 	Reset           // half the body, then the connection reset (RST)
 	Truncate        // half the body, then the connection closed (FIN)
+	Trickle         // the body at TrickleRate, a few bytes at a time: never stalled, never done
+	Silent          // no answer at all, until the client gives up
 )
 
+// TrickleRate is the rate of a Trickle answer's body, in bytes a second.
+const TrickleRate = 200
+
 func (f Fault) String() string {
-	return [...]string{"none", "500", "503 SlowDown", "200 to a range", "reset", "truncated"}[f]
+	return [...]string{"none", "500", "503 SlowDown", "200 to a range", "reset", "truncated", "trickle", "silent"}[f]
 }
 
 // Proxy forwards to one upstream server.
@@ -142,6 +147,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
 		return
+	case Silent:
+		<-r.Context().Done()
+		return
 	}
 	out := r.Clone(context.WithoutCancel(r.Context()))
 	out.RequestURI = ""
@@ -169,6 +177,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			n = 1024
 		}
 		body = io.LimitReader(resp.Body, n)
+	}
+	if fault == Trickle {
+		trickle(r.Context(), w, body)
+		return
 	}
 	p.copy(w, body)
 	if fault == Reset || fault == Truncate {
@@ -202,6 +214,32 @@ func (p *Proxy) copy(w http.ResponseWriter, body io.Reader) {
 			}
 		}
 		if err != nil {
+			return
+		}
+	}
+}
+
+// trickle sends body at TrickleRate, a tenth of a second's worth at a
+// time, until it ends or the client goes away.
+func trickle(ctx context.Context, w http.ResponseWriter, body io.Reader) {
+	f, _ := w.(http.Flusher)
+	buf := make([]byte, TrickleRate/10)
+	for {
+		n, err := io.ReadFull(body, buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if f != nil {
+				f.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
 			return
 		}
 	}
