@@ -1,6 +1,7 @@
 // Package testserver starts the real servers remote archives are tested
 // against, on 127.0.0.1 only, each stopped when its test ends: nginx
-// serving a folder, and versitygw (an S3 gateway over a folder). Tests
+// serving a folder, versitygw (an S3 gateway over a folder), and an
+// httptest server over TLS. Tests
 // skip without them, or fail when NPZFS_REQUIRE_FUSE=1 (scripts/test.sh
 // installs both).
 package testserver
@@ -8,12 +9,18 @@ package testserver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -202,4 +209,23 @@ func (s *S3) Put(t testing.TB, bucket, key string, data []byte) {
 	if err != nil {
 		t.Fatalf("put s3://%s/%s: %v", bucket, key, err)
 	}
+}
+
+// StartTLS serves h over TLS on a loopback port until t ends, with cfg
+// (httptest's self-signed certificate when nil), and counts the
+// connections made to it. Failed handshakes are not logged.
+func StartTLS(t testing.TB, h http.Handler, cfg *tls.Config) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	conns := new(atomic.Int64)
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = cfg
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, conns
 }

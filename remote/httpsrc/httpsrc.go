@@ -155,13 +155,17 @@ func (b *Backend) request(ctx context.Context, rng string) (*http.Request, error
 }
 
 // do sends req; transport failures come back with the URL redacted,
-// refusals and missing hosts marked permanent.
+// refusals and missing hosts marked permanent, and so are certificates
+// that fail verification.
 func (b *Backend) do(req *http.Request) (*http.Response, error) {
 	resp, err := b.client.Do(req)
 	if err == nil {
 		return resp, nil
 	}
 	err = b.clean(err)
+	if e := remote.CertificateError(b.shown, err); e != nil {
+		return nil, e
+	}
 	var dns *net.DNSError
 	switch {
 	case errors.As(err, &dns) && dns.IsNotFound:

@@ -370,6 +370,9 @@ func (c *Client) explain(ctx context.Context, name fmt.Stringer, bucket string, 
 	if errors.As(err, &ce) && ce.CanceledError() {
 		return context.Canceled
 	}
+	if e := remote.CertificateError(b.String(), err); e != nil {
+		return e
+	}
 	if e := c.unreachable(b, err); e != nil {
 		return remote.Permanent(e)
 	}

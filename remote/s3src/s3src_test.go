@@ -8,9 +8,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -295,5 +297,28 @@ func TestPutIsConditional(t *testing.T) {
 	// A missing sibling is not taken for a prefix (no listing asked).
 	if _, err := remote.Open(ctx, c.Object("put", "ds").Sibling("missing.npzidx"), nil); err == nil || strings.Contains(err.Error(), "prefix") {
 		t.Errorf("missing sibling: %v", err)
+	}
+}
+
+// TestCertificateErrorIsFinal: an endpoint whose TLS certificate this
+// machine does not trust is refused at once, in one line naming
+// SSL_CERT_FILE, and asked nothing again.
+func TestCertificateErrorIsFinal(t *testing.T) {
+	srv, conns := testserver.StartTLS(t, http.NotFoundHandler(), nil)
+	ctx := context.Background()
+	b, err := New(ctx, "s3://bkt/a.npz", &Options{Endpoint: srv.URL, NoSign: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retries atomic.Int64
+	_, err = remote.Open(ctx, b, &remote.Options{Backoff: time.Millisecond, Logf: func(string, ...any) { retries.Add(1) }})
+	if err == nil || !remote.IsPermanent(err) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "operation error") {
+		t.Fatalf("an untrusted certificate: %v, want one permanent line", err)
+	}
+	if want := "s3://bkt/a.npz: the server's TLS certificate is issued by itself (it is self-signed), which this machine does not trust: to trust a private CA, set SSL_CERT_FILE"; !strings.Contains(err.Error(), want) {
+		t.Errorf("an untrusted certificate: %v, want %q", err, want)
+	}
+	if conns.Load() != 1 || retries.Load() != 0 {
+		t.Errorf("%d connections, %d retries; want 1 and none", conns.Load(), retries.Load())
 	}
 }
