@@ -346,10 +346,12 @@ func TestRemoteMountFailures(t *testing.T) {
 	needFuse(t)
 	www := t.TempDir()
 	os.WriteFile(filepath.Join(www, "notzip.npz"), bytes.Repeat([]byte("not a zip "), 1000), 0o644)
+	os.WriteFile(filepath.Join(www, "empty.npz"), nil, 0o644)
 	ng := testserver.StartNginx(t, www)
 	s3 := testserver.StartS3(t)
 	s3Env(t, s3)
 	s3.Bucket(t, "fail")
+	s3.Put(t, "fail", "empty.npz", nil)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -357,6 +359,8 @@ func TestRemoteMountFailures(t *testing.T) {
 		{[]string{ng.URL + "/missing.npz?sig=hushhush"}, "not found (HTTP 404)"},
 		{[]string{ng.URL + "/notzip.npz"}, "not a readable .npz archive"},
 		{[]string{"http://127.0.0.1:1/x.npz"}, "connection refused"},
+		{[]string{ng.URL + "/empty.npz"}, "/empty.npz: the object is empty (0 bytes): not an archive"},
+		{[]string{"s3://fail/empty.npz", "--endpoint", s3.Endpoint}, "s3://fail/empty.npz: the object is empty (0 bytes): not an archive"},
 		{[]string{"s3://fail/missing.npz", "--endpoint", s3.Endpoint}, "not found"},
 		{[]string{"s3://nobucket/x.npz", "--endpoint", s3.Endpoint}, "no such bucket"},
 		{[]string{"s3://fail/x.npz", "--endpoint", s3.Endpoint, "--no-sign-request"}, "access denied"},

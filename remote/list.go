@@ -68,6 +68,11 @@ var (
 	ErrDenied   = errors.New("access denied")
 )
 
+// ErrEmpty is wrapped by a Backend's error at open for an object of no
+// bytes, which servers answer a range request for with a 416 or with a
+// 200 and an empty body.
+var ErrEmpty = errors.New("the object is empty (0 bytes): not an archive")
+
 // ErrConflict is the error of a Put whose condition failed: another
 // writer put an object there (IfNoneMatch), or replaced the one that was
 // (IfMatch).

@@ -202,9 +202,9 @@ func (b *Backend) Head(ctx context.Context, n int64) (remote.Object, []byte, err
 // says what the object is.
 func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, []byte, error) {
 	var obj remote.Object
-	rng := "bytes=-" + strconv.FormatInt(n, 10)
+	rng, which := "bytes=-"+strconv.FormatInt(n, 10), "last"
 	if head {
-		rng = "bytes=0-" + strconv.FormatInt(n-1, 10)
+		rng, which = "bytes=0-"+strconv.FormatInt(n-1, 10), "first"
 	}
 	req, err := b.request(ctx, rng)
 	if err != nil {
@@ -222,18 +222,23 @@ func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, 
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 	case http.StatusRequestedRangeNotSatisfiable:
-		// An empty object has no last byte to give.
+		// An empty object has no byte to give a range of.
 		if _, _, total, err := remote.ParseContentRange(resp.Header.Get("Content-Range")); err == nil && total == 0 {
-			return obj, nil, remote.Permanent(fmt.Errorf("%s: the object is empty", b.shown))
+			return obj, nil, remote.Permanent(fmt.Errorf("%s: %w", b.shown, remote.ErrEmpty))
 		}
-		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server refused a range of the last %d bytes (HTTP 416)", b.shown, n))
+		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server refused a range of the %s %d bytes (HTTP 416)", b.shown, which, n))
 	case http.StatusOK:
-		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server ignores byte ranges (it answered a range request with the whole object, HTTP 200): npzfs cannot read it without downloading all of it", b.shown))
+		return obj, nil, b.whole(resp)
 	default:
 		return obj, nil, b.statusError(resp, "")
 	}
 	first, last, total, err := remote.ParseContentRange(resp.Header.Get("Content-Range"))
 	if err != nil {
+		if _, tot, _ := strings.Cut(resp.Header.Get("Content-Range"), "/"); tot == "0" {
+			// Go's file server answers a suffix range of an empty
+			// file with a 206 of "bytes 0--1/0".
+			return obj, nil, remote.Permanent(fmt.Errorf("%s: %w", b.shown, remote.ErrEmpty))
+		}
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: %v", b.shown, err))
 	}
 	if total < 0 {
@@ -251,6 +256,22 @@ func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, 
 		return obj, nil, fmt.Errorf("%s: the end of the archive: %w", b.shown, err)
 	}
 	return obj, buf, nil
+}
+
+// whole says what a 200 to a range request at open means: an empty
+// object (nginx and Go's file server answer a range of one so: there is
+// no byte to give a range of), or a server that ignores byte ranges.
+func (b *Backend) whole(resp *http.Response) error {
+	if resp.ContentLength == 0 || resp.ContentLength < 0 && emptyBody(resp.Body) {
+		return remote.Permanent(fmt.Errorf("%s: %w", b.shown, remote.ErrEmpty))
+	}
+	return remote.Permanent(fmt.Errorf("%s: the server ignores byte ranges (it answered a range request with the whole object, HTTP 200): npzfs cannot read it without downloading all of it", b.shown))
+}
+
+// emptyBody reports a body that ends before its first byte.
+func emptyBody(body io.Reader) bool {
+	_, err := io.ReadFull(body, make([]byte, 1))
+	return err == io.EOF
 }
 
 // Fetch implements remote.Backend.

@@ -236,7 +236,7 @@ func TestOpenErrorsAreOneClearLine(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{srv.URL + "/missing.npz?X-Amz-Signature=hush", "not found (HTTP 404)"},
 		{srv.URL + "/secret.npz?token=hush", "access denied (HTTP 401)"},
-		{srv.URL + "/empty.npz", "empty"},
+		{srv.URL + "/empty.npz", "/empty.npz: the object is empty (0 bytes): not an archive"},
 		{closed + "?sig=hush", "connection refused"},
 		{"ftp://host/x.npz", "not an http or https URL"},
 	} {
@@ -257,6 +257,40 @@ func TestOpenErrorsAreOneClearLine(t *testing.T) {
 	}
 	if strings.Contains(s.String(), "hush") || strings.Contains(s.Identity(), "hush") {
 		t.Errorf("shown as %q, identity %q", s.String(), s.Identity())
+	}
+}
+
+// TestEmptyObject: an empty object is said to be one at open, from its
+// end or its start, however the server answers a range of it: a 416 with
+// "bytes */0", a 200 with no body (nginx; Go's file server for a range
+// from 0), sent chunked, or Go's file server's 206 of "bytes 0--1/0" for
+// a suffix range.
+func TestEmptyObject(t *testing.T) {
+	srv, _ := server(t, &object{}, func(w http.ResponseWriter, r *http.Request) bool {
+		switch r.URL.Path {
+		case "/refused.npz":
+			w.Header().Set("Content-Range", "bytes */0")
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		case "/chunked.npz":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+		default:
+			return false
+		}
+		return true
+	})
+	for _, name := range []string{"/refused.npz", "/chunked.npz", "/served.npz"} {
+		for _, head := range []bool{false, true} {
+			b, err := New(srv.URL+name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = remote.Open(context.Background(), b, &remote.Options{Head: head, Backoff: time.Millisecond})
+			want := srv.URL + name + ": the object is empty (0 bytes): not an archive"
+			if !errors.Is(err, remote.ErrEmpty) || !remote.IsPermanent(err) || err.Error() != want {
+				t.Errorf("%s, head %v: %v, want %q", name, head, err, want)
+			}
+		}
 	}
 }
 

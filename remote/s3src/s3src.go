@@ -267,6 +267,9 @@ func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, 
 		Bucket: aws.String(b.bucket), Key: aws.String(b.key), Range: aws.String(rng),
 	})
 	if err != nil {
+		if status, code := errorCode(err); (code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable) && b.isEmpty(ctx) {
+			return obj, nil, remote.Permanent(fmt.Errorf("%s: %w", b, remote.ErrEmpty))
+		}
 		err = b.explain(ctx, err, "")
 		if errors.Is(err, remote.ErrNotFound) && b.named && b.isPrefix(ctx) {
 			return obj, nil, remote.Permanent(fmt.Errorf("%s is not an object but a prefix (a folder of objects): give it with a trailing / (%s/) to serve it as a folder, or name an archive in it, as %s/NAME.npz", b, b, b))
@@ -276,6 +279,10 @@ func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, 
 	defer out.Body.Close()
 	first, last, total, err := remote.ParseContentRange(aws.ToString(out.ContentRange))
 	if err != nil || total < 0 {
+		if out.ContentRange == nil && out.ContentLength != nil && *out.ContentLength == 0 {
+			// The whole object, with no byte to give a range of.
+			return obj, nil, remote.Permanent(fmt.Errorf("%s: %w", b, remote.ErrEmpty))
+		}
 		return obj, nil, remote.Permanent(fmt.Errorf("%s: the server ignores byte ranges (no Content-Range with the object's size in its answer)", b))
 	}
 	if err := remote.CheckEdge(first, last, total, n, head); err != nil {
@@ -362,7 +369,7 @@ func (c *Client) explain(ctx context.Context, name fmt.Stringer, bucket string, 
 	case code == "PermanentRedirect" || status == http.StatusMovedPermanently:
 		return remote.Permanent(fmt.Errorf("%s: the bucket is in another region: set AWS_REGION (or region in the profile) to it", b))
 	case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
-		return remote.Permanent(fmt.Errorf("%s: %sthe range was refused (the object may be empty)", b, what))
+		return remote.Permanent(fmt.Errorf("%s: %sthe server refused the range (%s)", b, what, orStatus(code, status)))
 	case errors.Is(err, context.Canceled):
 		return err
 	}
@@ -411,6 +418,14 @@ func (b *Backend) isPrefix(ctx context.Context) bool {
 		Bucket: aws.String(b.bucket), Prefix: aws.String(b.key + "/"), MaxKeys: aws.Int32(1),
 	})
 	return err == nil && len(out.Contents)+len(out.CommonPrefixes) > 0
+}
+
+// isEmpty reports whether the object is there with no bytes: what a
+// range request refused at open means (there is no byte to give a range
+// of), as its size says.
+func (b *Backend) isEmpty(ctx context.Context) bool {
+	out, err := b.c.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.key)})
+	return err == nil && out.ContentLength != nil && *out.ContentLength == 0
 }
 
 // unreachable says in one line that the server cannot be reached, or

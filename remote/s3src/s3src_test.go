@@ -322,3 +322,18 @@ func TestCertificateErrorIsFinal(t *testing.T) {
 		t.Errorf("%d connections, %d retries; want 1 and none", conns.Load(), retries.Load())
 	}
 }
+
+// TestEmptyObject: an empty object, which a server answers a range of
+// with the whole (empty) object or with a 416, is said to be empty at
+// open, read from its end or from its start.
+func TestEmptyObject(t *testing.T) {
+	srv, c := s3Setup(t, nil)
+	srv.Bucket(t, "emp")
+	srv.Put(t, "emp", "empty.npz", nil)
+	for _, head := range []bool{false, true} {
+		_, err := remote.Open(context.Background(), c.Object("emp", "empty.npz"), &remote.Options{Head: head, Backoff: time.Millisecond})
+		if !errors.Is(err, remote.ErrEmpty) || !remote.IsPermanent(err) || err.Error() != "s3://emp/empty.npz: the object is empty (0 bytes): not an archive" {
+			t.Errorf("head %v: %v", head, err)
+		}
+	}
+}
