@@ -266,7 +266,8 @@ func TestPrefixIndexAndLs(t *testing.T) {
 
 // TestHTTPFolderMount: a folder nginx lists in JSON (autoindex_format
 // json) mounts as the local folder does; one it does not list is
-// refused in one line saying what the server must offer.
+// refused in one line saying what the server must offer; either, given
+// without its trailing /, is said to be a folder.
 func TestHTTPFolderMount(t *testing.T) {
 	needFuse(t)
 	src := shardFolder(t, 8)
@@ -286,6 +287,17 @@ func TestHTTPFolderMount(t *testing.T) {
 	if !strings.Contains(r.stderr, "autoindex_format json") || !strings.Contains(r.stderr, "index.json") || isMounted(dir) {
 		t.Errorf("a folder without a listing: %q", r.stderr)
 		clear(t, dir)
+	}
+	// Without its trailing /, nginx redirects to the folder (then lists
+	// it, or refuses): it is said to be a folder.
+	for _, base := range []string{ng.URL, plain.URL} {
+		u := base + "/" + filepath.Base(src)
+		r := npzfs(t, "mount", u, dir)
+		oneLine(t, "a folder without its /", r, 1)
+		if want := u + " is not an archive but a folder: give it with a trailing / (" + u + "/)"; !strings.Contains(r.stderr, want) || isMounted(dir) {
+			t.Errorf("a folder without its /: %q, want %q", r.stderr, want)
+			clear(t, dir)
+		}
 	}
 }
 

@@ -219,6 +219,9 @@ func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, 
 		return obj, nil, err
 	}
 	defer resp.Body.Close()
+	if movedToFolder(req.URL, resp) {
+		return obj, nil, b.errFolder()
+	}
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 	case http.StatusRequestedRangeNotSatisfiable:
@@ -260,10 +263,16 @@ func (b *Backend) edge(ctx context.Context, n int64, head bool) (remote.Object, 
 
 // whole says what a 200 to a range request at open means: an empty
 // object (nginx and Go's file server answer a range of one so: there is
-// no byte to give a range of), or a server that ignores byte ranges.
+// no byte to give a range of), a folder's listing, another page, or a
+// server that ignores byte ranges.
 func (b *Backend) whole(resp *http.Response) error {
-	if resp.ContentLength == 0 || resp.ContentLength < 0 && emptyBody(resp.Body) {
+	switch {
+	case resp.ContentLength == 0 || resp.ContentLength < 0 && emptyBody(resp.Body):
 		return remote.Permanent(fmt.Errorf("%s: %w", b.shown, remote.ErrEmpty))
+	case isListing(resp):
+		return b.errFolder()
+	case htmlPage(resp):
+		return remote.Permanent(fmt.Errorf("%s: the server answered with an HTML page (HTTP 200), not the archive's bytes: a login or error page? (a folder is given with a trailing /)", b.shown))
 	}
 	return remote.Permanent(fmt.Errorf("%s: the server ignores byte ranges (it answered a range request with the whole object, HTTP 200): npzfs cannot read it without downloading all of it", b.shown))
 }

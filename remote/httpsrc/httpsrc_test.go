@@ -294,6 +294,56 @@ func TestEmptyObject(t *testing.T) {
 	}
 }
 
+// TestFolderWithoutSlash: a folder's URL given without its trailing "/"
+// is said to be a folder, to be given with it, whether the server
+// redirects to it (followed or not, to a listing or a refusal) or answers
+// with a listing (JSON, or an HTML index); another HTML page is said to
+// be one. None is taken for a server that ignores byte ranges.
+func TestFolderWithoutSlash(t *testing.T) {
+	srv, _ := server(t, &object{data: randomBytes(100, 10)}, func(w http.ResponseWriter, r *http.Request) bool {
+		page := func(ctype, body string) {
+			w.Header().Set("Content-Type", ctype)
+			io.WriteString(w, body)
+		}
+		switch r.URL.Path {
+		case "/ds", "/closed":
+			http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
+		case "/ds/":
+			page("application/json", `[{"name": "a.npz", "type": "file", "size": 100}]`)
+		case "/closed/":
+			w.WriteHeader(http.StatusForbidden)
+		case "/listed":
+			page("application/json; charset=utf-8", `[{"name": "sub", "type": "directory"}]`)
+		case "/none":
+			page("application/json", "[]")
+		case "/indexed":
+			page("text/html", "<html>\n<head><TITLE>Index of /indexed/</TITLE></head><body>...</body></html>")
+		case "/login.npz":
+			page("text/html; charset=utf-8", "<html><head><title>Sign in</title></head></html>")
+		default:
+			return false
+		}
+		return true
+	})
+	noFollow := NewClient()
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, tc := range []struct {
+		path   string
+		client *http.Client
+	}{{"/ds", nil}, {"/ds", noFollow}, {"/closed", nil}, {"/listed", nil}, {"/none", nil}, {"/indexed", nil}} {
+		_, err := openURL(t, srv.URL+tc.path+"?sig=hush", &Options{Client: tc.client})
+		u := srv.URL + tc.path
+		want := u + " is not an archive but a folder: give it with a trailing / (" + u + "/) to serve it as a folder, or name an archive in it, as " + u + "/NAME.npz"
+		if err == nil || err.Error() != want || !remote.IsPermanent(err) {
+			t.Errorf("%s (following redirects: %v): %v, want %q", tc.path, tc.client == nil, err, want)
+		}
+	}
+	_, err := openURL(t, srv.URL+"/login.npz", nil)
+	if err == nil || !strings.Contains(err.Error(), "/login.npz: the server answered with an HTML page (HTTP 200), not the archive's bytes") {
+		t.Errorf("an HTML page: %v", err)
+	}
+}
+
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://user:pw@host/a/b.npz?X-Amz-Signature=abc#frag": "https://host/a/b.npz",
