@@ -13,9 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/npzfs/npzfs/source"
 )
 
 // Object is a remote object as it was when it was opened: what every
@@ -86,6 +89,32 @@ func CheckEdge(first, last, total, n int64, head bool) error {
 	}
 	return nil
 }
+
+// PinRefused says what a 412 to a request for bytes of obj, pinned to
+// it, means. Pinned by its ETag (If-Match), the object changed (an error
+// wrapping source.ErrChanged). Pinned by its Last-Modified
+// (If-Unmodified-Since, where the server sends no ETag), the server may
+// also refuse an object that has not changed (one that compares the
+// condition with a finer time than the second Last-Modified gives):
+// now, what the object is now (its size and Last-Modified, asked with no
+// condition), tells which, and nil means it is not known. Either way the
+// error is permanent.
+func PinRefused(name fmt.Stringer, obj Object, now *Object) error {
+	if obj.ETag != "" {
+		return Permanent(fmt.Errorf("%s: %w (HTTP 412 to a request pinned to its ETag %s)", name, source.ErrChanged, obj.ETag))
+	}
+	refused := fmt.Sprintf("the server refused a read's condition (HTTP 412 to If-Unmodified-Since: %s, the Last-Modified it sent at open; it sends no ETag to pin reads to)", HTTPDate(obj.LastModified))
+	switch {
+	case now == nil:
+		return Permanent(fmt.Errorf("%s: %s: the object may have changed, or the server may refuse that condition wrongly", name, refused))
+	case now.Size != obj.Size || !now.LastModified.Equal(obj.LastModified):
+		return Permanent(fmt.Errorf("%s: %w (it was %d bytes of %s, it is %d bytes of %s)", name, source.ErrChanged, obj.Size, HTTPDate(obj.LastModified), now.Size, HTTPDate(now.LastModified)))
+	}
+	return Permanent(fmt.Errorf("%s: %s, though the object has not changed (its size and Last-Modified are as they were): the server refuses that condition wrongly, so reads of bytes not fetched at open fail", name, refused))
+}
+
+// HTTPDate is t as HTTP dates say it, to the second.
+func HTTPDate(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
 
 // permanentError marks an error that retrying cannot fix.
 type permanentError struct{ err error }

@@ -309,9 +309,12 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 		Bucket: aws.String(b.bucket), Key: aws.String(b.key),
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, last)),
 	}
-	if obj.ETag != "" {
+	switch {
+	case obj.ETag != "":
 		in.IfMatch = aws.String(obj.ETag)
-	} else if !obj.LastModified.IsZero() {
+	case obj.Version != "":
+		// The version names the bytes: no condition is needed.
+	case !obj.LastModified.IsZero():
 		in.IfUnmodifiedSince = aws.Time(obj.LastModified)
 	}
 	if obj.Version != "" {
@@ -319,6 +322,9 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 	}
 	out, err := b.c.client.GetObject(ctx, in)
 	if err != nil {
+		if status, code := errorCode(err); code == "PreconditionFailed" || status == http.StatusPreconditionFailed {
+			return nil, b.pinFailed(ctx, obj)
+		}
 		return nil, b.explain(ctx, err, fmt.Sprintf("bytes %d-%d: ", off, last))
 	}
 	bad := func(err error) (io.ReadCloser, error) {
@@ -335,10 +341,28 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 		return bad(fmt.Errorf("%s: asked for bytes %d-%d, got %d-%d", b, off, last, first, l))
 	case obj.ETag != "" && out.ETag != nil && *out.ETag != obj.ETag:
 		return bad(remote.Permanent(fmt.Errorf("%s: %w (ETag %s, was %s)", b, source.ErrChanged, *out.ETag, obj.ETag)))
+	case obj.ETag == "" && obj.Version == "" && !obj.LastModified.IsZero() && out.LastModified != nil && !out.LastModified.Equal(obj.LastModified):
+		// Pinned by its time alone, as the server's answer says it,
+		// whether or not the server honours If-Unmodified-Since.
+		return bad(remote.Permanent(fmt.Errorf("%s: %w (Last-Modified %s, was %s)", b, source.ErrChanged, remote.HTTPDate(*out.LastModified), remote.HTTPDate(obj.LastModified))))
 	case out.ContentLength != nil && *out.ContentLength != n:
 		return bad(fmt.Errorf("%s: bytes %d-%d: a body of %d bytes", b, off, last, *out.ContentLength))
 	}
 	return out.Body, nil
+}
+
+// pinFailed says what a 412 to a fetch pinned to obj means
+// (remote.PinRefused), asking for the object as it is now when it was
+// pinned by its time.
+func (b *Backend) pinFailed(ctx context.Context, obj remote.Object) error {
+	if obj.ETag != "" {
+		return remote.PinRefused(b, obj, nil)
+	}
+	out, err := b.c.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.key)})
+	if err != nil || out.ContentLength == nil || out.LastModified == nil {
+		return remote.PinRefused(b, obj, nil)
+	}
+	return remote.PinRefused(b, obj, &remote.Object{Size: *out.ContentLength, LastModified: *out.LastModified})
 }
 
 // explain turns an SDK error into one line that says what is wrong,
@@ -355,8 +379,6 @@ func (c *Client) explain(ctx context.Context, name fmt.Stringer, bucket string, 
 	b := name
 	status, code := errorCode(err)
 	switch {
-	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
-		return remote.Permanent(fmt.Errorf("%s: %w (a request pinned to its ETag failed)", b, source.ErrChanged))
 	case what != "" && (code == "NoSuchKey" || code == "NoSuchVersion" || status == http.StatusNotFound):
 		return remote.Permanent(fmt.Errorf("%s: %w (the object is gone)", b, source.ErrChanged))
 	case code == "NoSuchBucket":
