@@ -99,7 +99,7 @@ func CheckEdge(first, last, total, n int64, head bool) error {
 // now, what the object is now (its size and Last-Modified, asked with no
 // condition), tells which, and nil means it is not known. Either way the
 // error is permanent.
-func PinRefused(name fmt.Stringer, obj Object, now *Object) error {
+func PinRefused(name string, obj Object, now *Object) error {
 	if obj.ETag != "" {
 		return Permanent(fmt.Errorf("%s: %w (HTTP 412 to a request pinned to its ETag %s)", name, source.ErrChanged, obj.ETag))
 	}

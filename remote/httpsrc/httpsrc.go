@@ -307,7 +307,8 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 	case http.StatusPreconditionFailed:
-		return bad(remote.Permanent(fmt.Errorf("%s: %w (HTTP 412 to a request pinned to %s)", b.shown, source.ErrChanged, pin(obj))))
+		resp.Body.Close()
+		return nil, remote.PinRefused(b.shown, obj, b.now(ctx, obj))
 	case http.StatusOK:
 		return bad(fmt.Errorf("%s: bytes %d-%d: the server answered with the whole object (HTTP 200), not the range", b.shown, off, last))
 	case http.StatusNotFound, http.StatusGone:
@@ -327,6 +328,11 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 	}
 	if e := strongETag(resp.Header.Get("ETag")); obj.ETag != "" && e != "" && e != obj.ETag {
 		return bad(remote.Permanent(fmt.Errorf("%s: %w (ETag %s, was %s)", b.shown, source.ErrChanged, e, obj.ETag)))
+	}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); obj.ETag == "" && !obj.LastModified.IsZero() && err == nil && !t.Equal(obj.LastModified) {
+		// Pinned by its time alone, as the answer says it, whether or
+		// not the server honours If-Unmodified-Since.
+		return bad(remote.Permanent(fmt.Errorf("%s: %w (Last-Modified %s, was %s)", b.shown, source.ErrChanged, remote.HTTPDate(t), remote.HTTPDate(obj.LastModified))))
 	}
 	if resp.ContentLength >= 0 && resp.ContentLength != n {
 		return bad(fmt.Errorf("%s: bytes %d-%d: a body of %d bytes", b.shown, off, last, resp.ContentLength))
@@ -353,12 +359,28 @@ func (b *Backend) statusError(resp *http.Response, what string) error {
 	return remote.Permanent(err)
 }
 
-// pin says what a request was pinned to.
-func pin(obj remote.Object) string {
+// now asks, with a HEAD and no condition, for the size and
+// Last-Modified of an object pinned by its time, for remote.PinRefused;
+// nil for one pinned by its ETag, or when the server does not say.
+func (b *Backend) now(ctx context.Context, obj remote.Object) *remote.Object {
 	if obj.ETag != "" {
-		return "ETag " + obj.ETag
+		return nil
 	}
-	return "Last-Modified " + obj.LastModified.UTC().Format(http.TimeFormat)
+	req, err := b.get(ctx)
+	if err != nil {
+		return nil
+	}
+	req.Method = http.MethodHead
+	resp, err := b.do(req)
+	if err != nil {
+		return nil
+	}
+	resp.Body.Close()
+	t, err := http.ParseTime(resp.Header.Get("Last-Modified"))
+	if resp.StatusCode != http.StatusOK || resp.ContentLength < 0 || err != nil {
+		return nil
+	}
+	return &remote.Object{Size: resp.ContentLength, LastModified: t}
 }
 
 // strongETag is a strong entity tag as sent, or "" for a weak or missing

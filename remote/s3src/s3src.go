@@ -356,13 +356,13 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 // pinned by its time.
 func (b *Backend) pinFailed(ctx context.Context, obj remote.Object) error {
 	if obj.ETag != "" {
-		return remote.PinRefused(b, obj, nil)
+		return remote.PinRefused(b.String(), obj, nil)
 	}
 	out, err := b.c.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.key)})
 	if err != nil || out.ContentLength == nil || out.LastModified == nil {
-		return remote.PinRefused(b, obj, nil)
+		return remote.PinRefused(b.String(), obj, nil)
 	}
-	return remote.PinRefused(b, obj, &remote.Object{Size: *out.ContentLength, LastModified: *out.LastModified})
+	return remote.PinRefused(b.String(), obj, &remote.Object{Size: *out.ContentLength, LastModified: *out.LastModified})
 }
 
 // explain turns an SDK error into one line that says what is wrong,
