@@ -127,7 +127,7 @@ func descrToDType(descr Value, depth int) (*DType, error) {
 		return parseTypeStr(v)
 	case Tuple:
 		if len(v) < 2 {
-			return nil, descrErrorf("descr tuple needs a type and a shape, got %d items", len(v))
+			return nil, descrErrorf("descr tuple needs a type and a shape, got %s", itemCount(len(v)))
 		}
 		base, err := descrToDType(v[0], depth+1)
 		if err != nil {
@@ -183,7 +183,7 @@ func recordFromList(fields List, depth int) (*DType, error) {
 				dt, err = typeTuple(dt, items[2])
 			}
 		default:
-			return nil, descrErrorf("field %d has %d items, expected 2 or 3", i, len(items))
+			return nil, descrErrorf("field %d has %s, expected 2 or 3", i, itemCount(len(items)))
 		}
 		if err != nil {
 			return nil, err
@@ -338,4 +338,12 @@ func isIntShape(v Value) bool {
 		return true
 	}
 	return false
+}
+
+// itemCount is "1 item" or "n items".
+func itemCount(n int) string {
+	if n == 1 {
+		return "1 item"
+	}
+	return fmt.Sprintf("%d items", n)
 }

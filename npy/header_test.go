@@ -84,6 +84,8 @@ func TestMalformedHeaders(t *testing.T) {
 		{"descr title clash", mk(1, dictWith("[(('a', 'a'), '<i4')]", "False", "()")), "title 'a' already used", 20},
 		{"descr name int", mk(1, dictWith("[(1, '<i4')]", "False", "()")), "field names must be strings", 20},
 		{"descr 4 items", mk(1, dictWith("[('a', '<i4', 2, 3)]", "False", "()")), "has 4 items, expected 2 or 3", 20},
+		{"descr 1 item", mk(1, dictWith("[('a',)]", "False", "()")), "field 0 has 1 item, expected 2 or 3", 20},
+		{"descr tuple of 1", mk(1, dictWith("('<i4',)", "False", "()")), "descr tuple needs a type and a shape, got 1 item", 20},
 		{"descr sub negative", mk(1, dictWith("[('a', '<i4', -2)]", "False", "()")), "dimension smaller than zero", 20},
 		{"descr sub too big", mk(1, dictWith("('<i4', (536870912,))", "False", "()")), "must fit into a C int", 20},
 		{"descr record too big", mk(1, dictWith("[('a', 'S2147483647'), ('b', 'u1')]", "False", "()")), "record itemsize does not fit", 20},

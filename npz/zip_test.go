@@ -69,7 +69,7 @@ func TestEndRecord(t *testing.T) {
 		{"directory too long", put32(base, end+12, uint32(len(base))), "does not lie before", 0, ""},
 		{"multi-disk", put16(base, end+4, 1), "multi-disk", 0, ""},
 		{"count too high", put16(put16(base, end+10, 0xfffe), end+8, 0xfffe), "", 2, "claims 65534 entries"},
-		{"count too low", put16(put16(base, end+10, 1), end+8, 1), "", 2, "claims 1 entries"},
+		{"count too low", put16(put16(base, end+10, 1), end+8, 1), "", 2, "claims 1 entry, the central directory has 2"},
 		{"saturated without zip64", put32(base, end+16, 0xffffffff), "does not lie before", 0, ""},
 		{"second entry broken", func() []byte {
 			// Corrupt the second central directory entry's signature.
@@ -77,7 +77,7 @@ func TestEndRecord(t *testing.T) {
 			i := bytes.LastIndex(b, []byte("PK\x01\x02"))
 			b[i+3] = 9
 			return b
-		}(), "", 1, "ends early"},
+		}(), "", 1, "after 1 entry: bad entry signature"},
 		{"first entry broken", func() []byte {
 			b := bytes.Clone(base)
 			b[cdStart(b)+3] = 9

@@ -165,7 +165,7 @@ func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
 			if count == 0 {
 				return &FormatError{Offset: off, Msg: "bad central directory entry signature"}
 			}
-			z.problemf("central directory ends early at byte %d after %d entries: bad entry signature", off, count)
+			z.problemf("central directory ends early at byte %d after %s: bad entry signature", off, entryCount(count))
 			break
 		}
 		if err := fill(pos, centralLen); err != nil {
@@ -176,7 +176,7 @@ func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
 			if count == 0 {
 				return &FormatError{Offset: off, Msg: "bad central directory entry signature"}
 			}
-			z.problemf("central directory ends early at byte %d after %d entries: bad entry signature", off, count)
+			z.problemf("central directory ends early at byte %d after %s: bad entry signature", off, entryCount(count))
 			break
 		}
 		nameLen, extraLen, commentLen := int64(le.Uint16(fixed[28:])), int64(le.Uint16(fixed[30:])), int64(le.Uint16(fixed[32:]))
@@ -185,7 +185,7 @@ func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
 			if count == 0 {
 				return &FormatError{Offset: off, Msg: "central directory entry runs past the directory's end"}
 			}
-			z.problemf("central directory ends early at byte %d after %d entries: entry runs past the directory's end", off, count)
+			z.problemf("central directory ends early at byte %d after %s: entry runs past the directory's end", off, entryCount(count))
 			break
 		}
 		if err := fill(pos, n); err != nil {
@@ -201,9 +201,17 @@ func (z *Reader) readDirectory(d directory, each func(*Entry)) error {
 		each(&e)
 	}
 	if uint16(count) != uint16(d.entries) && !(d.zip64 && count == d.entries) {
-		z.problemf("end record claims %d entries, the central directory has %d", d.entries, count)
+		z.problemf("end record claims %s, the central directory has %d", entryCount(d.entries), count)
 	}
 	return nil
+}
+
+// entryCount is "1 entry" or "n entries".
+func entryCount(n uint64) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }
 
 // unusable records the first reason the entry cannot be used.

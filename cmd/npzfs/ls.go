@@ -276,12 +276,20 @@ func (c *listCounts) summary(members int) string {
 	return s
 }
 
-// plural is "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
+// plural is "1 thing" or "n things" (a thing ending in s, x, ch or sh
+// takes "es", in a consonant and y "ies": "2 misses", "3 entries").
+func plural[N ~int | ~int64](n N, thing string) string {
+	switch {
+	case n == 1:
 		return "1 " + thing
+	case strings.HasSuffix(thing, "s") || strings.HasSuffix(thing, "x") || strings.HasSuffix(thing, "ch") || strings.HasSuffix(thing, "sh"):
+		thing += "es"
+	case strings.HasSuffix(thing, "y") && len(thing) > 1 && !strings.ContainsRune("aeiou", rune(thing[len(thing)-2])):
+		thing = thing[:len(thing)-1] + "ies"
+	default:
+		thing += "s"
 	}
-	return fmt.Sprintf("%d %ss", n, thing)
+	return fmt.Sprintf("%d %s", n, thing)
 }
 
 type memberRow struct {
@@ -618,7 +626,7 @@ func dtypeString(d *npy.DType) string {
 		return "?"
 	}
 	if d.Record {
-		return fmt.Sprintf("record(%d fields, %d bytes)", len(d.Fields), d.ItemSize)
+		return fmt.Sprintf("record(%s, %s)", plural(len(d.Fields), "field"), plural(d.ItemSize, "byte"))
 	}
 	if d.Subarray != nil {
 		return fmt.Sprintf("%s%s", dtypeString(d.Subarray.Base), shapeString(d.Subarray.Shape))

@@ -330,7 +330,7 @@ func writeStatus(w io.Writer, st *mountStats) {
 	line := func(what, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
 	}
-	line("served", "%s in %d reads and %d pushes", humanSize(st.Served.Bytes), st.Served.Reads, st.Served.Pushes)
+	line("served", "%s in %s and %s", humanSize(st.Served.Bytes), plural(st.Served.Reads, "read"), plural(st.Served.Pushes, "push"))
 	if st.ArchivesOpen != nil {
 		line("archives", "%d open", *st.ArchivesOpen)
 	}
@@ -338,15 +338,15 @@ func writeStatus(w io.Writer, st *mountStats) {
 		line("members", "%d, %d failing (npzfs ls says why)", *st.Members, *st.Failing)
 	}
 	sc := st.SpanCache
-	line("span cache", "%d hits, %d misses; %s of %s", sc.Hits, sc.Misses, humanSize(sc.Bytes), humanSize(sc.Budget))
+	line("span cache", "%s, %s; %s of %s", plural(sc.Hits, "hit"), plural(sc.Misses, "miss"), humanSize(sc.Bytes), humanSize(sc.Budget))
 	if ix := st.Indexes; ix != nil {
 		line("indexes", "%d loaded (%d refused), %d saved, in %s", ix.Loaded, ix.Refused, ix.Saved, ix.Folder)
 	}
 	if r := st.Remote; r != nil {
-		line("remote", "%d requests (%d retried), %s fetched; blocks: %d hits, %d misses, %s in memory",
-			r.Requests, r.Retries, humanSize(r.BytesFetched), r.BlockHits, r.BlockMisses, humanSize(r.MemoryBytes))
+		line("remote", "%s (%d retried), %s fetched; blocks: %s, %s, %s in memory",
+			plural(r.Requests, "request"), r.Retries, humanSize(r.BytesFetched), plural(r.BlockHits, "hit"), plural(r.BlockMisses, "miss"), humanSize(r.MemoryBytes))
 		if r.DiskCacheBytes > 0 || r.DiskHits > 0 {
-			line("disk cache", "%d blocks from it; %s in its folder", r.DiskHits, humanSize(r.DiskCacheBytes))
+			line("disk cache", "%s from it; %s in its folder", plural(r.DiskHits, "block"), humanSize(r.DiskCacheBytes))
 		}
 	}
 	if ix := st.Indexing; ix != nil {
