@@ -6,8 +6,9 @@
 # runs the completion tests with bash, zsh and fish present, then
 # scripts/package.sh into a folder of its own, and checks that every
 # artifact is there and listed in SHA256SUMS; that the .deb and .rpm depend
-# on fuse3 and hold the binary, completions, man page and license; that
-# each wheel carries its own architecture's binary. As root on Debian it
+# on fuse3, recommend bash-completion, and hold the binary, completions,
+# man page and license; that each wheel carries its own architecture's
+# binary. As root on Debian it
 # then installs the amd64 (or arm64) .deb with dpkg: npzfs version names
 # the commit, man -w npzfs finds the page, bash loads the completion,
 # mount -t fuse.npzfs mounts the demo archive; and removes it again.
@@ -56,6 +57,7 @@ for arch in amd64 arm64; do
   deb="$d/npzfs_${version}_$arch.deb"
   info=$(dpkg-deb --info "$deb")
   grep -q "^ Depends: fuse3$" <<<"$info" || die "$deb does not depend on fuse3: $info"
+  grep -q "^ Recommends: bash-completion$" <<<"$info" || die "$deb does not recommend bash-completion: $info"
   grep -q "^ Architecture: $arch$" <<<"$info" || die "$deb: wrong architecture"
   files=$(dpkg-deb -c "$deb" | awk '{print substr($6, 2)}')
   for f in $want_files /usr/share/zsh/vendor-completions/_npzfs /usr/share/doc/npzfs/copyright /usr/share/doc/npzfs/THIRD_PARTY_NOTICES; do
@@ -65,6 +67,7 @@ for arch in amd64 arm64; do
   case $arch in amd64) m=x86_64 ;; arm64) m=aarch64 ;; esac
   rpmf="$d/npzfs-${version}-1.$m.rpm"
   rpm -qpR "$rpmf" 2>/dev/null | grep -qx fuse3 || die "$rpmf does not require fuse3"
+  rpm -qp --recommends "$rpmf" 2>/dev/null | grep -qx bash-completion || die "$rpmf does not recommend bash-completion"
   files=$(rpm -qpl "$rpmf" 2>/dev/null)
   for f in $want_files /usr/share/zsh/site-functions/_npzfs /usr/share/licenses/npzfs/LICENSE; do
     grep -qx "$f" <<<"$files" || die "$rpmf lacks $f"
