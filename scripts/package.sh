@@ -10,6 +10,8 @@
 #                                       completions, man page
 #   SHA256SUMS
 #
+# and lists them, each with its size, then SHA256SUMS.
+#
 # VERSION comes from git (scripts/version.sh). The binaries are static
 # (CGO_ENABLED=0, -trimpath); the .deb and .rpm are made by nfpm, at a
 # pinned version from the Go module proxy, the wheels by Debian's
@@ -110,4 +112,11 @@ done
 
 rm -rf "$stage"
 (cd "$dist" && sha256sum -- * >SHA256SUMS)
-ls -l "$dist"
+# What was built: each artifact with its size, then the checksums.
+echo "built:"
+(cd "$dist" && for f in *; do
+  [ "$f" = SHA256SUMS ] && continue
+  printf '  %8s  %s\n' "$(numfmt --to=iec-i --suffix=B "$(stat -c %s -- "$f")")" "$f"
+done)
+echo "$dist/SHA256SUMS:"
+sed 's/^/  /' "$dist/SHA256SUMS"

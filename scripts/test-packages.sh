@@ -32,12 +32,12 @@ step() { printf -- '-- %s\n' "$*"; }
 step "completion scripts in bash, zsh and fish"
 go test -count=1 -run 'TestCompletion' ./cmd/npzfs
 
-NPZFS_DIST="$work/dist" bash scripts/package.sh >/dev/null
+built=$(NPZFS_DIST="$work/dist" bash scripts/package.sh)
 version=$(bash scripts/version.sh)
 commit=$(git rev-parse --short=12 HEAD)
 d="$work/dist"
 
-step "every artifact, in SHA256SUMS"
+step "every artifact, in SHA256SUMS, listed by package.sh with its size and sum"
 for f in "npzfs_${version}_amd64.deb" "npzfs_${version}_arm64.deb" \
   "npzfs-${version}-1.x86_64.rpm" "npzfs-${version}-1.aarch64.rpm" \
   "npzfs_${version}_linux_amd64.tar.gz" "npzfs_${version}_linux_arm64.tar.gz" \
@@ -45,6 +45,11 @@ for f in "npzfs_${version}_amd64.deb" "npzfs_${version}_arm64.deb" \
   "npzfs-${version}-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64.whl"; do
   [ -s "$d/$f" ] || die "missing $f"
   grep -q "  $f\$" "$d/SHA256SUMS" || die "$f is not in SHA256SUMS"
+  size=$(numfmt --to=iec-i --suffix=B "$(stat -c %s -- "$d/$f")")
+  awk -v f="$f" -v s="$size" '$1 == s && $2 == f' <<<"$built" | grep -q . \
+    || die "package.sh does not list $f with its size $size: $built"
+  sum=$(awk -v f="$f" '$2 == f' "$d/SHA256SUMS")
+  grep -qxF "  $sum" <<<"$built" || die "package.sh does not print the sum of $f: $built"
 done
 (cd "$d" && sha256sum --quiet -c SHA256SUMS) || die "SHA256SUMS does not match"
 
