@@ -8,10 +8,12 @@
 # artifact is there and listed in SHA256SUMS; that the .deb and .rpm depend
 # on fuse3, recommend bash-completion, and hold the binary, completions,
 # man page and license; that each wheel carries its own architecture's
-# binary. As root on Debian it
-# then installs the amd64 (or arm64) .deb with dpkg: npzfs version names
-# the commit, man -w npzfs finds the page, bash loads the completion,
-# mount -t fuse.npzfs mounts the demo archive; and removes it again.
+# binary. As root on Debian it then installs this machine's .deb with
+# dpkg, in a mount namespace whose /usr and /var are overlays on a tmpfs,
+# so that the system (and an npzfs package installed on it) is never
+# touched: npzfs version names the commit, man -w npzfs finds the page,
+# bash loads the completion, mount -t fuse.npzfs mounts the demo archive;
+# and removes it again. The system's npzfs is checked unchanged after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
@@ -19,14 +21,8 @@ cd "$(dirname "$0")/.."
 ensure_deps fuse man bash-completion rpm unzip zsh fish
 
 work=$(mktemp -d /tmp/npzfs-packages.XXXXXX)
-mnt="$work/mnt"
-installed=
-cleanup() {
-  if grep -qs " $mnt " /proc/mounts; then umount -l "$mnt" || true; fi
-  if [ -n "$installed" ]; then dpkg -r npzfs >/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+mnt="$work/mnt" # in the namespace of try_deb, which unmounts it
+trap 'rm -rf "$work"' EXIT
 step() { printf -- '-- %s\n' "$*"; }
 
 step "completion scripts in bash, zsh and fish"
@@ -92,29 +88,68 @@ if [ "$(id -u)" != 0 ] || ! command -v dpkg >/dev/null; then
   echo "test-packages.sh: not root on Debian: the .deb was not installed"
   exit 0
 fi
-if dpkg -s npzfs >/dev/null 2>&1; then
-  die "an npzfs package is installed already: remove it first (dpkg -r npzfs)"
-fi
 
-step "dpkg -i"
+# private_system: make /usr and /var of this mount namespace overlays
+# whose upper layers are on a tmpfs: what dpkg writes there (the files,
+# its database, the man-db trigger's cache, its log) stays in the
+# namespace and goes with it. Returns 1, having said why, where it cannot.
+private_system() {
+  local scratch="$work/scratch" dir
+  mkdir -p "$scratch"
+  mount -t tmpfs npzfs-test "$scratch" || return 1
+  for dir in /usr /var; do
+    mkdir -p "$scratch$dir/upper" "$scratch$dir/work"
+    mount -t overlay npzfs-test -o "lowerdir=$dir,upperdir=$scratch$dir/upper,workdir=$scratch$dir/work" "$dir" || return 1
+  done
+}
+
+# try_deb DEB: install the .deb, try it, remove it; run in a mount
+# namespace of its own, after private_system.
+try_deb() {
+  trap 'if grep -qs " $mnt " /proc/mounts; then umount -l "$mnt"; fi' EXIT
+  step "dpkg -i (an npzfs installed on the system, if any, is upgraded in the namespace alone)"
+  dpkg -i "$1" >/dev/null
+  local out got
+  out=$(/usr/bin/npzfs version)
+  [[ $out == "npzfs $version (commit $commit"* ]] || die "npzfs version says: $out"
+  echo "$out"
+  man -w npzfs | grep -qx /usr/share/man/man1/npzfs.1.gz || die "man -w npzfs: $(man -w npzfs 2>&1)"
+  MANWIDTH=80 man npzfs 2>/dev/null | grep -q "npzfs mount \[flags\] ARCHIVE MOUNTPOINT" || die "man npzfs does not show the page"
+  got=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader npzfs; complete -p npzfs')
+  [ "$got" = "complete -F _npzfs npzfs" ] || die "bash does not load the completion: $got"
+  step "mount -t fuse.npzfs"
+  mkdir "$mnt"
+  mount -t fuse.npzfs "$PWD/examples/demo.npz" "$mnt" -o ro
+  pgrep -af -- "$mnt" | grep -q "^[0-9]* /usr/bin/npzfs mount" || die "the mount is not served by /usr/bin/npzfs: $(pgrep -af -- "$mnt")"
+  cmp <(unzip -p examples/demo.npz labels.npy) "$mnt/labels.npy" || die "the mount reads wrong"
+  umount "$mnt"
+  step "dpkg -r"
+  dpkg -r npzfs >/dev/null
+  [ ! -e /usr/bin/npzfs ] || die "/usr/bin/npzfs is still there after dpkg -r"
+}
+
+# live: what the system outside the namespace holds of npzfs, which the
+# test must leave as it was (a package a user installed, say).
+live() {
+  dpkg-query -W -f='${db:Status-Abbrev} ${Version}\n' npzfs 2>/dev/null || true
+  sha256sum /usr/bin/npzfs /usr/share/man/man1/npzfs.1.gz 2>/dev/null || true
+}
+
 arch=$(dpkg --print-architecture)
-dpkg -i "$d/npzfs_${version}_$arch.deb" >/dev/null
-installed=1
-out=$(/usr/bin/npzfs version)
-[[ $out == "npzfs $version (commit $commit"* ]] || die "npzfs version says: $out"
-echo "$out"
-man -w npzfs | grep -qx /usr/share/man/man1/npzfs.1.gz || die "man -w npzfs: $(man -w npzfs 2>&1)"
-MANWIDTH=80 man npzfs 2>/dev/null | grep -q "npzfs mount \[flags\] ARCHIVE MOUNTPOINT" || die "man npzfs does not show the page"
-got=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader npzfs; complete -p npzfs')
-[ "$got" = "complete -F _npzfs npzfs" ] || die "bash does not load the completion: $got"
-step "mount -t fuse.npzfs"
-mkdir "$mnt"
-mount -t fuse.npzfs "$PWD/examples/demo.npz" "$mnt" -o ro
-pgrep -af -- "$mnt" | grep -q "^[0-9]* /usr/bin/npzfs mount" || die "the mount is not served by /usr/bin/npzfs: $(pgrep -af -- "$mnt")"
-cmp <(unzip -p examples/demo.npz labels.npy) "$mnt/labels.npy" || die "the mount reads wrong"
-umount "$mnt"
-step "dpkg -r"
-dpkg -r npzfs >/dev/null
-installed=
-[ ! -e /usr/bin/npzfs ] || die "/usr/bin/npzfs is still there after dpkg -r"
+before=$(live)
+export work mnt version commit
+export -f private_system try_deb die step
+if ! unshare --mount --propagation private true 2>/dev/null; then
+  echo "test-packages.sh: cannot make a mount namespace here (unshare --mount): the .deb was not installed"
+  exit 0
+fi
+# shellcheck disable=SC2016 # $1 is the inner shell's
+unshare --mount --propagation private bash -c 'set -euo pipefail; private_system || exit 3; try_deb "$1"' test-packages.sh "$d/npzfs_${version}_$arch.deb" || {
+  rc=$?
+  [ $rc = 3 ] || exit $rc
+  echo "test-packages.sh: cannot lay a private /usr and /var over the system (overlay on tmpfs): the .deb was not installed"
+  exit 0
+}
+after=$(live)
+[ "$after" = "$before" ] || die "the system's npzfs changed: was [$before], is [$after]"
 echo "test-packages.sh: all passed"
