@@ -4,6 +4,8 @@ memory maps.
 The package runs the npzfs program it carries (a static binary for this
 platform), so it needs no Go, compiler or network; mounting needs Linux
 with FUSE (/dev/fuse, and fusermount3 for a user other than root).
+:func:`load` and :func:`savez` need numpy (``pip install 'npzfs[numpy]'``);
+the rest, and the npzfs command, do not.
 
 - :func:`mount` mounts a source and returns a :class:`Mount`, also a
   context manager that binds the mount's :class:`pathlib.Path`.
@@ -84,6 +86,16 @@ class Error(OSError):
 
     def __reduce__(self):  # picklable, as OSError subclasses with other arguments are not
         return (type(self), (self.message, self.exit_code))
+
+
+def _need_numpy(function: str) -> None:
+    """Raises Error, in one line saying how to install it, where numpy is
+    missing: npzfs.load and npzfs.savez need it, the rest of the package
+    (and the command line) does not."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise Error(f"npzfs.{function} needs numpy, which this Python lacks: pip install numpy (or pip install 'npzfs[numpy]')") from None
 
 
 def binary() -> str:
@@ -457,5 +469,8 @@ def load(source: Source, **options: Any) -> Archive:
     ``np.memmap``: returns an :class:`Archive`, mounted on first use and
     unmounted by its ``close()``. options are ``npzfs mount``'s flags as
     keyword arguments, checked now. A key that is not in the archive raises
-    KeyError, and an object array ValueError, as ``np.load`` would."""
+    KeyError, and an object array ValueError, as ``np.load`` would.
+    Without numpy it raises :class:`Error` at once, saying how to install
+    it."""
+    _need_numpy("load")
     return Archive(source, options)

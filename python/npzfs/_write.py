@@ -373,8 +373,12 @@ def savez(file: "Union[str, os.PathLike[str], IO[bytes]]", *args: Any, compress:
 
     ``file`` is a path (written to a temporary file beside it, renamed
     over it once whole, removed on failure) or a binary file object,
-    written from its position.
+    written from its position. Without numpy it raises
+    :class:`npzfs.Error`, saying how to install it.
     """
+    from . import _need_numpy
+
+    _need_numpy("savez")
     if not isinstance(compress, bool):
         raise TypeError(f"npzfs.savez(): compress takes True or False, not {compress!r}")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or not MIN_CHUNK <= chunk <= MAX_CHUNK:
