@@ -56,6 +56,10 @@ func pyStr(s string) string {
 	return b.String()
 }
 
+// Repr is Python's repr() of a literal value, such as a header's Descr:
+// the text that Python's ast.literal_eval reads back as the same value.
+func Repr(v Value) (string, error) { return pyRepr(v) }
+
 // pyRepr is Python's repr() of a literal value.
 func pyRepr(v Value) (string, error) {
 	var b strings.Builder

@@ -253,6 +253,9 @@ func TestEncodeHeader(t *testing.T) {
 		{List{Tuple{Tuple{int64(1), "a"}, "<i4", Tuple{int64(2)}}}, `[((1, 'a'), '<i4', (2,))]`},
 	}
 	for _, tc := range cases {
+		if r, err := Repr(tc.descr); r != tc.want || err != nil {
+			t.Errorf("Repr(%v) = %s, %v; want %s", tc.descr, r, err, tc.want)
+		}
 		enc, err := EncodeHeader(tc.descr, false, []int64{1})
 		if err != nil {
 			t.Fatal(err)
