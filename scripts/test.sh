@@ -173,6 +173,8 @@ fuzz ./npz FuzzOpen
 fuzz ./inflate FuzzInflate
 fuzz ./inflate FuzzDeflateSparse
 fuzz ./zip FuzzParseSOZipIndex
+fuzz ./serve FuzzFrameReader
+fuzz ./serve FuzzFrames
 
 step "python package (scripts/test-python.sh)"
 bash scripts/test-python.sh

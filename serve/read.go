@@ -1,0 +1,105 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/npzfs/npzfs/npz"
+)
+
+// chunkBufs recycles the buffers of full-size replies (MaxChunk bytes
+// and the room before them); shorter replies get a buffer of their size.
+var chunkBufs = sync.Pool{New: func() any { b := make([]byte, dataRoom+MaxChunk); return &b }}
+
+// read answers a read request: the member's bytes from offset, length
+// of them, in replies of at most MaxChunk bytes, in order, the last
+// marked so.
+func (s *server) read(ctx context.Context, q *request, done func()) {
+	m, f, off, n, ok := s.checkRead(q, done)
+	if !ok {
+		return
+	}
+	who := &about{m.Index(), m.Name()}
+	for {
+		k := min(n, MaxChunk)
+		var buf []byte
+		var pooled *[]byte
+		if k == MaxChunk {
+			pooled = chunkBufs.Get().(*[]byte)
+			buf = *pooled
+		} else {
+			buf = make([]byte, dataRoom+k)
+		}
+		got, err := f.ReadAtContext(ctx, buf[dataRoom:dataRoom+k], off)
+		if got == int(k) {
+			err = nil // io.EOF at the member's end
+		}
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			if pooled != nil {
+				chunkBufs.Put(pooled)
+			}
+			code, msg := codeRead, bare(err)
+			if ctx.Err() != nil {
+				code, msg = codeCancelled, "cancelled"
+			}
+			done() // which cancels ctx: the code is decided before
+			s.fail(q.ID, code, msg, who)
+			return
+		}
+		last := k == n
+		if last {
+			done()
+		}
+		s.out.sendData(q.ID, off, last, buf[:dataRoom+k])
+		if pooled != nil {
+			chunkBufs.Put(pooled) // written: sendData keeps nothing
+		}
+		if last {
+			return
+		}
+		off, n = off+k, n-k
+	}
+}
+
+// checkRead checks a read request: the member, that it can be read, and
+// the range. When it fails, it has sent the error reply (after done).
+func (s *server) checkRead(q *request, done func()) (m *npz.Member, f *npz.File, off, n int64, ok bool) {
+	failf := func(code string, who *about, format string, args ...any) {
+		done()
+		s.fail(q.ID, code, fmt.Sprintf(format, args...), who)
+	}
+	if q.Member == nil || q.Offset == nil || q.Length == nil {
+		failf(codeRequest, nil, `bad request: a read needs "member", "offset" and "length"`)
+		return
+	}
+	i := *q.Member
+	if i < 0 || i >= int64(len(s.members)) {
+		failf(codeMember, nil, "no member %d: the archive has %d (0 to %d)", i, len(s.members), len(s.members)-1)
+		return
+	}
+	m = s.members[i]
+	who := &about{m.Index(), m.Name()}
+	if f = m.File(); f == nil {
+		failf(codeUnreadable, who, "%q is a folder: it has no bytes", m.Name())
+		return
+	}
+	if err := m.ReadError(); err != nil {
+		failf(codeUnreadable, who, "%s", bare(err))
+		return
+	}
+	off, n = *q.Offset, *q.Length
+	if off < 0 || n < 0 || off > m.Size() || n > m.Size()-off {
+		failf(codeRange, who, "bytes %d to %d of %q, which has %d", off, off+n, m.Name(), m.Size())
+		return
+	}
+	if n == 0 {
+		done()
+		s.out.sendData(q.ID, off, true, make([]byte, dataRoom))
+		return
+	}
+	return m, f, off, n, true
+}
