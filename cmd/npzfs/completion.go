@@ -73,6 +73,7 @@ var argValues = map[string][]string{
 	"index":      {valArchive, valNone},
 	"pack":       {valArchive, valFile},
 	"unmount":    {valMount},
+	"serve":      {valArchive},
 	"completion": {valShell},
 	"version":    {},
 }

@@ -61,6 +61,8 @@ var completionCases = []struct {
 	{"npzfs completion ", []string{"bash", "fish", "zsh"}},
 	{"npzfs help in", []string{"index", "inspect"}},
 	{"npzfs umount --l", []string{"--lazy"}},
+	{"npzfs serve --std", []string{"--stdio"}},
+	{"npzfs serve --stdio ", []string{"a.npz", "b.npy", "my data.npz", "my dir", "sub"}},
 }
 
 // TestCompletion completes each case in bash, fish and zsh (with the

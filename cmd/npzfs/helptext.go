@@ -106,6 +106,9 @@ var examples = map[string][]string{
 		"npzfs status --json /mnt/data",
 	},
 	"version": {"npzfs version"},
+	"serve": {
+		"npzfs serve --stdio data.npz    # a program on the other end of the pipes",
+	},
 	"completion": {
 		"source <(npzfs completion bash)    # in this shell; to keep it:",
 		"npzfs completion bash > ~/.local/share/bash-completion/completions/npzfs",
@@ -136,6 +139,21 @@ crc32, dtype (numpy's dtype.str), descr (records: as header.json gives
 it), shape, fortran_order, views, reason, read_error and, with --verify,
 verify (the README describes each); for a FOLDER, {"folder", "archives",
 "errors"}.`
+
+// serveHelp is the long description of npzfs serve.
+const serveHelp = `Opens ARCHIVE (a .npz or .npy file, or an https://, http:// or s3://
+URL) as a mount would, with the same caches, saved indexes and remote
+flags, and answers requests on stdin with replies on stdout, in the
+framed protocol of docs/serve.md: the member table (names, dtypes,
+shapes, where each member's data lies), reads of any member's bytes at
+any offset, several at once and in any order, and their cancellation. It
+needs no FUSE: the Python package's npzfs.open runs it to read deflated
+and remote arrays. A malformed request gets an error reply; the server
+exits when its stdin closes or a close request comes. Messages about the
+archive go to stderr.
+
+Exit codes: 0 stdin closed or a close request answered, 1 the archive
+cannot be opened or the protocol cannot be followed, 2 bad command line.`
 
 // statusHelp is the long description of npzfs status.
 const statusHelp = `Shows every live npzfs mount of yours (or the one on MOUNTPOINT): its
@@ -449,7 +467,7 @@ func shownDefault(f *pflag.Flag) string {
 
 // pythonCommands are the commands the Python package runs with keyword
 // arguments for flags.
-var pythonCommands = []string{"index", "ls", "mount", "pack", "unmount"}
+var pythonCommands = []string{"index", "ls", "mount", "pack", "serve", "unmount"}
 
 // writePythonFlags writes python/npzfs/_flags.py: for each of
 // pythonCommands, each visible flag's name as a keyword argument, its kind

@@ -99,7 +99,7 @@ func writeMan(w io.Writer, version string) {
 	r.defs(manFiles)
 	r.printf(".SH \"SEE ALSO\"\n")
 	r.printf(".BR fusermount3 (1),\n.BR mount.fuse3 (8),\n.BR fstab (5),\n.BR mount (8)\n")
-	r.paragraphs("The README of npzfs, and its docs/ folder: header.json, views, archives, guarantees, Python, containers.")
+	r.paragraphs("The README of npzfs, and its docs/ folder: header.json, views, archives, guarantees, Python, containers, and serve.md, the protocol of npzfs serve.")
 }
 
 // roff writes roff source.
