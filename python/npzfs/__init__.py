@@ -29,6 +29,7 @@ reach npzfs through its environment. Every failure raises :class:`Error`.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import json
 import os
@@ -159,19 +160,19 @@ def _flags(command: str, function: str, options: dict) -> tuple[list, dict]:
             items = [f"{value}s"]  # seconds
         else:
             items = [value]
-        items = [os.fspath(v) if isinstance(v, os.PathLike) else str(v) for v in items]
+        texts = [os.fspath(v) if isinstance(v, os.PathLike) else str(v) for v in items]
         if key == "header":
-            for h in items:
+            for h in texts:
                 if "\n" in h or "\r" in h:
                     raise ValueError(f"npzfs.{function}(): a header holds a line break: {h.split(':')[0]!r}")
-            env[_HEADERS_ENV] = "\n".join(items)
+            env[_HEADERS_ENV] = "\n".join(texts)
             continue
-        argv.extend(f"{flag}={v}" for v in items)
+        argv.extend(f"{flag}={v}" for v in texts)
     return argv, env
 
 
 # What a flag of each kind takes: the Python types, and how to say so.
-_KINDS = {
+_KINDS: dict[str, tuple[Any, str]] = {
     "int": (int, "an int"),
     "duration": ((str, int, float), "a duration: seconds, or a str such as '90s' or '5m'"),
     "value": ((str, os.PathLike), "a str"),
@@ -198,7 +199,7 @@ def _source(source: Source) -> tuple[str, dict]:
 def _mounted(path: str) -> bool:
     """Whether an npzfs mount is on path, from the mount table."""
     try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        with builtins.open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
             table = f.read()
     except OSError:
         return False
@@ -266,7 +267,10 @@ class Mount:
         :class:`Error` instead; lazy=True always detaches."""
         if not self._finalizer.alive:
             return
-        path, made = self._finalizer.peek()[2]
+        info = self._finalizer.peek()
+        if info is None:
+            return
+        path, made = info[2]
         _unmount(path, made, lazy)
         self._finalizer.detach()
 
@@ -425,7 +429,7 @@ class Archive(Mapping):
         if key not in self._paths:
             raise KeyError(f"{key} is not a file in the archive")
         path = m.path / self._paths[key]
-        with open(path, "rb") as f:
+        with builtins.open(path, "rb") as f:
             magic = f.read(6)
         if magic != b"\x93NUMPY":
             return path.read_bytes()
