@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.parse
+import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -46,7 +47,7 @@ from typing import Any, Optional, Sequence, Union
 from ._flags import FLAGS
 from ._write import pack, savez
 
-__all__ = ["Archive", "Error", "Mount", "binary", "index", "load", "ls", "mount", "pack", "savez"]
+__all__ = ["Archive", "Error", "LazyArray", "Mount", "OpenArchive", "binary", "index", "load", "ls", "mount", "open", "pack", "savez"]
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _version
@@ -61,8 +62,8 @@ except ImportError:  # pragma: no cover
 Source = Union[str, "os.PathLike[str]"]
 
 # Flags the API does not take: -f would keep mount from returning, and the
-# API asks ls for JSON itself.
-_NOT_TAKEN = {"mount": {"foreground"}, "ls": {"json"}}
+# API asks ls for JSON and serve for --stdio itself.
+_NOT_TAKEN = {"mount": {"foreground"}, "ls": {"json"}, "serve": {"stdio"}}
 
 # The environment through which npzfs takes secrets (see man npzfs).
 _HEADERS_ENV = "NPZFS_HEADERS"
@@ -468,13 +469,35 @@ class Archive(Mapping):
         return f"<npzfs.Archive {os.fspath(self._source)!r}{' closed' if self._closed else ''}>"
 
 
-def load(source: Source, **options: Any) -> Archive:
+def load(source: Source, **options: Any) -> "Archive | OpenArchive":
     """Like ``np.load`` of an .npz, but every array is a read-only
     ``np.memmap``: returns an :class:`Archive`, mounted on first use and
     unmounted by its ``close()``. options are ``npzfs mount``'s flags as
     keyword arguments, checked now. A key that is not in the archive raises
     KeyError, and an object array ValueError, as ``np.load`` would.
     Without numpy it raises :class:`Error` at once, saying how to install
-    it."""
+    it.
+
+    Where FUSE is not available (not Linux, or no /dev/fuse), it says so
+    once in a warning and returns :func:`open`'s archive instead, with the
+    options ``npzfs serve`` takes (the mount's others are left out)."""
     _need_numpy("load")
-    return Archive(source, options)
+    if sys.platform.startswith("linux") and os.path.exists("/dev/fuse"):
+        return Archive(source, options)
+    _flags("mount", "load", options)  # unknown options raise here too
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn("npzfs.load: FUSE is not available here (no /dev/fuse): reading with npzfs.open instead, "
+                      "stored arrays of local archives as memory maps and the others as lazy arrays", RuntimeWarning, stacklevel=2)
+    return open(source, **{k: v for k, v in options.items() if k in FLAGS["serve"]})
+
+
+_warned = False  # load has said that FUSE is not available
+
+# npzfs.open and its arrays use Error, binary and the option helpers
+# above; _flags under a name of its own, as the module _flags.py has the
+# same name.
+_option_flags = _flags
+from ._lazy import LazyArray  # noqa: E402
+from ._open import OpenArchive, open  # noqa: E402

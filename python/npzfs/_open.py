@@ -1,0 +1,410 @@
+"""npzfs.open: an archive's arrays with no FUSE (docs/python.md).
+
+A local archive's central directory is read with Python's zipfile, as
+np.load reads it, so keys and members are np.load's. A stored array of a
+local archive is an np.memmap of the archive file at its data: no copy, no
+server. Everything else is read through ``npzfs serve --stdio``, started
+at first need: deflated arrays and every array of a remote archive are
+:class:`LazyArray` s. Members that are not arrays are bytes, and object
+arrays unpickled with allow_pickle=True, as np.load gives them. Every npy
+header is parsed by numpy's own reader, so that dtypes, shapes and the
+errors for bad headers are np.load's.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import threading
+import urllib.parse
+import weakref
+import zipfile
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from . import Error, Source, _option_flags, _source, binary
+from ._lazy import LazyArray, _Source
+from ._protocol import Connection, shutdown
+
+_MAGIC = b"\x93NUMPY"
+# Bytes read first from an array member: its magic, version and header
+# in one read, for all but very wide records.
+_HEAD = 4096
+# np.load's default bound on a header (numpy's format._MAX_HEADER_SIZE).
+_MAX_HEADER_SIZE = 10000
+# The remote schemes npzfs reads (dataset.IsRemote).
+_REMOTE = ("http", "https", "s3")
+# A local file header's fixed part.
+_LOCAL_HEADER = 30
+# numpy's .npy reader, whose stubs leave it untyped.
+_fmt: Any = np.lib.format
+
+
+class _State:
+    """What an open archive holds that its finalizer closes: its file,
+    its zipfile and its server, if started."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fp: Optional[io.BufferedReader] = None
+        self.zip: Optional[zipfile.ZipFile] = None
+        self.conn: Optional[Connection] = None
+        self.closed = False
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            conn, self.conn = self.conn, None
+            for f in (self.zip, self.fp):
+                if f is not None:
+                    f.close()
+        if conn is not None:
+            conn.close()
+
+
+def _finalize(state: _State) -> None:
+    """An archive's cleanup when it is collected or Python exits: its
+    server's stdin closed, nothing waited for."""
+    with state.lock:
+        state.closed = True
+        conn, state.conn = state.conn, None
+    if conn is not None:
+        shutdown(conn)
+
+
+class OpenArchive(Mapping[str, Any], _Source):
+    """An archive as :func:`open` gives it: a read-only Mapping of its keys
+    (``files``, as ``np.load`` names them) to its arrays and members, and
+    a context manager that closes it.
+
+    A stored array of a local archive is a read-only ``np.memmap`` of the
+    archive file; a deflated array, and any array of a remote archive, a
+    :class:`LazyArray` read through ``npzfs serve``, which is started when
+    first needed and ends when the archive is closed, or collected with
+    its lazy arrays, or when Python exits. Members that are not arrays are
+    their bytes; object arrays raise ValueError unless allow_pickle, as
+    in ``np.load``. Every other failure raises :class:`npzfs.Error`.
+    """
+
+    def __init__(self, source: Source, options: Dict[str, Any], allow_pickle: bool, max_header_size: int) -> None:
+        argv, env = _option_flags("serve", "open", options)
+        src, src_env = _source(source)
+        env.update(src_env)
+        self._argv = ["serve", "--stdio", *argv, "--", src]
+        self._env = dict(os.environ, **env) if env else None
+        self.allow_pickle = allow_pickle
+        self.max_header_size = max_header_size
+        self._shown = src
+        self._state = _State()
+        self._finalizer = weakref.finalize(self, _finalize, self._state)
+        self._bare = False
+        self._bare_name = ""
+        self._infos: List[zipfile.ZipInfo] = []
+        self._entries: List[Dict[str, Any]] = []
+        self._checked: Dict[int, Dict[str, Any]] = {}  # served members' entries, checked
+        self._path: Optional[str] = None
+        if urllib.parse.urlsplit(src).scheme.lower() not in _REMOTE and "://" not in src:
+            self._open_local(os.path.abspath(src))
+        else:
+            self._list_served()
+        if self._bare:
+            names = [self._bare_name]
+        elif self._entries:
+            names = [str(e.get("name")) for e in self._entries]
+        else:
+            names = [i.filename for i in self._infos]
+        self._names = names
+        self.files = [n[:-4] if n.endswith(".npy") else n for n in names]
+        self._by_name = {n: i for i, n in enumerate(names)}  # the last of a name, as zipfile has it
+
+    # -- opening
+
+    def _open_local(self, path: str) -> None:
+        """Opens a local file: a zip read with zipfile, else a bare .npy,
+        else whatever npzfs makes of it (its message, if nothing)."""
+        if os.path.isdir(path):
+            raise Error(f"npzfs.open: {path} is a folder: npzfs.open takes one archive (.npz or .npy)", 2)
+        try:
+            fp = builtins.open(path, "rb")
+        except OSError:
+            self._list_served()  # npzfs says why, in its words
+            return
+        self._state.fp = fp
+        self._path = path
+        try:
+            z = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError, ValueError, UnicodeDecodeError, NotImplementedError, EOFError):
+            if self._pread(0, len(_MAGIC)) == _MAGIC:
+                self._bare = True
+                name = os.path.basename(path)
+                self._bare_name = name if name.endswith(".npy") else name + ".npy"
+                return
+            self._list_served()  # npzfs may read what zipfile does not
+            return
+        self._state.zip = z
+        if z.fp is None or not _same_file(fp, z.fp):
+            raise Error(f"npzfs.open: {path} changed while it was opened")
+        self._infos = z.infolist()
+
+    def _list_served(self) -> None:
+        """Lists the members through the server: a remote archive, or a
+        local one zipfile cannot read."""
+        conn = self.connection()
+        entries: List[Dict[str, Any]] = []
+        while True:
+            rp = conn.call({"kind": "table", "first": len(entries)})
+            members, total = rp.get("members"), rp.get("total")
+            if not isinstance(members, list) or not isinstance(total, int) or rp.get("first") != len(entries) or (not members and len(entries) < total):
+                raise Error(f"npzfs serve: {self._shown}: a table reply that breaks the protocol")
+            entries.extend(members)
+            if len(entries) >= total:
+                break
+        self._entries = entries
+
+    def connection(self) -> Connection:
+        """The archive's server, started now if it is not yet."""
+        st = self._state
+        with st.lock:
+            if st.closed:
+                raise Error(f"npzfs: {self._shown}: the archive is closed")
+            if st.conn is None:
+                st.conn = Connection([binary(), *self._argv], self._env, self._shown)
+            return st.conn
+
+    # -- the Mapping
+
+    def _index(self, key: object) -> int:
+        """The member a key names, as np.load finds it: the name itself,
+        else the name with ".npy"; the last member of that name."""
+        if key in self._by_name:
+            return self._by_name[key]  # type: ignore[index]
+        if isinstance(key, str) and key + ".npy" in self._by_name:
+            return self._by_name[key + ".npy"]
+        raise KeyError(f"{key} is not a file in the archive")
+
+    def __getitem__(self, key: str) -> Any:
+        if self._state.closed:
+            raise ValueError("the archive is closed")
+        i = self._index(key)
+        if self._bare:
+            return self._stored(0, os.fstat(self._fp().fileno()).st_size, self._names[0], None)
+        if self._entries:
+            return self._from_entry(i)
+        return self._from_zip(i)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_name or (isinstance(key, str) and key + ".npy" in self._by_name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def close(self) -> None:
+        """Closes the archive and ends its server: memory maps already
+        taken stay readable; lazy arrays raise :class:`npzfs.Error`."""
+        self._finalizer.detach()
+        self._state.close()
+
+    def __enter__(self) -> "OpenArchive":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<npzfs.OpenArchive {self._shown!r}{' closed' if self._state.closed else ''}>"
+
+    # -- members of a local zip
+
+    def _fp(self) -> io.BufferedReader:
+        fp = self._state.fp
+        if fp is None or self._state.closed:
+            raise Error(f"npzfs: {self._shown}: the archive is closed")
+        return fp
+
+    def _pread(self, off: int, n: int) -> bytes:
+        with self._state.lock:
+            fp = self._fp()
+            fp.seek(off)
+            return fp.read(n)
+
+    def _from_zip(self, i: int) -> Any:
+        info = self._infos[i]
+        zf = self._state.zip
+        if zf is None:
+            raise Error(f"npzfs: {self._shown}: the archive is closed")
+        z: zipfile.ZipFile = zf
+        try:
+            if info.flag_bits & 1:
+                raise Error(f"npzfs: {self._shown}: {info.filename}: cannot read: encrypted")
+            if info.compress_type == zipfile.ZIP_STORED and not info.is_dir():
+                return self._stored(self._data_start(info), info.file_size, info.filename, lambda: z.read(info))
+            with z.open(info) as f:
+                magic = f.read(len(_MAGIC))
+            if magic != _MAGIC:
+                return z.read(info)  # bytes, as np.load gives them
+            if info.compress_type == zipfile.ZIP_DEFLATED:
+                return self._served(i, info.filename)
+            with z.open(info) as f:  # a method npzfs does not read: np.load's way, whole
+                return _fmt.read_array(f, allow_pickle=self.allow_pickle, max_header_size=self.max_header_size)
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as e:
+            if isinstance(e, Error):
+                raise
+            raise Error(f"npzfs: {self._shown}: {info.filename}: {e}") from None
+
+    def _data_start(self, info: zipfile.ZipInfo) -> int:
+        """Where a stored member's bytes start in the archive file, from
+        its local header, checked as zipfile checks it."""
+        h = self._pread(info.header_offset, _LOCAL_HEADER)
+        if len(h) < _LOCAL_HEADER or h[:4] != b"PK\x03\x04":
+            raise Error(f"npzfs: {self._shown}: {info.filename}: no local header at byte {info.header_offset}")
+        n, extra = int.from_bytes(h[26:28], "little"), int.from_bytes(h[28:30], "little")
+        name = self._pread(info.header_offset + _LOCAL_HEADER, n).decode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace")
+        if name != info.orig_filename:
+            raise Error(f'npzfs: {self._shown}: local header of "{info.filename}" names "{name}" instead')
+        start = info.header_offset + _LOCAL_HEADER + n + extra
+        if info.compress_size != info.file_size or start + info.file_size > os.fstat(self._fp().fileno()).st_size:
+            raise Error(f"npzfs: {self._shown}: {info.filename}: the archive ends inside it (or its sizes cannot be right)")
+        return start
+
+    def _stored(self, start: int, size: int, name: str, whole: Optional[Callable[[], bytes]]) -> Any:
+        """A stored member of a local archive from byte start of the
+        file: an array as a memory map of the file, else its bytes."""
+        head = _parse(self._pread(start, min(size, _HEAD)), lambda n: self._pread(start, n), size, self._header_bound())
+        if head is None:
+            return whole() if whole is not None else self._pread(start, size)
+        shape, fortran, dtype, data = head
+        if dtype.hasobject:
+            if not self.allow_pickle:
+                raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
+            return _fmt.read_array(io.BytesIO(self._pread(start, size)), allow_pickle=True)
+        _fits(self._shown, name, data, shape, dtype, size)
+        return np.memmap(self._fp(), dtype=dtype, mode="r", offset=start + data, shape=shape, order="F" if fortran else "C")
+
+    def _header_bound(self) -> int:
+        return 2**64 if self.allow_pickle else self.max_header_size  # np.load trusts a pickled file's header
+
+    # -- members read through the server
+
+    def _from_entry(self, i: int) -> Any:
+        """A member of an archive listed by the server: a stored member of
+        a local archive still mapped from the file where the server says
+        its bytes lie."""
+        e = self._entries[i]
+        if e.get("kind") == "folder":
+            return b""  # as np.load reads a folder entry
+        if e.get("method") == "stored" and self._path is not None and e.get("readable"):
+            e = self._entry(i, headers=True)
+            start = e.get("archive_offset")
+            if isinstance(start, int):
+                return self._stored(start, int(e["size"]), str(e["name"]), None)
+        return self._served(i, str(e["name"]))
+
+    def _entry(self, i: int, headers: bool = False) -> Dict[str, Any]:
+        """Member i's entry in the server's table, checked to be the
+        member zipfile names i."""
+        e = self._checked.get(i)
+        if e is not None and (not headers or "archive_offset" in e or e.get("kind") != "member"):
+            return e
+        rp = self.connection().call({"kind": "table", "first": i, "count": 1, "headers": headers})
+        ms = rp.get("members")
+        if not isinstance(ms, list) or len(ms) != 1 or not isinstance(ms[0], dict) or ms[0].get("index") != i:
+            raise Error(f"npzfs serve: {self._shown}: a table reply that breaks the protocol")
+        e = ms[0]
+        if e.get("name") != self._names[i]:
+            raise Error(f"npzfs: {self._shown}: npzfs and Python's zipfile read member {i} as {e.get('name')!r} and {self._names[i]!r}")
+        self._checked[i] = e
+        return e
+
+    def _served(self, i: int, name: str) -> Any:
+        """Member i read through the server: an array as a LazyArray."""
+        e = self._entry(i)
+        if not e.get("readable"):
+            raise Error(f"npzfs: {self._shown}: {name}: {e.get('reason') or 'cannot be read'}")
+        size = e.get("size")
+        if not isinstance(size, int) or size < 0:
+            raise Error(f"npzfs serve: {self._shown}: a table entry with no size")
+        conn = self.connection()
+
+        def read(n: int) -> bytes:
+            buf = bytearray(n)
+            if n:
+                conn.read(i, [(0, memoryview(buf))])
+            return bytes(buf)
+
+        head = _parse(read(min(size, _HEAD)), read, size, self._header_bound())
+        if head is None:
+            return read(size)
+        shape, fortran, dtype, data = head
+        if dtype.hasobject:
+            if not self.allow_pickle:
+                raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
+            return _fmt.read_array(io.BytesIO(read(size)), allow_pickle=True)
+        _fits(self._shown, name, data, shape, dtype, size)
+        return LazyArray(self, i, name, data, shape, dtype, fortran)
+
+
+def _same_file(a: Any, b: Any) -> bool:
+    sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())
+    return (sa.st_dev, sa.st_ino, sa.st_size) == (sb.st_dev, sb.st_ino, sb.st_size)
+
+
+def _parse(head: bytes, read: Callable[[int], bytes], size: int, max_header_size: int) -> Optional[Tuple[Tuple[int, ...], bool, np.dtype[Any], int]]:
+    """An array member's header, parsed by numpy as np.load parses it,
+    from its first bytes (head; read(n) gives its first n): shape, order,
+    dtype and where the data starts. None when the member is not an array
+    (it does not start with the magic)."""
+    if head[:len(_MAGIC)] != _MAGIC:
+        return None
+    if len(head) >= 12:
+        major = head[6]
+        want = 10 + int.from_bytes(head[8:10], "little") if major == 1 else 12 + int.from_bytes(head[8:12], "little")
+        if want > len(head):
+            head = read(min(want, size))
+    fp = io.BytesIO(head)
+    try:
+        version = _fmt.read_magic(fp)
+        _fmt._check_version(version)
+        shape, fortran, dtype = _read_header(fp, version, max_header_size)
+    except ValueError as e:
+        raise Error(f"npzfs: {' '.join(str(e).split())}") from None
+    return tuple(shape), bool(fortran), dtype, fp.tell()
+
+
+def _read_header(fp: io.BytesIO, version: Tuple[int, int], max_header_size: int) -> Tuple[Any, Any, np.dtype[Any]]:
+    """numpy's own header reader, as read_array calls it."""
+    read = getattr(_fmt, "_read_array_header", None)
+    if read is not None:
+        out = read(fp, version, max_header_size=max_header_size)
+    elif version == (1, 0):
+        out = _fmt.read_array_header_1_0(fp, max_header_size=max_header_size)
+    else:
+        out = _fmt.read_array_header_2_0(fp, max_header_size=max_header_size)
+    return out[0], out[1], out[2]
+
+
+def _fits(shown: str, name: str, data: int, shape: Tuple[int, ...], dtype: np.dtype[Any], size: int) -> None:
+    """Refuses an array whose data its member is too short to hold."""
+    need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if data + need > size:
+        raise Error(f"npzfs: {shown}: {name}: the header's shape and dtype need {need} bytes of data from byte {data}, but the member ends at byte {size}")
+
+
+def open(source: Source, *, allow_pickle: bool = False, max_header_size: int = _MAX_HEADER_SIZE, **options: Any) -> OpenArchive:
+    """Opens an archive with no FUSE: ``np.load`` of an .npz whose stored
+    arrays (of a local archive) are read-only memory maps and whose other
+    arrays are :class:`LazyArray` s, read only where indexed.
+
+    source is a local ``.npz`` or ``.npy`` file, or an ``https://``,
+    ``http://`` or ``s3://`` URL; options are ``npzfs serve``'s flags as
+    keyword arguments (``cache_mb=64``, ``index_dir=...``,
+    ``header=[...]``, ``endpoint=...``), checked now. allow_pickle and
+    max_header_size are np.load's. Use it as a context manager, or call
+    ``close()``."""
+    return OpenArchive(source, options, allow_pickle, max_header_size)
+
