@@ -6,13 +6,18 @@
 # builds this machine's wheel (scripts/package.sh), installs it with pip
 # from the file alone into a fresh virtual environment that sees Debian's
 # numpy and pytest (--system-site-packages), and runs python/tests there
-# with a PATH that holds no Go. As root on Debian it installs what is
-# missing (fuse3, numpy, nginx, python3-build, -pytest, -venv).
+# with a PATH that holds no Go; then runs npzfs.open's tests again in a
+# mount namespace whose /dev has no fuse (unshare -m; as a user other
+# than root, in a user namespace too), where npzfs.load falls back to
+# npzfs.open. As root on Debian it installs what is missing (fuse3,
+# numpy, nginx, python3-build, -pytest, -venv), and it builds versitygw
+# (the S3 server of npzfs.open's tests) once, as scripts/test.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 ensure_deps fuse numpy nginx pybuild pytest venv
+ensure_versitygw
 
 work=$(mktemp -d /tmp/npzfs-python.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -23,5 +28,20 @@ NPZFS_DIST="$work/dist" NPZFS_ONLY=wheel NPZFS_ARCHES="$(go env GOARCH)" bash sc
 # importable as npzfs.
 cp -r python/tests "$work/tests"
 cd "$work"
-env -i HOME="$HOME" PATH="$work/venv/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-  "$work/venv/bin/python" -m pytest -p no:cacheprovider -q tests
+clean_env=(env -i HOME="$HOME" PATH="$work/venv/bin:/usr/sbin:/usr/bin:/sbin:/bin" NPZFS_VERSITYGW="$NPZFS_VERSITYGW")
+"${clean_env[@]}" "$work/venv/bin/python" -m pytest -p no:cacheprovider -q tests
+
+echo "npzfs.open's tests in a mount namespace with no /dev/fuse"
+# /dev is an empty tmpfs there but for null, zero and urandom, bound
+# back from where they were kept before it was hidden.
+mkdir "$work/keep"
+touch "$work/keep/null" "$work/keep/zero" "$work/keep/urandom"
+as_root=()
+[ "$(id -u)" = 0 ] || as_root=(--user --map-root-user)
+KEEP="$work/keep" unshare "${as_root[@]}" --mount --propagation private sh -c '
+  for d in null zero urandom; do mount --bind "/dev/$d" "$KEEP/$d"; done
+  mount -t tmpfs none /dev
+  for d in null zero urandom; do touch "/dev/$d" && mount --bind "$KEEP/$d" "/dev/$d"; done
+  if [ -e /dev/fuse ]; then echo "test-python.sh: /dev/fuse is still there" >&2; exit 1; fi
+  exec "$@"' sh "${clean_env[@]}" "$work/venv/bin/python" -m pytest -p no:cacheprovider -q \
+  tests/test_open.py tests/test_open_lifecycle.py tests/test_open_hostile.py
