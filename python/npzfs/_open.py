@@ -1,7 +1,7 @@
 """npzfs.open: an archive's arrays with no FUSE (docs/python.md).
 
-A local archive's central directory is read with Python's zipfile, as
-np.load reads it, so keys and members are np.load's. A stored array of a
+A local archive's central directory is read as Python's zipfile reads it
+for np.load (_zipdir, faster), so keys and members are np.load's. A stored array of a
 local archive is an np.memmap of the archive file at its data: no copy, no
 server. Everything else is read through ``npzfs serve --stdio``, started
 at first need: deflated arrays and every array of a remote archive are
@@ -20,12 +20,13 @@ import threading
 import urllib.parse
 import weakref
 import zipfile
+import zlib
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from . import Error, Source, _option_flags, _source, binary
+from . import Error, Source, _option_flags, _source, _zipdir, binary
 from ._lazy import LazyArray, _Source
 from ._protocol import Connection, shutdown
 
@@ -102,7 +103,7 @@ class OpenArchive(Mapping[str, Any], _Source):
         self._finalizer = weakref.finalize(self, _finalize, self._state)
         self._bare = False
         self._bare_name = ""
-        self._infos: List[zipfile.ZipInfo] = []
+        self._dir: List[_zipdir.Entry] = []
         self._entries: List[Dict[str, Any]] = []
         self._checked: Dict[int, Dict[str, Any]] = {}  # served members' entries, checked
         self._path: Optional[str] = None
@@ -115,7 +116,7 @@ class OpenArchive(Mapping[str, Any], _Source):
         elif self._entries:
             names = [str(e.get("name")) for e in self._entries]
         else:
-            names = [i.filename for i in self._infos]
+            names = [e.name for e in self._dir]
         self._names = names
         self.files = [n[:-4] if n.endswith(".npy") else n for n in names]
         self._by_name = {n: i for i, n in enumerate(names)}  # the last of a name, as zipfile has it
@@ -123,8 +124,9 @@ class OpenArchive(Mapping[str, Any], _Source):
     # -- opening
 
     def _open_local(self, path: str) -> None:
-        """Opens a local file: a zip read with zipfile, else a bare .npy,
-        else whatever npzfs makes of it (its message, if nothing)."""
+        """Opens a local file: a zip whose directory reads as zipfile
+        reads it, else a bare .npy, else whatever npzfs makes of it (its
+        message, if nothing)."""
         if os.path.isdir(path):
             raise Error(f"npzfs.open: {path} is a folder: npzfs.open takes one archive (.npz or .npy)", 2)
         try:
@@ -135,19 +137,17 @@ class OpenArchive(Mapping[str, Any], _Source):
         self._state.fp = fp
         self._path = path
         try:
-            z = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError, ValueError, UnicodeDecodeError, NotImplementedError, EOFError):
-            if self._pread(0, len(_MAGIC)) == _MAGIC:
-                self._bare = True
-                name = os.path.basename(path)
-                self._bare_name = name if name.endswith(".npy") else name + ".npy"
-                return
-            self._list_served()  # npzfs may read what zipfile does not
+            with self._state.lock:
+                self._dir = _zipdir.read(fp, os.fstat(fp.fileno()).st_size)
             return
-        self._state.zip = z
-        if z.fp is None or not _same_file(fp, z.fp):
-            raise Error(f"npzfs.open: {path} changed while it was opened")
-        self._infos = z.infolist()
+        except (_zipdir.BadDirectory, OSError):
+            pass
+        if self._pread(0, len(_MAGIC)) == _MAGIC:
+            self._bare = True
+            name = os.path.basename(path)
+            self._bare_name = name if name.endswith(".npy") else name + ".npy"
+            return
+        self._list_served()  # npzfs may read what zipfile does not
 
     def _list_served(self) -> None:
         """Lists the members through the server: a remote archive, or a
@@ -234,42 +234,70 @@ class OpenArchive(Mapping[str, Any], _Source):
             return fp.read(n)
 
     def _from_zip(self, i: int) -> Any:
-        info = self._infos[i]
-        zf = self._state.zip
-        if zf is None:
-            raise Error(f"npzfs: {self._shown}: the archive is closed")
-        z: zipfile.ZipFile = zf
+        e = self._dir[i]
         try:
-            if info.flag_bits & 1:
-                raise Error(f"npzfs: {self._shown}: {info.filename}: cannot read: encrypted")
-            if info.compress_type == zipfile.ZIP_STORED and not info.is_dir():
-                return self._stored(self._data_start(info), info.file_size, info.filename, lambda: z.read(info))
-            with z.open(info) as f:
-                magic = f.read(len(_MAGIC))
-            if magic != _MAGIC:
-                return z.read(info)  # bytes, as np.load gives them
-            if info.compress_type == zipfile.ZIP_DEFLATED:
-                return self._served(i, info.filename)
-            with z.open(info) as f:  # a method npzfs does not read: np.load's way, whole
-                return _fmt.read_array(f, allow_pickle=self.allow_pickle, max_header_size=self.max_header_size)
-        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as e:
-            if isinstance(e, Error):
+            if e.flags & 0x41:
+                raise Error(f"npzfs: {self._shown}: {e.name}: cannot read: encrypted")
+            if e.method == zipfile.ZIP_STORED:
+                start = self._data_start(e)
+                return self._stored(start, e.file_size, e.name, lambda: self._crc_checked(e, self._pread(start, e.file_size)))
+            if e.method == zipfile.ZIP_DEFLATED:
+                start = self._data_start(e)
+                if zlib.decompressobj(-15).decompress(self._pread(start, min(e.compress_size, 1024)), len(_MAGIC)) != _MAGIC:
+                    return self._inflated(e, start)  # bytes, as np.load gives them
+                return self._served(i, e.name)
+            return self._by_zipfile(i)
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as err:
+            if isinstance(err, Error):
                 raise
-            raise Error(f"npzfs: {self._shown}: {info.filename}: {e}") from None
+            raise Error(f"npzfs: {self._shown}: {e.name}: {err}") from None
 
-    def _data_start(self, info: zipfile.ZipInfo) -> int:
-        """Where a stored member's bytes start in the archive file, from
-        its local header, checked as zipfile checks it."""
-        h = self._pread(info.header_offset, _LOCAL_HEADER)
+    def _by_zipfile(self, i: int) -> Any:
+        """A member of a method npzfs does not read (bzip2, lzma): read
+        whole by zipfile, as np.load reads it."""
+        st = self._state
+        with st.lock:
+            if st.zip is None:
+                st.zip = zipfile.ZipFile(self._fp())
+            z = st.zip
+        info = z.infolist()[i]
+        if info.orig_filename != self._dir[i].orig:
+            raise Error(f"npzfs: {self._shown}: Python's zipfile reads member {i} as {info.filename!r}, not {self._dir[i].name!r}")
+        with z.open(info) as f:
+            magic = f.read(len(_MAGIC))
+        if magic != _MAGIC:
+            return z.read(info)
+        with z.open(info) as f:
+            return _fmt.read_array(f, allow_pickle=self.allow_pickle, max_header_size=self.max_header_size)
+
+    def _crc_checked(self, e: _zipdir.Entry, b: bytes) -> bytes:
+        """A member's bytes, once their CRC-32 is the directory's (as
+        zipfile checks it for np.load)."""
+        if zlib.crc32(b) != e.crc:
+            raise Error(f"npzfs: {self._shown}: {e.name}: bad CRC-32")
+        return b
+
+    def _inflated(self, e: _zipdir.Entry, start: int) -> bytes:
+        """A deflated member's bytes, inflated whole and checked."""
+        d = zlib.decompressobj(-15)
+        out = d.decompress(self._pread(start, e.compress_size), e.file_size)
+        if len(out) != e.file_size or d.unconsumed_tail:
+            raise Error(f"npzfs: {self._shown}: {e.name}: its deflate stream does not make its {e.file_size} bytes")
+        return self._crc_checked(e, out)
+
+    def _data_start(self, e: _zipdir.Entry) -> int:
+        """Where a member's bytes start in the archive file, from its
+        local header, checked as zipfile checks it."""
+        h = self._pread(e.header_offset, _LOCAL_HEADER)
         if len(h) < _LOCAL_HEADER or h[:4] != b"PK\x03\x04":
-            raise Error(f"npzfs: {self._shown}: {info.filename}: no local header at byte {info.header_offset}")
+            raise Error(f"npzfs: {self._shown}: {e.name}: no local header at byte {e.header_offset}")
         n, extra = int.from_bytes(h[26:28], "little"), int.from_bytes(h[28:30], "little")
-        name = self._pread(info.header_offset + _LOCAL_HEADER, n).decode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace")
-        if name != info.orig_filename:
-            raise Error(f'npzfs: {self._shown}: local header of "{info.filename}" names "{name}" instead')
-        start = info.header_offset + _LOCAL_HEADER + n + extra
-        if info.compress_size != info.file_size or start + info.file_size > os.fstat(self._fp().fileno()).st_size:
-            raise Error(f"npzfs: {self._shown}: {info.filename}: the archive ends inside it (or its sizes cannot be right)")
+        name = self._pread(e.header_offset + _LOCAL_HEADER, n).decode("utf-8" if e.flags & 0x800 else "cp437", "replace")
+        if name != e.orig:
+            raise Error(f'npzfs: {self._shown}: local header of "{e.name}" names "{name}" instead')
+        start = e.header_offset + _LOCAL_HEADER + n + extra
+        if (e.method == zipfile.ZIP_STORED and e.compress_size != e.file_size) or start + e.compress_size > os.fstat(self._fp().fileno()).st_size:
+            raise Error(f"npzfs: {self._shown}: {e.name}: the archive ends inside it (or its sizes cannot be right)")
         return start
 
     def _stored(self, start: int, size: int, name: str, whole: Optional[Callable[[], bytes]]) -> Any:

@@ -9,6 +9,7 @@ scripts/test-python.sh runs this file also in a mount namespace with no
 import gc
 import io
 import struct
+import warnings
 import sys
 import zipfile
 import zlib
@@ -249,3 +250,79 @@ def test_bzip2_read_as_np_load_reads_it(data, nginx):
     with npzfs.open(f"{nginx}/bz.npz") as z:
         with pytest.raises(npzfs.Error, match="bzip2"):
             z["b"]
+
+
+def zip_variants(tmp_path):
+    """Zips as writers make them, and as they should not: numpy's, with a
+    comment, with bytes before them, zip64 records, names in CP437 and
+    UTF-8 and with a NUL, folders, a name twice; then damaged ones."""
+    a = npy(np.arange(100, dtype="<i4"))
+    out = {}
+
+    def write(name, members, comment=b"", **kw):
+        p = tmp_path / name
+        with zipfile.ZipFile(p, "w", **kw) as z, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a name twice, on purpose
+            z.comment = comment
+            for n, b, method in members:
+                info = n if isinstance(n, zipfile.ZipInfo) else zipfile.ZipInfo(n)
+                info.compress_type = method
+                z.writestr(info, b)
+        out[name] = p.read_bytes()
+
+    write("plain.npz", [("a.npy", a, zipfile.ZIP_STORED), ("b.npy", a, zipfile.ZIP_DEFLATED), ("dir/", b"", zipfile.ZIP_STORED)])
+    write("comment.npz", [("a.npy", a, zipfile.ZIP_STORED)], comment=b"PK\x05\x06 a comment that looks like a record" * 10)
+    write("names.npz", [("caf\u00e9.npy", a, zipfile.ZIP_STORED), ("nul\0x.npy", a, zipfile.ZIP_STORED), ("a.npy", a, zipfile.ZIP_STORED), ("a.npy", a, zipfile.ZIP_DEFLATED)])
+    cp437 = zipfile.ZipInfo("x.npy")
+    with zipfile.ZipFile(tmp_path / "cp.npz", "w") as z:
+        z.writestr(cp437, a)
+    b = bytearray((tmp_path / "cp.npz").read_bytes())
+    for at in (30, b.rindex(b"PK\x01\x02") + 46):
+        b[at] = 0x82  # a name byte outside ASCII, not flagged UTF-8: CP437's e-acute
+    out["cp437.npz"] = bytes(b)
+    out["prepended.npz"] = b"#!/bin/sh\nexit 0\n" * 30 + out["plain.npz"]
+    with zipfile.ZipFile(tmp_path / "z64.npz", "w") as z:
+        with z.open("big.npy", "w", force_zip64=True) as f:
+            f.write(a)
+        z.writestr("small.npy", a)
+    out["zip64.npz"] = (tmp_path / "z64.npz").read_bytes()
+    z64 = bytearray(out["zip64.npz"])  # zip64 end records, as zip64 writers put them
+    end = z64.rindex(b"PK\x05\x06")
+    cd_size, cd_off = struct.unpack_from("<LL", z64, end + 12)
+    rec = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 2, 2, cd_size, cd_off)
+    loc = struct.pack("<4sLQL", b"PK\x06\x07", 0, end, 1)
+    z64[end + 12:end + 20] = b"\xff" * 8
+    out["zip64end.npz"] = bytes(z64[:end] + rec + loc + z64[end:])
+    plain = out["plain.npz"]
+    out["truncated_cd.npz"] = plain[:plain.rindex(b"PK\x01\x02") + 10] + plain[plain.rindex(b"PK\x05\x06"):]
+    out["bad_utf8.npz"] = plain.replace(b"a.npy", b"\xff.npy").replace(b"\x14\x00\x00\x00", b"\x14\x00\x00\x08")
+    out["not_zip.npz"] = b"just some bytes, no end record" * 100
+    return out
+
+
+def test_directory_as_zipfile_reads_it(tmp_path):
+    """npzfs.open's reader of a central directory gives what zipfile
+    gives, entry by entry, or refuses what zipfile refuses."""
+    for name, b in zip_variants(tmp_path).items():
+        try:
+            want = [(i.filename, i.orig_filename, i.header_offset, i.compress_size, i.file_size, i.compress_type, i.flag_bits, i.CRC)
+                    for i in zipfile.ZipFile(io.BytesIO(b)).infolist()]
+        except (zipfile.BadZipFile, UnicodeDecodeError, NotImplementedError):
+            want = None
+        try:
+            got = [tuple(e) for e in npzfs._zipdir.read(io.BytesIO(b), len(b))]
+        except npzfs._zipdir.BadDirectory:
+            got = None
+        assert got == want, name
+        if want is None:
+            continue
+        path = tmp_path / name
+        path.write_bytes(b)
+        ref = np.lib.npyio.NpzFile(io.BytesIO(b))  # np.load's reader of an .npz, whatever precedes the zip
+        with npzfs.open(path) as z:
+            assert z.files == ref.files, name
+            for key in ref.files:
+                if isinstance(ref[key], bytes):
+                    assert z[key] == ref[key]
+                else:
+                    exact(np.asarray(z[key]), ref[key])
