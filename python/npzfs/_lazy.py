@@ -122,6 +122,9 @@ class LazyArray:
 
     def __getitem__(self, key: Any) -> Any:
         items = key if isinstance(key, tuple) else (key,)
+        run = self._run(items)
+        if run is not None:
+            return self._read_run(*run)
         if not all(_basic(k) for k in items):
             return np.asarray(self)[key]  # advanced indexing: numpy's, on the whole array
         stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=self.shape, strides=self._strides(), writeable=False)
@@ -133,6 +136,39 @@ class LazyArray:
         if len(items) == self.ndim and all(_integer(k) for k in items):
             return out[()]  # a scalar, as numpy gives for a full integer index
         return out
+
+    def _run(self, items: Tuple[Any, ...]) -> Optional[Tuple[int, Tuple[int, ...], bool]]:
+        """For the commonest indexes of a C-order array, rows (a[i],
+        a[i, j], a[i:k]): where the one run of bytes of the result starts,
+        its shape, and whether it is a scalar; None for any other index,
+        left to the general way (which raises numpy's errors too)."""
+        if (self.fortran_order and self.ndim > 1) or len(items) > self.ndim:
+            return None
+        strides = self._strides()
+        off, axis = 0, 0
+        for k in items:
+            n = self.shape[axis]
+            if type(k) is int:
+                if not -n <= k < n:
+                    return None
+                off += (k + n if k < 0 else k) * strides[axis]
+            elif type(k) is slice and k.step is None and axis == len(items) - 1:
+                start, stop, _ = k.indices(n)
+                count = max(stop - start, 0)
+                return off + start * strides[axis], (count,) + self.shape[axis + 1:], False
+            else:
+                return None
+            axis += 1
+        return off, self.shape[axis:], axis == self.ndim
+
+    def _read_run(self, off: int, shape: Tuple[int, ...], scalar: bool) -> Any:
+        """The elements of the given shape at off, in C order."""
+        n = math.prod(shape) * self.dtype.itemsize
+        buf = np.empty(n, np.uint8)
+        if n:
+            self._source.connection().read(self._member, [(self._data_offset + off, buf.data)])
+        out: Array = np.ndarray(shape, self.dtype, buffer=buf)
+        return out[()] if scalar else out
 
     def _gather(self, start: int, shape: Tuple[int, ...], strides: Tuple[int, ...]) -> Array:
         """The elements at start + sum(i[k] * strides[k]) of the array's
