@@ -7,6 +7,7 @@ each giving exactly what the same expression gives on np.load's array.
 scripts/test-python.sh runs this file also in a mount namespace with no
 /dev/fuse."""
 
+import ast
 import gc
 import shutil
 import time
@@ -98,6 +99,25 @@ def test_same_as_np_load(where, data, corpus, request):
             z["nope"]
         assert str(e.value) == str(KeyError("nope is not a file in the archive"))
     ref.close()
+
+
+def test_table_descr(data, corpus):
+    """The server's table, with headers, gives each array's descr as the
+    text from which numpy rebuilds np.load's dtype, its shape and order,
+    and tells arrays from other members by their bytes."""
+    with npzfs.open(data / "corpus_deflated.npz") as z:
+        rp = z.connection().call({"kind": "table", "headers": True})
+    kinds = {e["name"]: e["kind"] for e in rp["members"]}
+    assert kinds["notes.txt"] == "other" and kinds["looks.npy"] == "other" and kinds["objects.npy"] == "array"
+    for e in rp["members"]:
+        key = e["key"]
+        if key not in corpus:
+            continue
+        want = corpus[key]
+        assert e["kind"] == "array" and e["readable"] and e["method"] == "deflate"
+        assert np.lib.format.descr_to_dtype(ast.literal_eval(e["descr"])) == want.dtype, key
+        assert e["shape"] == list(want.shape) and e["fortran_order"] == (want.ndim > 1 and want.flags.f_contiguous and not want.flags.c_contiguous)
+        assert e["data_length"] == want.nbytes and e["data_offset"] % 64 == 0 and "archive_offset" not in e
 
 
 @pytest.mark.parametrize("where", SOURCES)
