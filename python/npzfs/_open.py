@@ -105,7 +105,7 @@ class OpenArchive(Mapping[str, Any], _Source):
         self._bare_name = ""
         self._dir: List[_zipdir.Entry] = []
         self._entries: List[Dict[str, Any]] = []
-        self._checked: Dict[int, Dict[str, Any]] = {}  # served members' entries, checked
+        self._checked: Dict[Tuple[int, bool], Dict[str, Any]] = {}  # entries the server gave, by index and headers
         self._path: Optional[str] = None
         if urllib.parse.urlsplit(src).scheme.lower() not in _REMOTE and "://" not in src:
             self._open_local(os.path.abspath(src))
@@ -336,8 +336,10 @@ class OpenArchive(Mapping[str, Any], _Source):
     def _entry(self, i: int, headers: bool = False) -> Dict[str, Any]:
         """Member i's entry in the server's table, checked to be the
         member zipfile names i."""
-        e = self._checked.get(i)
-        if e is not None and (not headers or "archive_offset" in e or e.get("kind") != "member"):
+        if not headers and self._entries:
+            return self._entries[i]  # listed by this server
+        e = self._checked.get((i, headers))
+        if e is not None:
             return e
         rp = self.connection().call({"kind": "table", "first": i, "count": 1, "headers": headers})
         ms = rp.get("members")
@@ -346,7 +348,7 @@ class OpenArchive(Mapping[str, Any], _Source):
         e = ms[0]
         if e.get("name") != self._names[i]:
             raise Error(f"npzfs: {self._shown}: npzfs and Python's zipfile read member {i} as {e.get('name')!r} and {self._names[i]!r}")
-        self._checked[i] = e
+        self._checked[(i, headers)] = e
         return e
 
     def _served(self, i: int, name: str) -> Any:
