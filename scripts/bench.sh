@@ -26,7 +26,9 @@
 # (bounded at three times that) when the sample estimates it at most this;
 # BENCH_GOTIME (200ms) for `go test -bench`, BENCH_GO=0 to skip the Go
 # benchmarks; BENCH_REMOTE=0 to skip the remote-archive benchmarks
-# (scripts/bench/remote.sh: nginx, a proxy, curl, rclone, s3fs, versitygw).
+# (scripts/bench/remote.sh: nginx, a proxy, curl, rclone, s3fs, versitygw);
+# BENCH_OPEN=0 to skip npzfs.open's (scripts/bench/open.py, which also
+# runs alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
@@ -868,6 +870,15 @@ if [ "${BENCH_REMOTE:-1}" = 1 ]; then
   ensure_versitygw
   BENCH_ROUNDS=$rounds BENCH_TIMEOUT=$tmo bash scripts/bench/remote.sh "$data" "$work/remote.tsv" \
     || echo "remote.sh failed (exit $?)" >&2
+fi
+
+# ------------------------------------------- 8. npzfs.open (issue 38)
+
+if [ "${BENCH_OPEN:-1}" = 1 ]; then
+  say "8. npzfs.open, no FUSE (scripts/bench/open.py)"
+  oargs=("$npzfs" "$data" --size "$size" --rounds "$rounds")
+  [ "$write_md" = 1 ] && oargs+=(--write "$root/BENCHMARKS.md")
+  "$py" scripts/bench/open.py "${oargs[@]}" || echo "open.py failed (exit $?)" >&2
 fi
 
 # ------------------------------------------------------ Go benchmarks
