@@ -73,22 +73,30 @@ def corpus_arrays():
     return out
 
 
-def serve_pids():
-    """The pids of running npzfs serve processes started by this one."""
-    out = []
+def processes():
+    """(pid, command line) of every process now."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                yield int(pid), f.read().split(b"\0")
+        except OSError:
+            continue
+
+
+def serve_pids():
+    """The pids of running npzfs serve processes started by this one."""
+    out = []
+    for pid, args in processes():
+        try:
             with open(f"/proc/{pid}/stat") as f:
                 stat = f.read()
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
         if fields[0] != "Z" and int(fields[1]) == os.getpid() and b"serve" in args[1:3]:
-            out.append(int(pid))
+            out.append(pid)
     return out
 
 
@@ -116,18 +124,7 @@ def npzfs_mounts():
 
 def daemon_cmdlines():
     """The command lines of running npzfs processes."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if args and os.path.basename(args[0]) == b"npzfs":
-            out.append(args)
-    return out
+    return [args for _, args in processes() if args and os.path.basename(args[0]) == b"npzfs"]
 
 
 @pytest.fixture(scope="session", autouse=True)
