@@ -3,14 +3,19 @@ memory maps.
 
 The package runs the npzfs program it carries (a static binary for this
 platform), so it needs no Go, compiler or network; mounting needs Linux
-with FUSE (/dev/fuse, and fusermount3 for a user other than root).
-:func:`load` and :func:`savez` need numpy (``pip install 'npzfs[numpy]'``);
-the rest, and the npzfs command, do not.
+with FUSE (/dev/fuse, and fusermount3 for a user other than root), and
+:func:`open` needs none. :func:`load`, :func:`open` and :func:`savez` need
+numpy (``pip install 'npzfs[numpy]'``); the rest, and the npzfs command,
+do not.
 
 - :func:`mount` mounts a source and returns a :class:`Mount`, also a
   context manager that binds the mount's :class:`pathlib.Path`.
 - :func:`load` is ``np.load`` for an .npz whose arrays are read-only
-  ``np.memmap`` objects: nothing is read until it is used.
+  ``np.memmap`` objects: nothing is read until it is used (where FUSE is
+  not available, it is :func:`open`).
+- :func:`open` is ``np.load`` for an .npz with no FUSE: stored arrays of
+  local archives memory-mapped, the others :class:`LazyArray` objects
+  read where indexed, through ``npzfs serve``.
 - :func:`ls` lists an archive's members; :func:`index` builds the saved
   indexes of its deflated members.
 - :func:`savez` is ``np.savez`` writing an archive laid out for random
