@@ -32,16 +32,15 @@ clean_env=(env -i HOME="$HOME" PATH="$work/venv/bin:/usr/sbin:/usr/bin:/sbin:/bi
 "${clean_env[@]}" "$work/venv/bin/python" -m pytest -p no:cacheprovider -q tests
 
 echo "npzfs.open's tests in a mount namespace with no /dev/fuse"
-# /dev is an empty tmpfs there but for null, zero and urandom, bound
-# back from where they were kept before it was hidden.
-mkdir "$work/keep"
-touch "$work/keep/null" "$work/keep/zero" "$work/keep/urandom"
+# /dev is an empty tmpfs there but for null, zero and urandom: links into
+# the old /dev, bound beforehand where the tmpfs does not hide it (a
+# device bound onto the tmpfs could not be opened in a user namespace).
+mkdir "$work/dev"
 as_root=()
 [ "$(id -u)" = 0 ] || as_root=(--user --map-root-user)
-KEEP="$work/keep" unshare "${as_root[@]}" --mount --propagation private sh -c '
-  for d in null zero urandom; do mount --bind "/dev/$d" "$KEEP/$d"; done
-  mount -t tmpfs none /dev
-  for d in null zero urandom; do touch "/dev/$d" && mount --bind "$KEEP/$d" "/dev/$d"; done
+OLD_DEV="$work/dev" unshare "${as_root[@]}" --mount --propagation private sh -c '
+  mount --rbind /dev "$OLD_DEV" && mount -t tmpfs none /dev || exit 1
+  for d in null zero urandom; do ln -s "$OLD_DEV/$d" "/dev/$d"; done
   if [ -e /dev/fuse ]; then echo "test-python.sh: /dev/fuse is still there" >&2; exit 1; fi
   exec "$@"' sh "${clean_env[@]}" "$work/venv/bin/python" -m pytest -p no:cacheprovider -q \
   tests/test_open.py tests/test_open_lifecycle.py tests/test_open_hostile.py
