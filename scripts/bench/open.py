@@ -48,6 +48,10 @@ def rss():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 def out(**kv):
     print(" ".join(f"{k}={v}" for k, v in kv.items()), flush=True)
+def cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 """
 
 OPEN_STORED = """
@@ -96,16 +100,17 @@ DEPTH = """
 path, depth = ARGS
 z = npzfs.open(path, no_index=True); a = z["z"]
 k = int(a.shape[0] * depth) - 1024
-t0 = time.perf_counter(); a[k:k + 1024]; t1 = time.perf_counter()
-out(secs=t1 - t0, offset=a._data_offset + 4 * k)
+pid = z.connection().pid
+c0 = cpu(pid); t0 = time.perf_counter(); a[k:k + 1024]; t1 = time.perf_counter(); c1 = cpu(pid)
+out(secs=t1 - t0, cpu=c1 - c0, offset=a._data_offset + 4 * k)
 """
 
 PREAD = """
-path, offset = ARGS
+path, offset, pid = ARGS
 fd = os.open(path, os.O_RDONLY)
-t0 = time.perf_counter(); b = os.pread(fd, 4096, offset); t1 = time.perf_counter()
+c0 = cpu(pid); t0 = time.perf_counter(); b = os.pread(fd, 4096, offset); t1 = time.perf_counter(); c1 = cpu(pid)
 assert len(b) == 4096
-out(secs=t1 - t0)
+out(secs=t1 - t0, cpu=c1 - c0)
 """
 
 ASARRAY = """
@@ -151,6 +156,7 @@ class Bench:
         self.npzfs, self.data, self.size, self.rounds = npzfs, data, size, rounds
         self.env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), NPZFS_BINARY=npzfs)
         self.res = {}
+        self.load = [0.0]
 
     def run(self, key, code, *args, rounds=None):
         """Runs code in rounds fresh processes; keeps each round's
@@ -172,18 +178,32 @@ class Bench:
                 pass
 
     def mount(self, path):
-        """A fresh mount of path (--no-index), or None where FUSE is not."""
+        """A fresh mount of path (--no-index) and its daemon's pid, or
+        None where FUSE is not."""
         mnt = tempfile.mkdtemp(prefix="npzfs-open-bench-")
         p = subprocess.run([self.npzfs, "mount", "--no-index", path, mnt], capture_output=True, text=True)
         if p.returncode != 0:
             os.rmdir(mnt)
             self.res.setdefault("mount.err", []).append(p.stderr.strip())
             return None
-        return mnt
+        return mnt, daemon(mnt)
 
     def unmount(self, mnt):
         subprocess.run([self.npzfs, "unmount", mnt], capture_output=True)
         os.rmdir(mnt)
+
+
+def daemon(mnt):
+    """The pid of the npzfs daemon serving mnt."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"--ready-fd=3" in args and os.fsencode(mnt) in args:
+            return int(pid)
+    return 0
 
 
 def write_stored(path, nbytes):
@@ -206,6 +226,7 @@ def write_stored(path, nbytes):
 
 
 def measure(b):
+    b.load = [os.getloadavg()[0]]
     d, size = b.data, SIZES[b.size]
     for name in ("bigdefl", "many"):
         if not os.path.exists(os.path.join(d, name + ".npz")):
@@ -230,21 +251,22 @@ def measure(b):
         b.run(key, DEPTH, bigdefl, depth)
         off = b.med(key, "offset")
         for _ in range(b.rounds):
-            mnt = b.mount(bigdefl)
-            if mnt is None:
+            m = b.mount(bigdefl)
+            if m is None:
                 break
-            b.run(key + ".mount", PREAD, os.path.join(mnt, "z.npy"), int(off), rounds=1)
-            b.unmount(mnt)
+            b.run(key + ".mount", PREAD, os.path.join(m[0], "z.npy"), int(off), m[1], rounds=1)
+            b.unmount(m[0])
     b.run("asarray", ASARRAY, bigdefl)
     for _ in range(b.rounds):
-        mnt = b.mount(bigdefl)
-        if mnt is None:
+        m = b.mount(bigdefl)
+        if m is None:
             break
-        b.run("mounted", MOUNTED, os.path.join(mnt, "z.npy"), rounds=1)
-        b.unmount(mnt)
+        b.run("mounted", MOUNTED, os.path.join(m[0], "z.npy"), rounds=1)
+        b.unmount(m[0])
     b.run("roundtrip", ROUNDTRIP, bigdefl)
     b.warm(many)
     b.run("many", MANY, many)
+    b.load.append(os.getloadavg()[0])
 
 
 def fmt(x, unit, digits=2):
@@ -274,9 +296,10 @@ def section(b):
     row("  np.load of the same member, for comparison", "", f"{fmt(ls, 's')}, peak RSS {fmt(lr, 'MiB', 0)}", "", "—", None)
     for depth in (25, 50, 90):
         o, t = m(f"depth.{depth}", "secs"), m(f"depth.{depth}.mount", "secs")
+        oc, tc = m(f"depth.{depth}", "cpu"), m(f"depth.{depth}.mount", "cpu")
         q = t / o if o and t else None
-        row(f"  no index: first read at {depth}% (4 KiB)", fmt(o, "s", 3), f"the mount's first pread there: {fmt(t, 's', 3)}",
-            fmt(q, "x"), "<= the mount's", None if q is None else o <= t)
+        row(f"  no index: first read at {depth}% (4 KiB); CPU time of the server and of the daemon", f"{fmt(o, 's', 3)} ({fmt(oc, 's CPU')})",
+            f"the mount's first pread there: {fmt(t, 's', 3)} ({fmt(tc, 's CPU')})", fmt(q, "x"), "<= the mount's", None if q is None else o <= t)
     a, mo = m("asarray", "mbps"), m("mounted", "mbps")
     q = a / mo if a and mo else None
     row(f"`np.asarray(z[key])` of the {defl} deflated member, no index", fmt(a, "MiB/s", 0), f"`np.load(MNT/z.npy)`, fresh mount: {fmt(mo, 'MiB/s', 0)}",
@@ -289,7 +312,8 @@ def section(b):
     row(f"`npzfs.open` + `z.files` of a {k or 0:,.0f}-member archive", fmt(s, "s", 3), "", "", "<= 0.5 s", None if s is None else s <= 0.5)
     errs = [f"- {k}: {v[0]}" for k, v in sorted(b.res.items()) if k.endswith(".err")]
     out = ["## npzfs.open, no FUSE (issue 38)\n",
-           f"From `scripts/bench/open.py` ({b.size}, {b.rounds} rounds, medians; each figure a fresh Python process). "
+           f"From `scripts/bench/open.py` ({b.size}, {b.rounds} rounds, medians; each figure a fresh Python process; "
+           f"load average {b.load[0]:.1f} at the start, {b.load[-1]:.1f} at the end, on {os.cpu_count()} cores). "
            "The stored array is mapped from the archive file (page cache warm); the deflated member is bench-data's bigdefl.npz, "
            "its index built by `npzfs index` for the random reads, none elsewhere; the mount's figures come from a fresh "
            "`npzfs mount --no-index` each.\n",
