@@ -17,6 +17,7 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,9 +92,12 @@ func Serve(ctx context.Context, a *npz.Archive, r io.Reader, w io.Writer, opts *
 	s.turns = make(chan struct{}, s.opts.Reads)
 	s.ctx, s.stop = context.WithCancel(ctx)
 	defer s.shutdown()
+	// Requests come in batches (a client sends every run of an index at
+	// once): one read takes many of them.
+	br := bufio.NewReaderSize(r, 64<<10)
 	var fr frameReader
 	for {
-		meta, err := fr.next(r)
+		meta, err := fr.next(br)
 		var fe *frameError
 		switch {
 		case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
