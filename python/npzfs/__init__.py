@@ -47,7 +47,7 @@ import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from ._flags import FLAGS
 from ._write import pack, savez
@@ -504,5 +504,41 @@ _warned = False  # load has said that FUSE is not available
 # above; _flags under a name of its own, as the module _flags.py has the
 # same name.
 _option_flags = _flags
-from ._lazy import LazyArray  # noqa: E402
-from ._open import OpenArchive, open  # noqa: E402
+
+if TYPE_CHECKING:
+    from ._lazy import LazyArray
+    from ._open import OpenArchive
+
+
+def open(source: Source, *, allow_pickle: bool = False, max_header_size: int = 10000, **options: Any) -> "OpenArchive":
+    """Opens an archive with no FUSE: ``np.load`` of an .npz whose stored
+    arrays (of a local archive) are read-only memory maps and whose other
+    arrays are :class:`LazyArray` s, read only where indexed.
+
+    source is a local ``.npz`` or ``.npy`` file, or an ``https://``,
+    ``http://`` or ``s3://`` URL; options are ``npzfs serve``'s flags as
+    keyword arguments (``cache_mb=64``, ``index_dir=...``,
+    ``header=[...]``, ``endpoint=...``), checked now. allow_pickle and
+    max_header_size are np.load's. Use it as a context manager, or call
+    ``close()``. Without numpy it raises :class:`Error` at once, saying how
+    to install it."""
+    _need_numpy("open")
+    from ._open import OpenArchive
+
+    return OpenArchive(source, options, allow_pickle, max_header_size)
+
+
+def __getattr__(name: str) -> Any:
+    """LazyArray and OpenArchive, imported when first named: they need
+    numpy, which the rest of the package (the command line) does not."""
+    if name in ("LazyArray", "OpenArchive"):
+        _need_numpy(name)
+    if name == "LazyArray":
+        from ._lazy import LazyArray
+
+        return LazyArray
+    if name == "OpenArchive":
+        from ._open import OpenArchive
+
+        return OpenArchive
+    raise AttributeError(f"module 'npzfs' has no attribute {name!r}")

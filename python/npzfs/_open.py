@@ -423,18 +423,3 @@ def _fits(shown: str, name: str, data: int, shape: Tuple[int, ...], dtype: np.dt
     need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if data + need > size:
         raise Error(f"npzfs: {shown}: {name}: the header's shape and dtype need {need} bytes of data from byte {data}, but the member ends at byte {size}")
-
-
-def open(source: Source, *, allow_pickle: bool = False, max_header_size: int = _MAX_HEADER_SIZE, **options: Any) -> OpenArchive:
-    """Opens an archive with no FUSE: ``np.load`` of an .npz whose stored
-    arrays (of a local archive) are read-only memory maps and whose other
-    arrays are :class:`LazyArray` s, read only where indexed.
-
-    source is a local ``.npz`` or ``.npy`` file, or an ``https://``,
-    ``http://`` or ``s3://`` URL; options are ``npzfs serve``'s flags as
-    keyword arguments (``cache_mb=64``, ``index_dir=...``,
-    ``header=[...]``, ``endpoint=...``), checked now. allow_pickle and
-    max_header_size are np.load's. Use it as a context manager, or call
-    ``close()``."""
-    return OpenArchive(source, options, allow_pickle, max_header_size)
-
