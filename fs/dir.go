@@ -56,6 +56,7 @@ func (t *dirHandles) remove(fh uint64) {
 // per open, and the handle serves readdir from that snapshot; the kernel
 // keeps the listing only of folders that do not change (not Cachers).
 func (s *server) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	s.st.requests.count(&in.InHeader)
 	e, parent, errno := s.resolve(&in.InHeader)
 	if errno != 0 {
 		return fuse.Status(errno)
@@ -137,6 +138,7 @@ func (d *dirHandle) first(off uint64) int {
 
 // ReadDir fills out with the entries past in.Offset.
 func (s *server) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	s.st.requests.count(&in.InHeader)
 	ctx := s.request(cancel)
 	defer ctx.end()
 	d, errno := s.listing(ctx, in)
@@ -169,6 +171,7 @@ const direntPlusMin = 128 + 24 + 8
 // now is listed without them (node ID 0): the kernel then looks it up
 // when it is used, and that lookup says what is wrong.
 func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	s.st.requests.count(&in.InHeader)
 	ctx := s.request(cancel)
 	defer ctx.end()
 	d, errno := s.listing(ctx, in)
@@ -218,7 +221,10 @@ func (s *server) listed(in *fuse.ReadIn, plain bool, n int) {
 }
 
 // ReleaseDir drops the listing.
-func (s *server) ReleaseDir(in *fuse.ReleaseIn) { s.dirs.remove(in.Fh) }
+func (s *server) ReleaseDir(in *fuse.ReleaseIn) {
+	s.st.requests.count(&in.InHeader)
+	s.dirs.remove(in.Fh)
+}
 
 // keptListings follows how the kernel came to keep the listings of the
 // folders of a tree that never changes, to find those it keeps without

@@ -196,11 +196,17 @@ type Stats struct {
 	Reads  int64 // reads answered with data
 	Pushes int64 // small files put in the page cache unasked (see PushMax)
 	Bytes  int64 // the bytes of both
+	// Requests counts the requests the kernel sent, by kind (FUSE's
+	// names in lower case: "lookup", "getattr", "ioctl", "read",
+	// "readdirplus", ...; kinds never sent are left out), and under
+	// "forget" the nodes it forgot.
+	Requests map[string]int64
 }
 
 // Stats reports what the server has answered so far.
 func (s *Server) Stats() Stats {
-	return Stats{Reads: s.st.reads.Load(), Bytes: s.st.bytes.Load(), Pushes: s.st.pushes.Load()}
+	return Stats{Reads: s.st.reads.Load(), Bytes: s.st.bytes.Load(), Pushes: s.st.pushes.Load(),
+		Requests: s.st.requests.snapshot()}
 }
 
 // Wait returns when the file system is unmounted, or for a handed FUSE

@@ -78,6 +78,7 @@ func (s *server) push(ctx context.Context, id uint64, e Entry) {
 // (see push), and np.load of it makes no read request. Where the tree
 // answers opens, the open has pushed it already.
 func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
+	s.st.requests.count(&in.InHeader)
 	if s.st.finder == nil {
 		return fuse.ENOSYS
 	}

@@ -44,8 +44,10 @@ type mountState struct {
 	// then nodes are found in the tree, not in a table of known ones.
 	finder Finder
 
-	// Reads answered, files pushed, and the bytes of both (Server.Stats).
+	// Reads answered, files pushed, and the bytes of both, and the
+	// requests answered by kind (Server.Stats).
 	reads, pushes, bytes atomic.Int64
+	requests             requestCounts
 }
 
 // server answers the kernel's requests with go-fuse's raw protocol API.
@@ -262,6 +264,7 @@ func (st *mountState) cacheTime(e Entry) time.Duration {
 // lookup that fails otherwise (a remote folder that cannot be listed now)
 // answers its errno, which the kernel keeps nothing of.
 func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	s.st.requests.count(h)
 	ctx := s.request(cancel)
 	defer ctx.end()
 	dir, parent, errno := s.resolve(h)
@@ -298,6 +301,7 @@ func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 
 // Forget: the kernel dropped nlookup references to a node.
 func (s *server) Forget(nodeid, nlookup uint64) {
+	s.st.requests.forgets.Add(1)
 	if s.st.finder == nil {
 		s.nodes.forget(nodeid, nlookup)
 	}
@@ -305,6 +309,7 @@ func (s *server) Forget(nodeid, nlookup uint64) {
 
 // GetAttr answers stat.
 func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	s.st.requests.count(&in.InHeader)
 	ctx := s.request(cancel)
 	defer ctx.end()
 	e, _, errno := s.resolve(&in.InHeader)
@@ -332,6 +337,7 @@ func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 // answers opens, so that a replaced archive's file fails at once, and
 // pushes a small file's bytes with its answer.
 func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	s.st.requests.count(&in.InHeader)
 	if s.st.finder != nil {
 		return fuse.ENOSYS
 	}
@@ -386,6 +392,7 @@ func (s *server) open(ctx context.Context, h *fuse.InHeader, flags uint32) (Entr
 // Read serves [off, off+size) clamped to the file's end: spliced from the
 // archive file for stored members, through ReadAt otherwise.
 func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	s.st.requests.count(&in.InHeader)
 	ctx := s.request(cancel)
 	defer ctx.end()
 	e, _, errno := s.node(in.NodeId)
@@ -490,6 +497,7 @@ func readExtent(ctx context.Context, f Content, fd uintptr, base, off, want int6
 
 // Release: files have no handle to release; an Opener is told.
 func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	s.st.requests.count(&in.InHeader)
 	if e, _, _ := s.node(in.NodeId); e != nil {
 		if o, ok := e.(Opener); ok {
 			o.Closed()
@@ -501,14 +509,21 @@ func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 // purpose, like GetXAttr: the kernel then stops sending them and succeeds
 // by itself. Without that every close(2) costs a round trip to the
 // daemon, and np.load closes each file twice (numpy dups the descriptor).
-func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.ENOSYS }
+func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	return s.refuse(&in.InHeader, fuse.ENOSYS)
+}
 
-func (s *server) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }
+func (s *server) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return s.refuse(&in.InHeader, fuse.ENOSYS)
+}
 
-func (s *server) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }
+func (s *server) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return s.refuse(&in.InHeader, fuse.ENOSYS)
+}
 
 // StatFs: blocks from the archive's size, files from the node count.
 func (s *server) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	s.st.requests.count(h)
 	if s.st.denied(&h.Caller) {
 		return fuse.Status(syscall.EACCES)
 	}
@@ -551,6 +566,7 @@ func (st *mountState) nodeCount(ctx context.Context) uint64 {
 
 // Access: nothing is writable, files are not executable.
 func (s *server) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	s.st.requests.count(&in.InHeader)
 	e, _, errno := s.resolve(&in.InHeader)
 	if errno != 0 {
 		return fuse.Status(errno)
@@ -569,12 +585,20 @@ func (s *server) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
 // sending a request or two (security.selinux, posix ACLs) for every file
 // ls -l lists. (Errno never produces ENOSYS; this is not an error.)
 func (s *server) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
+	s.st.requests.count(h)
 	return 0, fuse.ENOSYS
 }
 
 // ListXAttr: as GetXAttr.
 func (s *server) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	s.st.requests.count(h)
 	return 0, fuse.ENOSYS
+}
+
+// refuse counts a request and answers it with st.
+func (s *server) refuse(h *fuse.InHeader, st fuse.Status) fuse.Status {
+	s.st.requests.count(h)
+	return st
 }
 
 // Every change is refused.
@@ -582,65 +606,65 @@ func (s *server) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte
 var erofs = fuse.Status(syscall.EROFS)
 
 func (s *server) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	return erofs
+	return s.refuse(h, erofs)
 }
 
 func (s *server) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	return erofs
+	return s.refuse(h, erofs)
 }
 
 func (s *server) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	return erofs
+	return s.refuse(h, erofs)
 }
 
 func (s *server) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string) fuse.Status {
-	return erofs
+	return s.refuse(h, erofs)
 }
 
 func (s *server) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	return 0, erofs
+	return 0, s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	return 0, erofs
+	return 0, s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	return 0, erofs
+	return 0, s.refuse(&in.InHeader, erofs)
 }
 
 func (s *server) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	return erofs
+	return s.refuse(&in.InHeader, erofs)
 }
