@@ -527,6 +527,7 @@ func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, srv *npzfs.Server)
 		}
 		served := srv.Stats()
 		st.Served.Reads, st.Served.Pushes, st.Served.Bytes = served.Reads, served.Pushes, served.Bytes
+		st.Served.Requests = served.Requests
 		return st
 	}
 }

@@ -42,11 +42,13 @@ type mountStats struct {
 	Log        string    `json:"log"`
 	// Served counts the reads answered with data, the small files put in
 	// the kernel's page cache before their reads (pushes), and the bytes
-	// of both.
+	// of both; and the FUSE requests the kernel sent, by kind
+	// (npzfs.Stats.Requests).
 	Served struct {
-		Reads  int64 `json:"reads"`
-		Pushes int64 `json:"pushes"`
-		Bytes  int64 `json:"bytes"`
+		Reads    int64            `json:"reads"`
+		Pushes   int64            `json:"pushes"`
+		Bytes    int64            `json:"bytes"`
+		Requests map[string]int64 `json:"requests,omitempty"`
 	} `json:"served"`
 	dataset.Stats
 	// Answering is false for a mount of this user's whose daemon did not
@@ -331,6 +333,9 @@ func writeStatus(w io.Writer, st *mountStats) {
 		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
 	}
 	line("served", "%s in %s and %s", humanSize(st.Served.Bytes), plural(st.Served.Reads, "read"), plural(st.Served.Pushes, "push"))
+	if len(st.Served.Requests) > 0 {
+		line("requests", "%s", requestCounts(st.Served.Requests))
+	}
 	if st.ArchivesOpen != nil {
 		line("archives", "%d open", *st.ArchivesOpen)
 	}
@@ -361,4 +366,24 @@ func writeStatus(w io.Writer, st *mountStats) {
 		line("options", "%s", strings.Join(st.Options, " "))
 	}
 	line("log", "%s", st.Log)
+}
+
+// requestCounts says a mount's FUSE requests by kind, the most sent
+// first: "lookup 2000, ioctl 2000, getattr 1".
+func requestCounts(m map[string]int64) string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if m[kinds[i]] != m[kinds[j]] {
+			return m[kinds[i]] > m[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = k + " " + strconv.FormatInt(m[k], 10)
+	}
+	return strings.Join(parts, ", ")
 }

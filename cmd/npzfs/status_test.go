@@ -33,6 +33,7 @@ func TestStatusJSONGolden(t *testing.T) {
 		Answering: true,
 	}
 	st.Served.Reads, st.Served.Pushes, st.Served.Bytes = 3456, 12, 1<<30
+	st.Served.Requests = map[string]int64{"lookup": 40, "ioctl": 12, "read": 3456, "forget": 2}
 	var out bytes.Buffer
 	if err := writeJSON(&out, struct {
 		Mounts []mountStats `json:"mounts"`
