@@ -53,7 +53,7 @@ func (s *server) push(ctx context.Context, id uint64, e Entry) {
 	if size <= 0 || size > PushMax {
 		return
 	}
-	fd, base, ok, err := f.Extent(ctx)
+	fd, base, ok, err := location(ctx, f)
 	if err != nil || !ok {
 		return
 	}
@@ -61,7 +61,8 @@ func (s *server) push(ctx context.Context, id uint64, e Entry) {
 	defer pushBufs.Put(buf)
 	data := buf[:size]
 	// Read and checked as Read does: a change of the archive file, before
-	// or while its bytes are read, fails it, and nothing is pushed.
+	// or while its bytes are read, fails it (the check after the read
+	// sees both), and nothing is pushed.
 	if _, errno := readExtent(ctx, f, fd, base, 0, size, data, false); errno != 0 {
 		return
 	}

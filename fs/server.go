@@ -429,7 +429,7 @@ func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.R
 	if rest := size - off; want > rest {
 		want = rest
 	}
-	fd, base, ok, err := f.Extent(ctx)
+	fd, base, ok, err := location(ctx, f)
 	if err != nil {
 		return nil, Errno(err)
 	}
@@ -482,12 +482,14 @@ func readExtent(ctx context.Context, f Content, fd uintptr, base, off, want int6
 	if err != nil {
 		// Whatever the archive file's own error (EINVAL, ENXIO from a
 		// failing device...), the file cannot be read: EIO, as for
-		// every other read that fails.
+		// every other read that fails. The check lets the archive
+		// notice a change that made the read short.
+		f.Extent(ctx)
 		return nil, syscall.EIO
 	}
-	// Checked again now that the bytes are read: a change of the archive
-	// file while they were read fails the read rather than serving what
-	// may be a mix.
+	// Checked now that the bytes are read: a change of the archive file
+	// before or while they were read fails the read rather than serving
+	// what may be new bytes or a mix.
 	if _, _, _, err := f.Extent(ctx); err != nil {
 		r.Done()
 		return nil, Errno(err)

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,25 @@ import (
 // errShortFile is a stored file's bytes ending before its size: the
 // archive file was truncated (or its file system failed) under the read.
 var errShortFile = errors.New("fs: the archive file ended before the file's bytes did (truncated under the read?)")
+
+// Locator is implemented by content whose Extent also checks that the
+// archive file has not changed (an archive's files): Location says where
+// the bytes lie without that check. A read from the archive file checks
+// it once the bytes are read (see readExtent); a change before the read
+// is still a change then, so the check before would add a system call
+// and nothing else.
+type Locator interface {
+	Location(ctx context.Context) (fd uintptr, off int64, ok bool, err error)
+}
+
+// location is where f's bytes lie, as Extent says, without a check of
+// the archive file where f can leave it out (Locator).
+func location(ctx context.Context, f Content) (fd uintptr, off int64, ok bool, err error) {
+	if l, isLocator := f.(Locator); isLocator {
+		return l.Location(ctx)
+	}
+	return f.Extent(ctx)
+}
 
 // readExact serves want bytes, whole or not at all: head (the part of a
 // view's head in the read, written into the pipe) then the rest from off

@@ -109,6 +109,18 @@ func (f *File) Head(ctx context.Context) ([]byte, error) {
 // (ErrChanged), or, for a view the array does not have, why (see
 // Member.viewFile).
 func (f *File) Extent(ctx context.Context) (fd uintptr, off int64, ok bool, err error) {
+	return f.extent(ctx, true)
+}
+
+// Location is Extent without its check that the archive file has not
+// changed, for a read that checks it once the bytes are read (as the
+// mount's reads do, with Extent): a change before the read is still
+// there after it, so a check before adds nothing.
+func (f *File) Location(ctx context.Context) (fd uintptr, off int64, ok bool, err error) {
+	return f.extent(ctx, false)
+}
+
+func (f *File) extent(ctx context.Context, check bool) (fd uintptr, off int64, ok bool, err error) {
 	if f.err != nil {
 		return 0, 0, false, f.err
 	}
@@ -125,8 +137,10 @@ func (f *File) Extent(ctx context.Context) (fd uintptr, off int64, ok bool, err 
 	}
 	// The bytes are read from fd after this returns: check now that the
 	// file has not changed, as every other read of it does.
-	if err := a.check(); err != nil {
-		return 0, 0, false, err
+	if check {
+		if err := a.check(); err != nil {
+			return 0, 0, false, err
+		}
 	}
 	return a.fd, a.fdBase + dataOff + f.base, true, nil
 }
