@@ -72,20 +72,21 @@ func CanMountDirectly() bool {
 }
 
 // mountFlags splits off the options that mount(2) takes as flags rather
-// than in its data string (ro, atime, noatime), starting from nosuid and
-// nodev as fusermount3 does; go-fuse turns dev, suid, exec and noexec
-// into flags itself.
+// than in its data string (ro, atime, noatime, dev, suid, exec and their
+// opposites), starting from nosuid and nodev as fusermount3 does.
 func mountFlags(opts []string) (uintptr, []string) {
 	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV)
+	set := map[string]uintptr{"ro": syscall.MS_RDONLY, "noatime": syscall.MS_NOATIME,
+		"nodev": syscall.MS_NODEV, "nosuid": syscall.MS_NOSUID, "noexec": syscall.MS_NOEXEC}
+	clear := map[string]uintptr{"atime": syscall.MS_NOATIME, "dev": syscall.MS_NODEV,
+		"suid": syscall.MS_NOSUID, "exec": syscall.MS_NOEXEC}
 	var rest []string
 	for _, o := range opts {
-		switch o {
-		case "ro":
-			flags |= syscall.MS_RDONLY
-		case "noatime":
-			flags |= syscall.MS_NOATIME
-		case "atime":
-			flags &^= syscall.MS_NOATIME
+		switch {
+		case set[o] != 0:
+			flags |= set[o]
+		case clear[o] != 0:
+			flags &^= clear[o]
 		default:
 			rest = append(rest, o)
 		}

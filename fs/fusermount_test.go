@@ -35,7 +35,9 @@ func TestMountFlags(t *testing.T) {
 	}{
 		{[]string{"ro"}, base | syscall.MS_RDONLY, nil},
 		{[]string{"ro", "noatime", "allow_other"}, base | syscall.MS_RDONLY | syscall.MS_NOATIME, []string{"allow_other"}},
-		{[]string{"ro", "noatime", "atime", "default_permissions", "dev"}, base | syscall.MS_RDONLY, []string{"default_permissions", "dev"}},
+		{[]string{"ro", "noatime", "atime", "default_permissions", "dev"}, syscall.MS_NOSUID | syscall.MS_RDONLY, []string{"default_permissions"}},
+		{[]string{"ro", "suid", "noexec"}, syscall.MS_NODEV | syscall.MS_RDONLY | syscall.MS_NOEXEC, nil},
+		{[]string{"ro", "exec", "nosuid"}, base | syscall.MS_RDONLY, nil},
 	} {
 		flags, rest := mountFlags(tc.opts)
 		if flags != tc.flags || !slices.Equal(rest, tc.rest) {

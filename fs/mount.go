@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,6 +73,11 @@ type Config struct {
 	// Logger receives debug output and go-fuse's diagnostics; nil means
 	// the standard logger.
 	Logger *log.Logger
+	// Local says that every request is answered from memory and local
+	// files, never waiting on a network (a local archive): a tree that
+	// never changes (Finder) is then served by a loop of the server's
+	// own, one request at a time (see loop), unless Debug.
+	Local bool
 	// MaxReadAhead bounds kernel readahead in bytes; 0 means MaxRead
 	// (the kernel lowers it to what it allows).
 	MaxReadAhead int
@@ -79,9 +85,10 @@ type Config struct {
 
 // Server is a live mount.
 type Server struct {
-	srv *fuse.Server
-	st  *mountState
-	dir string
+	srv  *fuse.Server
+	loop *loop // the server's own loop, where it has one (Config.Local)
+	st   *mountState
+	dir  string
 	// For a handed FUSE device (FDMountpoint), which npzfs cannot
 	// unmount: closed by Unmount, to stop serving.
 	stopped  chan struct{}
@@ -147,19 +154,63 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 		// server.OpenDir).
 		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_NO_OPENDIR_SUPPORT,
 	}
-	srv, err := fuse.NewServer(newServer(st), dir, opts)
+	raw := newServer(st)
+	s := &Server{st: st, dir: dir}
+	var err error
+	if cfg.Local && st.finder != nil && !cfg.Debug {
+		err = s.serveItself(raw, opts)
+	} else {
+		err = s.serveWithGoFuse(raw, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		return nil, err
-	}
-	s := &Server{srv: srv, st: st, dir: dir}
 	if _, ok := FDMountpoint(dir); ok {
 		s.stopped = make(chan struct{})
 	}
 	return s, nil
+}
+
+// serveWithGoFuse mounts and serves with go-fuse's readers.
+func (s *Server) serveWithGoFuse(raw *server, opts *fuse.MountOptions) error {
+	srv, err := fuse.NewServer(raw, s.dir, opts)
+	if err != nil {
+		return err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		return err
+	}
+	s.srv = srv
+	return nil
+}
+
+// serveItself mounts the device for the server's own loop (see loop):
+// go-fuse answers the kernel's INIT on it, as on a handed device, and
+// writes the server's notifications; the loop reads and answers every
+// other request.
+func (s *Server) serveItself(raw *server, opts *fuse.MountOptions) error {
+	fd, handed := FDMountpoint(s.dir)
+	if !handed {
+		var err error
+		if fd, err = mountDevice(s.dir, opts); err != nil {
+			return err
+		}
+	}
+	o := *opts
+	o.DirectMountStrict = false // mounted: go-fuse takes it as handed
+	srv, err := fuse.NewServer(raw, "/dev/fd/"+strconv.Itoa(fd), &o)
+	if err != nil {
+		// go-fuse has closed the device.
+		if !handed {
+			LazyUnmount(s.dir)
+		}
+		return err
+	}
+	s.srv = srv
+	s.loop = newLoop(raw, fd, o.Logger)
+	go s.loop.serve()
+	return nil
 }
 
 // mountOptions sorts the -o options into those passed on as they are
@@ -212,15 +263,19 @@ func (s *Server) Stats() Stats {
 // Wait returns when the file system is unmounted, or for a handed FUSE
 // device, when Unmount stops serving it.
 func (s *Server) Wait() {
-	if s.stopped == nil {
+	if s.loop == nil && s.stopped == nil {
 		s.srv.Wait()
 		return
 	}
 	done := make(chan struct{})
-	go func() {
-		s.srv.Wait()
-		close(done)
-	}()
+	if s.loop != nil {
+		done = s.loop.done
+	} else {
+		go func() {
+			s.srv.Wait()
+			close(done)
+		}()
+	}
 	select {
 	case <-done:
 	case <-s.stopped:
@@ -235,6 +290,13 @@ func (s *Server) Wait() {
 func (s *Server) Unmount(lazy bool) error {
 	if s.stopped != nil {
 		s.stopOnce.Do(func() { close(s.stopped) })
+		return nil
+	}
+	if s.loop != nil {
+		if err := unmount(s.dir, lazy); err != nil || lazy {
+			return err
+		}
+		<-s.loop.done // as go-fuse's Unmount, return once no longer serving
 		return nil
 	}
 	if !lazy {

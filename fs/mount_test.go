@@ -3,16 +3,21 @@ package fs
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/npzfs/npzfs/internal/pagecache"
 )
@@ -22,6 +27,11 @@ import (
 // own FUSE mount can deadlock.
 
 const serveEnv = "NPZFS_FSTEST_SERVE" // "MOUNTPOINT:DATADIR"
+
+// localEnv set has the child serve the fake tree as a tree that never
+// changes (Finder) of local files (Config.Local): with the server's own
+// loop, not go-fuse's readers.
+const localEnv = "NPZFS_FSTEST_LOCAL"
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(serveEnv); spec != "" {
@@ -37,12 +47,18 @@ func serve(spec string) int {
 		fmt.Println("error:", err)
 		return 1
 	}
-	srv, err := Mount(mnt, root, Config{
+	var served Entry = root
+	local := os.Getenv(localEnv) != ""
+	if local {
+		served = &stallRoot{finderRoot: newFinderRoot(root), release: make(chan struct{})}
+	}
+	srv, err := Mount(mnt, served, Config{
 		Source:      filepath.Join(data, "fake.npz"),
 		ArchiveSize: 10 << 20,
 		UID:         uint32(os.Getuid()),
 		GID:         uint32(os.Getgid()),
 		Debug:       os.Getenv("NPZFS_FSTEST_DEBUG") != "",
+		Local:       local,
 	})
 	if err != nil {
 		fmt.Println("error:", err)
@@ -91,13 +107,75 @@ func isMounted(dir string) bool {
 	return false
 }
 
+// stallRoot is the fake tree as a local archive is served (a Finder),
+// whose lookup of "stall" waits until a lookup of a name starting with
+// "unstall" comes while it waits (or 30 s): a request that only another
+// can release, as a push waits for the answer to a read of the pages it
+// fills. Both find small.txt.
+type stallRoot struct {
+	*finderRoot
+	stalled atomic.Bool
+	release chan struct{}
+	once    sync.Once
+}
+
+func (r *stallRoot) Lookup(ctx context.Context, name string) (Entry, error) {
+	switch {
+	case name == "stall":
+		r.stalled.Store(true)
+		select {
+		case <-r.release:
+		case <-time.After(30 * time.Second):
+			return nil, iofs.ErrNotExist
+		}
+		return r.finderRoot.Lookup(ctx, "small.txt")
+	case strings.HasPrefix(name, "unstall") && r.stalled.Load():
+		r.once.Do(func() { close(r.release) })
+		return r.finderRoot.Lookup(ctx, "small.txt")
+	}
+	return r.finderRoot.Lookup(ctx, name)
+}
+
+// TestLoopRescuesAStalledRequest: a request that waits for another is
+// not left waiting by the loop's one reader: its watchdog starts another
+// reader, which answers the other request.
+func TestLoopRescuesAStalledRequest(t *testing.T) {
+	mnt, _ := mountFakeAs(t, true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := os.Stat(filepath.Join(mnt, "stall"))
+		done <- err
+	}()
+	// Each name is new: the kernel keeps a missing one as missing.
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("stat of the stalled name: %v", err)
+			}
+			return
+		default:
+		}
+		os.Stat(filepath.Join(mnt, fmt.Sprintf("unstall%d", i)))
+	}
+}
+
 // mountFake mounts the fake tree in a child process and returns the mount
 // point; cleanup unmounts it and reaps the child whatever happened.
 func mountFake(t *testing.T) (mnt, data string) {
+	return mountFakeAs(t, false)
+}
+
+// mountFakeAs is mountFake, serving the tree as a local archive is
+// served (see localEnv) when local.
+func mountFakeAs(t *testing.T, local bool) (mnt, data string) {
 	fuseUsable(t)
 	mnt, data = t.TempDir(), t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), serveEnv+"="+mnt+":"+data)
+	if local {
+		cmd.Env = append(cmd.Env, localEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -126,8 +204,18 @@ func mountFake(t *testing.T) (mnt, data string) {
 	return mnt, data
 }
 
+// TestMountServesTree: the tree reads back as it is, through go-fuse's
+// readers and through the server's own loop (a local archive's).
 func TestMountServesTree(t *testing.T) {
-	mnt, data := mountFake(t)
+	for _, local := range []bool{false, true} {
+		t.Run(map[bool]string{false: "go-fuse", true: "loop"}[local], func(t *testing.T) {
+			testMountServesTree(t, local)
+		})
+	}
+}
+
+func testMountServesTree(t *testing.T, local bool) {
+	mnt, data := mountFakeAs(t, local)
 
 	ents, err := os.ReadDir(mnt)
 	if err != nil {
@@ -210,7 +298,14 @@ func TestMountServesTree(t *testing.T) {
 		t.Errorf("mmap of big.bin differs from the content")
 	}
 	syscall.Munmap(m)
+	checkServedAsides(t, mnt, data)
+}
 
+// checkServedAsides checks what the fake tree mounted on mnt answers
+// besides its files' bytes: fsync, a failing read, a big listing,
+// statfs, extended attributes and the mount table's line.
+func checkServedAsides(t *testing.T, mnt, data string) {
+	t.Helper()
 	// fsync succeeds on files and folders; the daemon answers it (and
 	// flush) ENOSYS once, and the kernel stops asking.
 	for i := 0; i < 2; i++ {
@@ -282,7 +377,15 @@ func TestMountServesTree(t *testing.T) {
 }
 
 func TestMountRefusesWrites(t *testing.T) {
-	mnt, _ := mountFake(t)
+	for _, local := range []bool{false, true} {
+		t.Run(map[bool]string{false: "go-fuse", true: "loop"}[local], func(t *testing.T) {
+			testMountRefusesWrites(t, local)
+		})
+	}
+}
+
+func testMountRefusesWrites(t *testing.T, local bool) {
+	mnt, _ := mountFakeAs(t, local)
 	p := func(s string) string { return filepath.Join(mnt, s) }
 	checks := map[string]error{}
 	_, checks["open for writing"] = os.OpenFile(p("small.txt"), os.O_WRONLY, 0)

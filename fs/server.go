@@ -417,6 +417,23 @@ func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 	return r, fuse.Status(errno)
 }
 
+// fromArchiveFile reports whether a read of node id is answered at once:
+// from the archive file (its Extent), or with an error.
+func (s *server) fromArchiveFile(id uint64) bool {
+	e, _, errno := s.node(id)
+	if errno != 0 || e.IsDir() {
+		return true
+	}
+	ctx := s.request(nil)
+	defer ctx.end()
+	f, err := e.File(ctx)
+	if err != nil {
+		return true
+	}
+	_, _, ok, err := location(ctx, f)
+	return ok || err != nil
+}
+
 func readContent(ctx context.Context, f Content, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if off < 0 {
 		return nil, syscall.EINVAL
