@@ -491,6 +491,7 @@ func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, logger *log.Logge
 		Options:     ma.options,
 		Debug:       ma.debug,
 		Logger:      logger,
+		Local:       !d.Remote(),
 	})
 	if err != nil {
 		// A mount made before a later step failed must not stay.
