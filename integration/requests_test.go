@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// requests is the mount's FUSE requests so far, by kind, as npzfs
+// status --json gives them.
+func requests(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	r := npzfs(t, "status", "--json", dir)
+	var doc struct {
+		Mounts []struct {
+			Served struct{ Requests map[string]int64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil || len(doc.Mounts) != 1 {
+		t.Fatalf("npzfs status --json %s: exit %d, %v, stdout %q, stderr %q", dir, r.code, err, r.stdout, r.stderr)
+	}
+	return doc.Mounts[0].Served.Requests
+}
+
+// sent is what after holds past before: the requests sent between them.
+func sent(before, after map[string]int64) map[string]int64 {
+	d := map[string]int64{}
+	for k, n := range after {
+		if n > before[k] {
+			d[k] = n - before[k]
+		}
+	}
+	return d
+}
+
+// pyLoads runs np.load of each path, in one Python process.
+func pyLoads(t *testing.T, paths ...string) {
+	t.Helper()
+	cmd := exec.Command(python, "-c", "import sys, numpy as np\nfor p in sys.argv[1:]: np.load(p)", "--")
+	cmd.Args = append(cmd.Args[:3], paths...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("np.load: %v\n%s", err, out)
+	}
+}
+
+// pyVersion is the interpreter's (major, minor).
+func pyVersion(t *testing.T) (int, int) {
+	t.Helper()
+	out, err := exec.Command(python, "-c", "import sys; print(*sys.version_info[:2])").Output()
+	var major, minor int
+	if err == nil {
+		_, err = fmt.Sscan(string(out), &major, &minor)
+	}
+	if err != nil {
+		t.Fatalf("python's version: %v %q", err, out)
+	}
+	return major, minor
+}
+
+// TestSmallLoadRequests: np.load of a small member makes the requests
+// DESIGN.md says ("What each request costs"). Before 3.14, Python's open()
+// asks isatty of the file, and the kernel forwards that ioctl: on a fresh
+// mount a load is a lookup and the ioctl, whose answer pushes the file's
+// bytes so that no read follows; after a listing that looked every name
+// up (ls -l) the lookup is gone too. Python 3.14 asks no isatty of a
+// regular file: its read takes the ioctl's place. A listing of names
+// alone (os.listdir, ls) gives the kernel no attributes past its first
+// reply, so a load after it costs what it costs on a fresh mount, never
+// more. The first load on a mount also meets the open and the flush the
+// kernel then stops sending (answered ENOSYS), so each mount is warmed
+// by one load first.
+func TestSmallLoadRequests(t *testing.T) {
+	needNumpy(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemons alone
+	archive := manyArrays(t, 1000)           // 3,000 names in the root: listings take several replies
+	open := "ioctl"
+	if major, minor := pyVersion(t); major > 3 || major == 3 && minor >= 14 {
+		open = "read"
+	}
+	fresh := map[string]int64{"lookup": 1, open: 1}
+	for _, tc := range []struct {
+		listing string
+		cmd     []string
+		want    map[string]int64
+	}{
+		{"none", nil, fresh},
+		{"os.listdir", []string{python, "-c", "import os, sys; os.listdir(sys.argv[1])"}, fresh},
+		{"ls", []string{"ls"}, fresh},
+		{"ls -l", []string{"ls", "-l"}, map[string]int64{open: 1}},
+	} {
+		t.Run(strings.ReplaceAll(tc.listing, " ", ""), func(t *testing.T) {
+			dir := mount(t, archive)
+			pyLoads(t, filepath.Join(dir, "a000000.npy"))
+			if tc.cmd != nil {
+				if out, err := exec.Command(tc.cmd[0], append(tc.cmd[1:], dir)...).CombinedOutput(); err != nil {
+					t.Fatalf("%s: %v %.200s", tc.listing, err, out)
+				}
+			}
+			before := requests(t, dir)
+			// The last members, past the listing's first reply.
+			pyLoads(t, filepath.Join(dir, "a000998.npy"))
+			if got := sent(before, requests(t, dir)); !maps.Equal(got, tc.want) {
+				t.Errorf("np.load after listing %s: requests %v, want %v", tc.listing, got, tc.want)
+			}
+			before = requests(t, dir)
+			pyLoads(t, filepath.Join(dir, "a000999.npy"), filepath.Join(dir, "a000997.npy"))
+			want := maps.Clone(tc.want)
+			for k := range want {
+				want[k] *= 2
+			}
+			if got := sent(before, requests(t, dir)); !maps.Equal(got, want) {
+				t.Errorf("two np.loads after listing %s: requests %v, want %v", tc.listing, got, want)
+			}
+		})
+	}
+}
