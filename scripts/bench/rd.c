@@ -9,6 +9,12 @@
  *                                   pseudo-random offsets, each timed
  *   rd many LIST BS                 read every file named in LIST (one path
  *                                   a line) to its end, BS bytes a read
+ *   rd npload LIST PY               make, for every small .npy file named in
+ *                                   LIST, the system calls np.load makes of
+ *                                   it (numpy 1.24) under Python PY: 311
+ *                                   (open() asks isatty: the TCGETS ioctl)
+ *                                   or 314 (it asks no isatty of a regular
+ *                                   file, gh-90102), each file timed
  *
  * Output is one line of key=value pairs on stdout; times in seconds or ms
  * (seq also reports the reader's own CPU time, usr and sys, in seconds).
@@ -22,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,25 +150,35 @@ static int do_rand(const char *path, long n, size_t bs, uint64_t seed) {
 	return 0;
 }
 
-static int do_many(const char *list, size_t bs) {
+/* read_list reads the paths of the file list, one a line, before any
+ * timing; NULL when it cannot be read. */
+static char **read_list(const char *list, size_t *count) {
 	FILE *f = fopen(list, "r");
 	if (!f) {
 		fprintf(stderr, "rd: open %s: %s\n", list, strerror(errno));
-		return 1;
+		return NULL;
 	}
-	/* Read the list before timing. */
-	size_t cap = 1024, count = 0;
+	size_t cap = 1024;
 	char **paths = malloc(cap * sizeof *paths);
 	char line[4096];
+	*count = 0;
 	while (fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = 0;
 		if (!line[0])
 			continue;
-		if (count == cap)
+		if (*count == cap)
 			paths = realloc(paths, (cap *= 2) * sizeof *paths);
-		paths[count++] = strdup(line);
+		paths[(*count)++] = strdup(line);
 	}
 	fclose(f);
+	return paths;
+}
+
+static int do_many(const char *list, size_t bs) {
+	size_t count = 0;
+	char **paths = read_list(list, &count);
+	if (paths == NULL)
+		return 1;
 	char *buf = xalloc(bs);
 	long long bytes = 0;
 	double t0 = now();
@@ -189,6 +207,66 @@ static int do_many(const char *list, size_t bs) {
 	return 0;
 }
 
+/* npload makes the system calls of np.load(path) of a small .npy file,
+ * as strace shows them for Python 3.11 and numpy 1.24: Python's open()
+ * (open, fstat, isatty's ioctl, the buffer's tell), its read of the
+ * magic, then numpy's own reading through a duplicate of the descriptor.
+ * Python 3.14 makes no ioctl (isatty of a regular file is answered from
+ * the fstat made at the open). Returns the bytes read, or -1. */
+static long long npload(const char *path, char *buf, int py) {
+	struct stat st;
+	struct termios t;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return -1;
+	if (py < 314 && ioctl(fd, TCGETS, &t) == 0) {
+		close(fd);
+		return -1; /* a terminal */
+	}
+	lseek(fd, 0, SEEK_CUR);
+	ssize_t n = read(fd, buf, 4096);
+	int fd2 = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (n < 0 || fd2 < 0)
+		return -1;
+	fcntl(fd2, F_GETFL);
+	lseek(fd2, 0, SEEK_CUR);
+	lseek(fd, 0, SEEK_CUR);
+	fstat(fd2, &st);
+	lseek(fd2, 0, SEEK_SET);
+	ssize_t h = read(fd2, buf, 128);
+	lseek(fd2, 0, SEEK_SET);
+	ssize_t m = read(fd2, buf, 4096);
+	close(fd2);
+	lseek(fd, n, SEEK_SET);
+	close(fd);
+	return h < 0 || m < 0 ? -1 : n + h + m;
+}
+
+static int do_npload(const char *list, int py) {
+	size_t count = 0;
+	char **paths = read_list(list, &count);
+	if (paths == NULL)
+		return 1;
+	char *buf = xalloc(4096);
+	double *us = malloc((count ? count : 1) * sizeof *us), sum = 0;
+	long long bytes = 0;
+	for (size_t i = 0; i < count; i++) {
+		double t0 = now();
+		long long n = npload(paths[i], buf, py);
+		us[i] = (now() - t0) * 1e6;
+		if (n < 0) {
+			fprintf(stderr, "rd: np.load's system calls on %s: %s\n", paths[i], strerror(errno));
+			return 1;
+		}
+		bytes += n;
+		sum += us[i];
+	}
+	qsort(us, count, sizeof *us, cmp_double);
+	printf("files=%zu bytes=%lld py=%d us_per_file=%.1f median_us=%.1f\n", count, bytes, py,
+	       sum / (count ? count : 1), count ? us[count / 2] : 0);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc == 6 && strcmp(argv[1], "seq") == 0)
 		return do_seq(argv[2], atoll(argv[3]), atoll(argv[4]), (size_t)atoll(argv[5]));
@@ -196,6 +274,8 @@ int main(int argc, char **argv) {
 		return do_rand(argv[2], atol(argv[3]), (size_t)atoll(argv[4]), strtoull(argv[5], NULL, 10));
 	if (argc == 4 && strcmp(argv[1], "many") == 0)
 		return do_many(argv[2], (size_t)atoll(argv[3]));
-	fprintf(stderr, "usage: rd seq PATH OFFSET LENGTH BS | rd rand PATH N BS SEED | rd many LIST BS\n");
+	if (argc == 4 && strcmp(argv[1], "npload") == 0 && (atoi(argv[3]) == 311 || atoi(argv[3]) == 314))
+		return do_npload(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: rd seq PATH OFFSET LENGTH BS | rd rand PATH N BS SEED | rd many LIST BS | rd npload LIST 311|314\n");
 	return 2;
 }
