@@ -142,6 +142,45 @@ start_fs() {
 daemon_io() { awk -v f="$1:" '$1==f{print $2}' "/proc/$DPID/io" 2>/dev/null || echo 0; }
 # daemon_cpu: the daemon's user+system CPU time so far, in clock ticks.
 daemon_cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat" 2>/dev/null || echo 0; }
+# daemon_cpu_ns: the same in nanoseconds, the sum of its threads'
+# schedstat (finer than /proc/PID/stat's ticks, which hold 10 ms each).
+daemon_cpu_ns() { cat /proc/"$DPID"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }
+# requests MNT: the npzfs daemon's FUSE requests so far on MNT, by kind
+# ("lookup=N ioctl=N ..."), from npzfs status --json.
+requests() {
+  "$npzfs" status --json "$1" 2>/dev/null | "$py" -c 'import json, sys
+d = json.load(sys.stdin)["mounts"][0]["served"].get("requests", {})
+print(" ".join("%s=%d" % kv for kv in sorted(d.items())))' || true
+}
+# per_load BEFORE AFTER N: the requests between two requests calls, per
+# load of N: "req_KIND=X.XX ..." for each kind sent.
+per_load() {
+  "$py" -c 'import sys
+a, b = (dict(x.split("=") for x in s.split()) for s in sys.argv[1:3])
+n = float(sys.argv[3])
+print(" ".join("req_%s=%.2f" % (k, (int(v) - int(a.get(k, 0))) / n) for k, v in sorted(b.items()) if int(v) > int(a.get(k, 0))))' "$1" "$2" "$3"
+}
+# loads KEY MNT LIST [RD]: np.load of LIST's paths, each beside the same
+# file of the local folder (npbench.py dirpair), or with RD ("311" or
+# "314") the C reader making np.load's system calls under that Python
+# (rd npload), on the current daemon's mount MNT; recorded as KEY with
+# the daemon's CPU per load and, for npzfs, its requests per load.
+loads() {
+  local key=$1 m=$2 list=$3 py_rd=${4:-} c0 r0 out n
+  r0=""; [ "$DKIND" = npzfs ] && r0=$(requests "$m")
+  c0=$(daemon_cpu_ns)
+  if [ -n "$py_rd" ]; then
+    out=$("${guard[@]}" "$rd" npload "$list" "$py_rd" 2>"$work/err") || { rec "$key.err" "$(head -n 1 "$work/err")"; return 0; }
+    n=$(kv "$out" files)
+  else
+    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$list" "$work/many.rand.local" 2>"$work/err") \
+      || { rec "$key.err" "$(head -n 1 "$work/err")"; return 0; }
+    n=$(kv "$out" arrays)
+  fi
+  out="$out cpu_us=$(awk -v a="$c0" -v b="$(daemon_cpu_ns)" -v n="$n" 'BEGIN{printf "%.1f", (b - a) / 1e3 / n}')"
+  [ "$DKIND" = npzfs ] && out="$out $(per_load "$r0" "$(requests "$m")" "$n")"
+  rec "$key" "$out"
+}
 clk_tck=$(getconf CLK_TCK)
 
 # stop_fs MNT [LABEL]: record the daemon's peak RSS as rss.KIND.LABEL (kB),
@@ -685,6 +724,11 @@ sed "s|^|$mnt/|" "$work/many.rand" >"$work/many.rand.mnt"
 sed "s|^|$work/local-all/|" "$work/many.rand" >"$work/many.rand.local"
 sed "s|^|$work/floor.mnt/|" "$work/many.rand" >"$work/many.rand.floor"
 first_key=$(head -n 1 "$work/many.names")
+stat_each() { # LIST: stat every path of LIST, as a lookup of each name
+  "$py" -c 'import os, sys
+for p in open(sys.argv[1]):
+    os.stat(p.rstrip("\n"))' "$1"
+}
 opendirs() { # DIR N: open(O_DIRECTORY) and close DIR N times
   "$py" -c 'import os, sys, time
 p, n = sys.argv[1], int(sys.argv[2])
@@ -727,35 +771,49 @@ for r in $(seq "$rounds5"); do
     stop_fs "$mnt"
   fi
   # np.load of the 2,000 random keys, each beside the same file in the
-  # local folder (in turn, in one process): fresh mount; fresh mount after
-  # a listing of the root that looks every name up (ls -l).
-  if start_fs npzfs "$many" "$mnt"; then
-    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.mnt" "$work/many.rand.local" 2>"$work/err") \
-      && rec s5.nprand.fresh "$out" || rec s5.nprand.fresh.err "$(head -n 1 "$work/err")"
-    stop_fs "$mnt" many-read
-  fi
-  if start_fs npzfs "$many" "$mnt"; then
-    ls -l "$mnt" >/dev/null
-    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.mnt" "$work/many.rand.local" 2>"$work/err") \
-      && rec s5.nprand.listed "$out" || rec s5.nprand.listed.err "$(head -n 1 "$work/err")"
-    stop_fs "$mnt" many-read
-  fi
+  # local folder (in turn, in one process), with the daemon's CPU and
+  # FUSE requests per load: fresh mount; fresh mount after each kind of
+  # listing of the root: names alone (os.listdir, ls), every name looked
+  # up (ls -l; recorded as "listed").
+  for how in fresh listdir ls listed; do
+    if start_fs npzfs "$many" "$mnt"; then
+      case $how in
+        listdir) "$py" -c 'import os, sys; os.listdir(sys.argv[1])' "$mnt" ;;
+        ls) ls "$mnt" >/dev/null ;;
+        listed) ls -l "$mnt" >/dev/null ;;
+      esac
+      loads "s5.nprand.$how" "$mnt" "$work/many.rand.mnt"
+      stop_fs "$mnt" many-read
+    fi
+  done
   # The same through the floor (scripts/bench/floor.c): a minimal C
   # daemon serving the local folder the way npzfs serves a small array.
   # Its names are looked up by stat of the 2,000 paths (it lists nothing).
-  if [ -n "$floor" ] && start_fs floor "$work/local-all" "$work/floor.mnt"; then
-    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.floor" "$work/many.rand.local" 2>"$work/err") \
-      && rec s5.nprand.floor.fresh "$out" || rec s5.nprand.floor.fresh.err "$(head -n 1 "$work/err")"
-    stop_fs "$work/floor.mnt"
-  fi
-  if [ -n "$floor" ] && start_fs floor "$work/local-all" "$work/floor.mnt"; then
-    "$py" -c 'import os, sys
-for p in open(sys.argv[1]):
-    os.stat(p.rstrip("\n"))' "$work/many.rand.floor"
-    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$work/many.rand.floor" "$work/many.rand.local" 2>"$work/err") \
-      && rec s5.nprand.floor.listed "$out" || rec s5.nprand.floor.listed.err "$(head -n 1 "$work/err")"
-    stop_fs "$work/floor.mnt"
-  fi
+  for how in fresh listed; do
+    if [ -n "$floor" ] && start_fs floor "$work/local-all" "$work/floor.mnt"; then
+      [ "$how" = listed ] && stat_each "$work/many.rand.floor"
+      loads "s5.nprand.floor.$how" "$work/floor.mnt" "$work/many.rand.floor"
+      stop_fs "$work/floor.mnt"
+    fi
+  done
+  # np.load's system calls under Python 3.11 (isatty's ioctl) and 3.14
+  # (none), from the C reader: npzfs and the floor, fresh and after
+  # their listings, and the local folder.
+  for pyv in 311 314; do
+    for how in fresh listed; do
+      if start_fs npzfs "$many" "$mnt"; then
+        [ "$how" = listed ] && ls -l "$mnt" >/dev/null
+        loads "s5.npc$pyv.$how" "$mnt" "$work/many.rand.mnt" "$pyv"
+        stop_fs "$mnt"
+      fi
+      if [ -n "$floor" ] && start_fs floor "$work/local-all" "$work/floor.mnt"; then
+        [ "$how" = listed ] && stat_each "$work/many.rand.floor"
+        loads "s5.npc$pyv.floor.$how" "$work/floor.mnt" "$work/many.rand.floor" "$pyv"
+        stop_fs "$work/floor.mnt"
+      fi
+    done
+    run_rd "s5.npc$pyv.local" "${guard[@]}" "$rd" npload "$work/many.rand.local" "$pyv" >/dev/null || true
+  done
 done
 rm -rf "$work/local-all" "$work/local-tree"
 

@@ -407,6 +407,7 @@ def build(r, gobench):
         row("5b", "  the same, %s, through the floor (a minimal C daemon, scripts/bench/floor.c)" % name,
             None if a is None else a * 1e6, key, "µs", None if b is None else b * 1e6, key, "µs",
             "the same file in a local folder, loaded in turn", div(b, a), "—", None)
+    floor_rows(r, row, div)
     # 5c. a million arrays
     n = r.med("s5m.mount", "secs")
     row("5c", "1,000,000 arrays: `npzfs mount` (background) returns", n, "s5m.mount", "s", None, None, None, None,
@@ -431,6 +432,69 @@ def build(r, gobench):
     row("5d", "  index files the reads wrote", nf, "s5d.indexfiles", "", None, None, None, None, None, "0",
         None if nf is None else nf == 0, digits=0)
     return rows
+
+
+def per_file(r, key, field="secs"):
+    """A dirpair record's per-file time in µs (median of rounds)."""
+    k = r.med(key, "arrays")
+    t = r.med(key, field)
+    return None if k in (None, 0) or t is None else t / k * 1e6
+
+
+def floor_rows(r, row, div):
+    """Issue 39: np.load of a small array against the floor (floor.c) in
+    the same run, fresh and after each kind of listing, the daemons' CPU
+    per load, and the C reader making np.load's system calls."""
+    ff, fl = per_file(r, "s5.nprand.floor.fresh"), per_file(r, "s5.nprand.floor.listed")
+    nf = per_file(r, "s5.nprand.fresh")
+    q = div(ff, nf)
+    row("5b", "  np.load per file, fresh mount, against the floor, fresh", nf, "s5.nprand.fresh", "µs",
+        ff, "s5.nprand.floor.fresh", "µs", "floor.c", q, "<= 1.15x floor.c's", None if q is None else q >= 1 / 1.15)
+    for how, name in (("listdir", "os.listdir"), ("ls", "ls"), ("listed", "ls -l")):
+        key = "s5.nprand." + how
+        n = per_file(r, key)
+        q = div(fl, n)
+        row("5b", "  the same after `%s` of the root, against the floor after a stat of each" % name, n, key, "µs",
+            fl, "s5.nprand.floor.listed", "µs", "floor.c", q, "<= 1.15x floor.c's",
+            None if q is None else q >= 1 / 1.15)
+        q = div(nf, n)
+        row("5b", "  the same after `%s`, against npzfs fresh" % name, n, key, "µs", nf, "s5.nprand.fresh", "µs",
+            "npzfs, fresh mount", q, "never slower", None if q is None else q >= 1)
+    a, b = r.med("s5.nprand.fresh", "cpu_us"), r.med("s5.nprand.floor.fresh", "cpu_us")
+    q = div(b, a)
+    row("5b", "  daemon CPU per np.load, fresh mount (its threads' schedstat)", a, "s5.nprand.fresh", "µs",
+        b, "s5.nprand.floor.fresh", "µs", "floor.c", q, "<= 1.5x floor.c's", None if q is None else q >= 1 / 1.5)
+    for pyv in ("311", "314"):
+        local = r.med("s5.npc%s.local" % pyv, "us_per_file")
+        for how, name in (("fresh", "fresh mount"), ("listed", "after `ls -l` (the floor: a stat of each)")):
+            key, fkey = "s5.npc%s.%s" % (pyv, how), "s5.npc%s.floor.%s" % (pyv, how)
+            a, b = r.med(key, "us_per_file"), r.med(fkey, "us_per_file")
+            row("5b", "  C reader making np.load's system calls as Python %s.%s does, per file, %s" % (
+                pyv[0], pyv[1:], name), a, key, "µs", b, fkey, "µs",
+                "floor.c (a local file: %s)" % ("?" if local is None else "%.1f µs" % local), div(b, a), "—", None)
+
+
+def request_lines(r):
+    """The FUSE requests per np.load, by kind, from npzfs's counters."""
+    out = []
+    for key, name in (("s5.nprand.fresh", "np.load, fresh mount"), ("s5.nprand.listdir", "after os.listdir"),
+                      ("s5.nprand.ls", "after ls"), ("s5.nprand.listed", "after ls -l"),
+                      ("s5.npc311.fresh", "C reader as Python 3.11, fresh"),
+                      ("s5.npc311.listed", "the same after ls -l"),
+                      ("s5.npc314.fresh", "C reader as Python 3.14, fresh"),
+                      ("s5.npc314.listed", "the same after ls -l")):
+        vals = r.res.get(key)
+        if not vals:
+            continue
+        kv = parse_kv(vals[0])
+        # Kinds under 0.005 a load are the mount's first open and flush,
+        # which the kernel stops sending once answered ENOSYS.
+        reqs = ", ".join("%s %s" % (k[4:], v) for k, v in sorted(kv.items())
+                         if k.startswith("req_") and float(v) >= 0.005)
+        out.append("%s: %s" % (name, reqs or "none"))
+    if not out:
+        return []
+    return ["FUSE requests per load (the daemon's counters, round 1): " + "; ".join(out)]
 
 
 def ceiling(r):
@@ -691,6 +755,7 @@ def main(argv):
                        smp["mean_ms"], smp["sd_ms"], smp["median_ms"], smp["max_ms"], smp["est"], smp["se"], fl))
     elif r.err("s5.npzsample"):
         info.append("numpy NpzFile random-key sample: FAILED: %s" % r.err("s5.npzsample"))
+    info += request_lines(r)
     sec = r.med("s3.second.npy", "mbps")
     if sec is not None:
         info.append("deflated y.npy second read (FUSE page cache): %.0f MiB/s" % sec)
