@@ -93,6 +93,50 @@ func TestMemoryRepliesAreVectors(t *testing.T) {
 	}
 }
 
+// storedContent is data stored in a new archive file, after 100 other
+// bytes, as a member's bytes lie in its archive: the file's path, and
+// the content, open on it until the test ends.
+func storedContent(t *testing.T, data []byte) (string, *memContent) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "archive")
+	if err := os.WriteFile(path, append(make([]byte, 100), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return path, &memContent{data: data, f: f, off: 100}
+}
+
+// TestSmallStoredReadsAreCopied: a read of fewer than spliceMin bytes of
+// the archive file is copied (one pread, one writev), not spliced, and
+// holds the same bytes; a larger one is spliced through a pipe.
+func TestSmallStoredReadsAreCopied(t *testing.T) {
+	data := pattern(200000, 5)
+	_, c := storedContent(t, data)
+	for _, tc := range []struct {
+		off    int64
+		n      int
+		copied bool
+	}{{0, 4096, true}, {150, spliceMin - 1, true}, {0, spliceMin, false}, {199000, 4096, true}} {
+		r, errno := readContent(context.Background(), c, make([]byte, tc.n), tc.off)
+		if errno != 0 {
+			t.Fatalf("read %d at %d: %v", tc.n, tc.off, errno)
+		}
+		if _, copied := r.(sliced); copied != tc.copied {
+			t.Errorf("read %d at %d: a %T, copied %v, want %v", tc.n, tc.off, r, copied, tc.copied)
+		}
+		got, st := r.Bytes(make([]byte, tc.n))
+		want := data[tc.off:min(tc.off+int64(tc.n), int64(len(data)))]
+		if !st.Ok() || !bytes.Equal(got, want) {
+			t.Errorf("read %d at %d: %d bytes, %v; want %d", tc.n, tc.off, len(got), st, len(want))
+		}
+		r.Done()
+	}
+}
+
 // shortContent claims size bytes but holds fewer.
 type shortContent struct {
 	memContent
@@ -469,16 +513,8 @@ func (c *changingContent) Extent(context.Context) (uintptr, int64, bool, error) 
 // through the pipe and through the read fallback.
 func TestSplicedReadIsWholeOrEIO(t *testing.T) {
 	data := pattern(300000, 9)
-	path := filepath.Join(t.TempDir(), "archive")
-	if err := os.WriteFile(path, append(make([]byte, 100), data...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := &memContent{data: data, f: f, off: 100}
+	path, c := storedContent(t, data)
+	f := c.f
 	got, errno := readAll(t, c, 1000, 200000)
 	if errno != 0 || !bytes.Equal(got, data[1000:201000]) {
 		t.Fatalf("whole spliced read: errno %v, %d bytes", errno, len(got))
