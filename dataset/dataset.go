@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/npzfs/npzfs/folder"
-	"github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
@@ -60,26 +59,20 @@ type Options struct {
 	Sidecars bool
 	// Remote tunes remote sources.
 	Remote Remote
-	// MaxOpen bounds the archives of a folder kept open (folder.Options).
-	MaxOpen int
 }
 
 // DefaultIndexCacheBytes bounds the index folder unless
 // Options.IndexCacheBytes says otherwise.
 const DefaultIndexCacheBytes = 1 << 30
 
-// A Dataset is what a mount serves: one archive's tree, or a folder's.
+// A Dataset is what a mount serves: one archive, or a folder of them.
 type Dataset struct {
 	name    string // as shown: an absolute path, or a URL without secrets
 	kind    Kind
 	remote  bool
 	archive *npz.Archive
-	tree    *folder.Tree
-	root    fs.Entry
-	size    int64  // bytes of archives
-	nodes   uint64 // nodes served, at most
+	folder  folder.Store
 	store   *npz.IndexStore
-	noStore error          // why IndexDir could not be opened
 	group   *remote.Group  // a remote dataset's sources
 	backend remote.Backend // a remote archive's
 	listing *remote.Folder // a remote folder's listings
@@ -94,8 +87,9 @@ type Dataset struct {
 
 // Open opens name: a URL (https://, http://, s3://; see IsRemote), a
 // folder, or a file holding a .npz archive or a bare .npy file (told
-// apart by its bytes, see npz.New). Nothing is mounted: Root is the tree
-// to serve. A name that looks like a URL of another scheme is refused.
+// apart by its bytes, see npz.New). Nothing is mounted: an archive is
+// opened (Archive), a folder's top is read (Store). A name that looks
+// like a URL of another scheme is refused.
 func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 	var o Options
 	if opts != nil {
@@ -117,7 +111,6 @@ func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 		if err != nil {
 			// Indexes save time, nothing more: the dataset is served
 			// without them.
-			d.noStore = err
 			d.logf("%v; indexes of deflated members are not kept", err)
 		} else {
 			d.store = s
@@ -153,7 +146,7 @@ func (d *Dataset) openLocal(ctx context.Context, name string, o *Options) error 
 	case err != nil:
 		return fmt.Errorf("cannot read %s: %v", abs, errors.Unwrap(err))
 	case fi.IsDir():
-		return d.openFolder(ctx, abs, o)
+		return d.openFolder(abs)
 	}
 	ao := o.Archive
 	ao.Sidecars = o.Sidecars
@@ -165,26 +158,22 @@ func (d *Dataset) openLocal(ctx context.Context, name string, o *Options) error 
 	return nil
 }
 
-// openFolder serves the archives under dir (package folder); the size
-// and node count come from one walk of it, which opens no archive.
-func (d *Dataset) openFolder(ctx context.Context, dir string, o *Options) error {
-	t, err := folder.Open(ctx, dir, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
+// openFolder opens the folder dir on local disk (folder.Dir).
+func (d *Dataset) openFolder(dir string) error {
+	st, err := folder.NewDir(dir)
 	if err != nil {
 		return fmt.Errorf("cannot open folder %s: %v", dir, err)
 	}
-	d.kind, d.tree, d.root = Folder, t, t.Root()
-	d.closers = append(d.closers, t)
-	d.size, d.nodes = t.Usage(ctx)
+	d.kind, d.folder = Folder, st
 	return nil
 }
 
 // setArchive makes a the dataset's.
 func (d *Dataset) setArchive(a *npz.Archive) {
-	d.kind, d.archive, d.root = Archive, a, npzRoot(a)
+	d.kind, d.archive = Archive, a
 	if a.Bare() {
 		d.kind = NPY
 	}
-	d.size, d.nodes = a.Size(), a.MaxIno()
 	d.closers = append(d.closers, a)
 }
 
@@ -223,27 +212,20 @@ func (d *Dataset) Kind() Kind { return d.kind }
 // Remote reports a dataset read from a server.
 func (d *Dataset) Remote() bool { return d.remote }
 
-// Root is the tree to serve.
-func (d *Dataset) Root() fs.Entry { return d.root }
-
 // Archive is the archive of an Archive or NPY dataset, nil for a folder.
 func (d *Dataset) Archive() *npz.Archive { return d.archive }
 
-// Folder is the tree of a Folder dataset, nil otherwise.
-func (d *Dataset) Folder() *folder.Tree { return d.tree }
+// Store is what a Folder dataset holds, nil for another.
+func (d *Dataset) Store() folder.Store { return d.folder }
 
-// Size is the bytes of the dataset's archives (for statfs).
-func (d *Dataset) Size() int64 { return d.size }
-
-// Nodes is how many files and folders the dataset serves at most (for
-// statfs), counted without reading any npy header or opening any archive
-// of a folder.
-func (d *Dataset) Nodes() uint64 { return d.nodes }
-
-// IndexStore is where the indexes of deflated members are kept, or nil
-// with the reason: none asked for (nil error), or the folder could not be
-// opened.
-func (d *Dataset) IndexStore() (*npz.IndexStore, error) { return d.store, d.noStore }
+// ArchiveOptions are what the archives of a folder are opened with: the
+// dataset's (one span cache and window budget for all, the index store),
+// with its sidecars.
+func (d *Dataset) ArchiveOptions() npz.Options {
+	ao := d.opts.Archive
+	ao.Sidecars = d.opts.Sidecars
+	return ao
+}
 
 // Close closes what Open opened: the archive or folder, a remote source
 // and its disk cache, then the index store, which waits for indexes

@@ -53,7 +53,7 @@ func (d *Dataset) OpenFile(ctx context.Context, f FolderFile) (*npz.Archive, err
 		if a, err = npz.Open(ctx, f.file, &ao); err != nil {
 			return nil, describe(f.file, err)
 		}
-	} else if a, err = d.tree.Store().Open(ctx, f.Path, f.entry, &ao); err != nil {
+	} else if a, err = d.folder.Open(ctx, f.Path, f.entry, &ao); err != nil {
 		return nil, err
 	}
 	// As a mount of the folder serves it, or does not.

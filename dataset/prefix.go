@@ -16,9 +16,9 @@ import (
 	"github.com/npzfs/npzfs/source"
 )
 
-// openPrefix serves a remote folder as a folder mount serves a local
-// one (package folder): its top level is listed now, one request a page,
-// and nothing else is asked for until it is looked at.
+// openPrefix opens a remote folder, which a mount serves as it serves a
+// local one: its top level is listed now, one request a page, and nothing
+// else is asked for until it is looked at.
 func (d *Dataset) openPrefix(ctx context.Context, url string, g *remote.Group, o *Options) error {
 	l, err := newLister(ctx, url, &o.Remote)
 	if err != nil {
@@ -32,14 +32,7 @@ func (d *Dataset) openPrefix(ctx context.Context, url string, g *remote.Group, o
 	if len(items) == 0 {
 		return fmt.Errorf("%s holds no object (check the prefix, or the folder's listing)", l)
 	}
-	st := &prefixStore{f: f, group: g}
-	t, err := folder.New(ctx, st, &folder.Options{Archive: o.Archive, MaxOpen: o.MaxOpen, Sidecars: o.Sidecars})
-	if err != nil {
-		return err
-	}
-	d.kind, d.tree, d.root, d.listing = Folder, t, t.Root(), f
-	d.closers = append(d.closers, t)
-	d.size, d.nodes = t.Usage(ctx)
+	d.kind, d.folder, d.listing = Folder, &prefixStore{f: f, group: g}, f
 	return nil
 }
 

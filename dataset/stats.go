@@ -118,10 +118,6 @@ func (d *Dataset) Stats() Stats {
 		}
 		st.Members, st.Failing = &members, &failing
 	}
-	if d.tree != nil {
-		open := d.tree.Open()
-		st.ArchivesOpen = &open
-	}
 	if c := d.cache; c != nil {
 		st.SpanCache.Hits, st.SpanCache.Misses = c.Lookups()
 		st.SpanCache.Bytes, st.SpanCache.Budget = c.Used(), c.Budget()

@@ -61,9 +61,35 @@ type Entry struct {
 	Skip string
 }
 
-// same reports whether e and o are the same file.
-func (e Entry) same(o Entry) bool {
+// Same reports whether e and o are the same file.
+func (e Entry) Same(o Entry) bool {
 	return e.Size == o.Size && e.ModTime.Equal(o.ModTime) && e.Version == o.Version
+}
+
+// Shown is what a folder of archives shows for an entry of its store:
+// the one rule that mounts, ls and index follow.
+type Shown int
+
+const (
+	NotShown     Shown = iota // left out: Skip says why, or not a .npz or .npy file
+	ShownFolder               // a sub-folder
+	ShownArchive              // NAME.npz: a folder of the archive's tree
+	ShownNPY                  // NAME.npy: the array, with its views beside it
+)
+
+// Shown is what a folder shows for e.
+func (e Entry) Shown() Shown {
+	switch {
+	case e.Skip != "":
+		return NotShown
+	case e.Dir:
+		return ShownFolder
+	case strings.HasSuffix(e.Name, ".npz"):
+		return ShownArchive
+	case strings.HasSuffix(e.Name, ".npy") && e.Name != ".npy":
+		return ShownNPY
+	}
+	return NotShown
 }
 
 // Dir is a folder on local disk as a Store. It follows symbolic links,
@@ -264,9 +290,10 @@ func parentOf(rel string) string {
 	return strings.TrimSuffix(dir, "/")
 }
 
-// walk calls fn for every entry served under the folder, sub-folders
-// too, without following links to folders (a cheap walk, for Usage).
-func (d *Dir) walk(fn func(e Entry)) {
+// Walk calls fn for every entry under the folder, sub-folders too,
+// without following links to folders: a cheap count of what a mount of
+// it serves (its size, for statfs), not what it serves.
+func (d *Dir) Walk(fn func(e Entry)) {
 	filepath.WalkDir(d.root, func(p string, de iofs.DirEntry, err error) error {
 		if err != nil || p == d.root {
 			return nil
@@ -320,3 +347,17 @@ func inside(path, dir string) bool {
 }
 
 var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)
+
+// KindError says why archive a, the file name in a folder, cannot be
+// served as its name says: a folder's listing goes by the names, showing
+// NAME.npz as a folder of an archive and NAME.npy as an array, so the
+// bytes must agree. It is nil when they do, and for other names.
+func KindError(name string, a *npz.Archive) error {
+	switch {
+	case strings.HasSuffix(name, ".npy") && !a.Bare():
+		return fmt.Errorf("%s is named .npy but holds a zip archive (name it .npz)", name)
+	case strings.HasSuffix(name, ".npz") && a.Bare():
+		return fmt.Errorf("%s is named .npz but holds a .npy file (name it .npy)", name)
+	}
+	return nil
+}

@@ -23,12 +23,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/npzfs/npzfs/dataset"
-	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/memplan"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
+	"github.com/npzfs/npzfs/tree"
 )
 
 // allowedOptions are the -o options passed through to the mount.
@@ -111,7 +111,7 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	fl.IntVar(&ma.indexMB, "index-mb", 0, "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger (default 1/8 of --memory-mb)")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
-	fl.IntVar(&ma.maxOpen, "max-open", folder.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
+	fl.IntVar(&ma.maxOpen, "max-open", tree.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
 	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive or folder: memory for fetched blocks, in `MiB`, for all its archives (default 1/2 of --memory-mb)")
 	fl.DurationVar(&ma.listTTL, "list-ttl", remote.DefaultListTTL, "for a remote folder (s3://BUCKET/PREFIX/, https://HOST/PATH/): how long a folder's listing is kept before it is listed again (`DURATION`: 60s, 5m, 0s to list at every look)")
 	ma.remote.add(fl)
@@ -407,7 +407,12 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 		return err
 	}
 	defer d.Close() // its problems are already in the log, through Logf
-	srv, err := mp.mount(ma, d, logger)
+	tr, err := tree.Of(ctx, d, &tree.Options{MaxOpen: ma.maxOpen})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	srv, err := mp.mount(ma, d, tr, logger)
 	if err != nil {
 		return err
 	}
@@ -420,7 +425,7 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	}
 	stop := make(chan struct{})
 	go unmountOnSignal(sig, srv, mp.dir, self, stop, logger)
-	if stopStatus, err := serveStatus(ma.statusOf(mp.dir, d, srv)); err != nil {
+	if stopStatus, err := serveStatus(ma.statusOf(mp.dir, d, tr, srv)); err != nil {
 		logger.Printf("npzfs status will not see this mount: %v", err)
 	} else {
 		defer stopStatus()
@@ -473,7 +478,7 @@ func takeMountpoint(dir string) (*mountpoint, error) {
 }
 
 // mount mounts d's tree on the mount point, with what the flags ask.
-func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, logger *log.Logger) (*npzfs.Server, error) {
+func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, tr *tree.Tree, logger *log.Logger) (*npzfs.Server, error) {
 	if d.Kind() == dataset.Folder && !d.Remote() && within(mp.dir, d.Name()) {
 		return nil, fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mp.dir)
 	}
@@ -482,10 +487,10 @@ func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, logger *log.Logge
 			return nil, err
 		}
 	}
-	srv, err := mountCapturingStderr(mp.dir, d.Root(), npzfs.Config{
+	srv, err := mountCapturingStderr(mp.dir, tr.Root(), npzfs.Config{
 		Source:      d.Name(),
-		ArchiveSize: d.Size(),
-		Files:       d.Nodes(),
+		ArchiveSize: tr.Size(),
+		Files:       tr.Nodes(),
 		UID:         uint32(os.Getuid()),
 		GID:         uint32(os.Getgid()),
 		Options:     ma.options,
@@ -512,7 +517,7 @@ func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, logger *log.Logge
 
 // statusOf is what npzfs status is told of the mount on dir, as it is
 // when asked.
-func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, srv *npzfs.Server) func() mountStats {
+func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *npzfs.Server) func() mountStats {
 	started := time.Now()
 	return func() mountStats {
 		name := dir
@@ -525,6 +530,9 @@ func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, srv *npzfs.Server)
 			Mountpoint: name, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
 			Uptime: time.Since(started).Seconds(), Options: ma.shownOptions(), Log: ma.logTarget,
 			Stats: d.Stats(), Answering: true,
+		}
+		if open, ok := tr.ArchivesOpen(); ok {
+			st.ArchivesOpen = &open
 		}
 		served := srv.Stats()
 		st.Served.Reads, st.Served.Pushes, st.Served.Bytes = served.Reads, served.Pushes, served.Bytes
@@ -569,8 +577,7 @@ func (ma *mountArgs) datasetOptions(mem memplan.Plan, logger *log.Logger) (*data
 			Helpers: runtime.NumCPU() - 1,
 			Logf:    logger.Printf,
 		},
-		Remote:  ro,
-		MaxOpen: ma.maxOpen,
+		Remote: ro,
 	}
 	if !ma.index.none {
 		o.IndexDir, o.IndexCacheBytes, o.Sidecars = ma.index.dir, int64(ma.index.cacheMB)<<20, true
@@ -593,7 +600,7 @@ func (ma *mountArgs) shownOptions() []string {
 	add("memory-mb", ma.memoryMB, 0)
 	add("cache-mb", ma.cacheMB, 0)
 	add("index-mb", ma.indexMB, 0)
-	add("max-open", ma.maxOpen, folder.DefaultMaxOpen)
+	add("max-open", ma.maxOpen, tree.DefaultMaxOpen)
 	add("remote-cache-mb", ma.remoteCacheMB, 0)
 	add("max-header-kb", ma.maxHeaderKB, npz.DefaultMaxHeaderLen>>10)
 	add("readahead-kb", ma.readAheadKB, npzfs.MaxRead>>10)

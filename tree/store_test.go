@@ -1,4 +1,4 @@
-package folder
+package tree
 
 import (
 	"archive/zip"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
@@ -27,23 +28,23 @@ type memStore struct {
 	fail    error // returned by Open while set
 }
 
-func (m *memStore) entry(rel string) (Entry, bool) {
+func (m *memStore) entry(rel string) (folder.Entry, bool) {
 	if b, ok := m.files[rel]; ok {
-		return Entry{Name: path.Base(rel), Size: int64(len(b)), Version: m.version[rel]}, true
+		return folder.Entry{Name: path.Base(rel), Size: int64(len(b)), Version: m.version[rel]}, true
 	}
 	for p := range m.files {
 		if strings.HasPrefix(p, rel+"/") {
-			return Entry{Name: path.Base(rel), Dir: true}, true
+			return folder.Entry{Name: path.Base(rel), Dir: true}, true
 		}
 	}
-	return Entry{}, false
+	return folder.Entry{}, false
 }
 
-func (m *memStore) List(_ context.Context, rel string) ([]Entry, error) {
+func (m *memStore) List(_ context.Context, rel string) ([]folder.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := map[string]bool{}
-	var out []Entry
+	var out []folder.Entry
 	prefix := ""
 	if rel != "" {
 		prefix = rel + "/"
@@ -63,19 +64,19 @@ func (m *memStore) List(_ context.Context, rel string) ([]Entry, error) {
 	return out, nil
 }
 
-func (m *memStore) Stat(_ context.Context, rel string) (Entry, error) {
+func (m *memStore) Stat(_ context.Context, rel string) (folder.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rel == "" {
-		return Entry{Dir: true}, nil
+		return folder.Entry{Dir: true}, nil
 	}
 	if e, ok := m.entry(rel); ok {
 		return e, nil
 	}
-	return Entry{}, fmt.Errorf("%s: %w", rel, iofs.ErrNotExist)
+	return folder.Entry{}, fmt.Errorf("%s: %w", rel, iofs.ErrNotExist)
 }
 
-func (m *memStore) Open(_ context.Context, rel string, e Entry, opts *npz.Options) (*npz.Archive, error) {
+func (m *memStore) Open(_ context.Context, rel string, e folder.Entry, opts *npz.Options) (*npz.Archive, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.opens++
@@ -118,7 +119,7 @@ func TestTreeOverAStore(t *testing.T) {
 	st.put("sub/b.npz", zipOf(t, 2, 10), `"v1"`)
 	st.put("grid.npy", npyBytes(t, 3, 6), `"v1"`)
 	st.put("notes.txt", []byte("hello"), `"v1"`)
-	tr, err := New(context.Background(), st, nil)
+	tr, err := NewFolder(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func (m *memStore) opened() int {
 func TestGivingUp(t *testing.T) {
 	st := &memStore{files: map[string][]byte{}, version: map[string]string{}}
 	st.put("a.npz", zipOf(t, 1, 10), `"v1"`)
-	tr, err := New(context.Background(), st, nil)
+	tr, err := NewFolder(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,16 +223,16 @@ type failingStore struct {
 	err error
 }
 
-func (f *failingStore) List(ctx context.Context, rel string) ([]Entry, error) {
+func (f *failingStore) List(ctx context.Context, rel string) ([]folder.Entry, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
 	return f.memStore.List(ctx, rel)
 }
 
-func (f *failingStore) Stat(ctx context.Context, rel string) (Entry, error) {
+func (f *failingStore) Stat(ctx context.Context, rel string) (folder.Entry, error) {
 	if f.err != nil && rel != "" {
-		return Entry{}, f.err
+		return folder.Entry{}, f.err
 	}
 	return f.memStore.Stat(ctx, rel)
 }
@@ -244,7 +245,7 @@ func TestStoreFailuresAreNotAbsence(t *testing.T) {
 	m := &memStore{files: map[string][]byte{}, version: map[string]string{}}
 	m.put("shards/a.npz", zipOf(t, 1, 10), `"v1"`)
 	st := &failingStore{memStore: m}
-	tr, err := New(context.Background(), st, nil)
+	tr, err := NewFolder(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package folder
+package tree
 
 import (
 	"context"
@@ -13,34 +13,11 @@ import (
 	"time"
 	"weak"
 
+	"github.com/npzfs/npzfs/folder"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
-
-// shownKind is what a folder shows for an entry on disk.
-type shownKind int
-
-const (
-	hidden shownKind = iota
-	shownDir
-	shownArchive
-	shownNPY
-)
-
-func kindOf(e Entry) shownKind {
-	switch {
-	case e.Skip != "":
-		return hidden
-	case e.Dir:
-		return shownDir
-	case strings.HasSuffix(e.Name, ".npz"):
-		return shownArchive
-	case strings.HasSuffix(e.Name, ".npy") && e.Name != ".npy":
-		return shownNPY
-	}
-	return hidden
-}
 
 // passing reports an error that may pass (a network failing for now, or
 // the request having given up): it is answered EIO and kept by nothing,
@@ -54,7 +31,7 @@ func absent(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // dirNode is a folder of the store.
 type dirNode struct {
-	t     *Tree
+	t     *Folder
 	rel   string
 	name  string
 	ino   uint64
@@ -94,7 +71,7 @@ func (d *dirNode) path(name string) string {
 // stat asks the store for name in the folder: an entry served, or an
 // error, wrapping fs.ErrNotExist for one that is not there or not
 // served (logged once).
-func (d *dirNode) stat(ctx context.Context, name string) (Entry, error) {
+func (d *dirNode) stat(ctx context.Context, name string) (folder.Entry, error) {
 	rel := d.path(name)
 	e, err := d.t.store.Stat(ctx, rel)
 	if err != nil {
@@ -111,16 +88,16 @@ func (d *dirNode) stat(ctx context.Context, name string) (Entry, error) {
 }
 
 // entry is the node for e, found in the folder.
-func (d *dirNode) entry(e Entry) npzfs.Entry {
+func (d *dirNode) entry(e folder.Entry) npzfs.Entry {
 	rel := d.path(e.Name)
-	switch kindOf(e) {
-	case shownDir:
+	switch e.Shown() {
+	case folder.ShownFolder:
 		mtime := e.ModTime
 		if mtime.IsZero() {
 			mtime = time.Now()
 		}
 		return &dirNode{t: d.t, rel: rel, name: e.Name, ino: d.t.dirIno(rel), mtime: mtime}
-	case shownArchive:
+	case folder.ShownArchive:
 		return &archNode{s: d.t.slotFor(rel, e, false)}
 	}
 	return nil
@@ -132,7 +109,7 @@ func (d *dirNode) entry(e Entry) npzfs.Entry {
 // of them is used, and one that cannot be served then fails their reads
 // and says why in NAME/npzfs-error.txt, as an archive that cannot be
 // read does in its folder.
-func (d *dirNode) npyEntries(e Entry) []npzfs.Entry {
+func (d *dirNode) npyEntries(e folder.Entry) []npzfs.Entry {
 	s := d.t.slotFor(d.path(e.Name), e, true)
 	nodes, err := s.bareNodes()
 	if err != nil {
@@ -157,7 +134,7 @@ func (d *dirNode) unreadable(err error) npzfs.Entry {
 // list is the store's listing of the folder: an error that may pass
 // or that says the folder is gone is the caller's; any other makes the
 // folder hold its error file alone.
-func (d *dirNode) list(ctx context.Context) ([]Entry, npzfs.Entry, error) {
+func (d *dirNode) list(ctx context.Context) ([]folder.Entry, npzfs.Entry, error) {
 	ents, err := d.t.store.List(ctx, d.rel)
 	switch {
 	case err == nil:
@@ -180,10 +157,10 @@ func (d *dirNode) Lookup(ctx context.Context, name string) (npzfs.Entry, error) 
 	}
 	e, err := d.stat(ctx, name)
 	if err == nil {
-		switch kindOf(e) {
-		case shownDir, shownArchive:
+		switch e.Shown() {
+		case folder.ShownFolder, folder.ShownArchive:
 			return d.entry(e), nil
-		case shownNPY:
+		case folder.ShownNPY:
 			return findNamed(d.npyEntries(e), name)
 		}
 		return nil, fs.ErrNotExist
@@ -205,7 +182,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string) (npzfs.Entry, error) 
 	if err != nil {
 		return nil, err
 	}
-	if kindOf(npy) != shownNPY {
+	if npy.Shown() != folder.ShownNPY {
 		return nil, fs.ErrNotExist
 	}
 	return findNamed(d.npyEntries(npy), name)
@@ -231,17 +208,17 @@ func (d *dirNode) List(ctx context.Context) (npzfs.Listing, error) {
 	}
 	var out []npzfs.Entry
 	shown := map[string]bool{}
-	var npys []Entry
+	var npys []folder.Entry
 	for _, e := range ents {
 		if e.Skip != "" {
 			d.t.skip(d.path(e.Name), e.Skip)
 			continue
 		}
-		switch kindOf(e) {
-		case shownDir, shownArchive:
+		switch e.Shown() {
+		case folder.ShownFolder, folder.ShownArchive:
 			out = append(out, d.entry(e))
 			shown[e.Name] = true
-		case shownNPY:
+		case folder.ShownNPY:
 			npys = append(npys, e)
 			shown[e.Name] = true
 		}

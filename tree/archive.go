@@ -1,7 +1,4 @@
-// Package dataset opens what npzfs serves: a .npz archive, a bare .npy
-// file, a folder of them, or a remote archive, and adapts it to the tree
-// package fs serves.
-package dataset
+package tree
 
 import (
 	"context"
@@ -23,9 +20,10 @@ func fromNPZ(n *npz.Node) npzfs.Entry {
 	return npzEntry{n}
 }
 
-// npzRoot adapts an archive's root: an archive never changes while
-// mounted, so the mount finds its nodes by inode number (fs.Finder).
-func npzRoot(a *npz.Archive) npzfs.Entry { return npzTree{npzEntry{a.Root()}, a} }
+// Archive is the tree of archive a, its nodes npz's: an archive never
+// changes while mounted, so the mount finds its nodes by inode number
+// (fs.Finder).
+func Archive(a *npz.Archive) npzfs.Entry { return npzTree{npzEntry{a.Root()}, a} }
 
 type npzTree struct {
 	npzEntry

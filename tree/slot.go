@@ -1,4 +1,4 @@
-package folder
+package tree
 
 import (
 	"container/list"
@@ -6,23 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
 
 // slot is one archive file of the folder, as it was when first seen.
 type slot struct {
-	t       *Tree
-	rel     string // path in the folder
-	name    string // base name
-	bare    bool   // a .npy file
-	e       Entry  // what the store said of it: its identity
-	rootIno uint64 // the NAME.npz folder's; rootIno+1 is its error file's (NAME/'s for a .npy)
+	t       *Folder
+	rel     string       // path in the folder
+	name    string       // base name
+	bare    bool         // a .npy file
+	e       folder.Entry // what the store said of it: its identity
+	rootIno uint64       // the NAME.npz folder's; rootIno+1 is its error file's (NAME/'s for a .npy)
 
 	files atomic.Int64 // its files open (fs.Opener)
 	busy  atomic.Int64 // lookups, listings and resolutions in it under way
@@ -207,25 +207,11 @@ func (s *slot) openFile(ctx context.Context) (*npz.Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := KindError(s.name, a); err != nil {
+	if err := folder.KindError(s.name, a); err != nil {
 		a.Close()
 		return nil, err
 	}
 	return a, nil
-}
-
-// KindError says why archive a, the file name in a folder, cannot be
-// served as its name says: a folder's listing goes by the names, showing
-// NAME.npz as a folder of an archive and NAME.npy as an array, so the
-// bytes must agree. It is nil when they do, and for other names.
-func KindError(name string, a *npz.Archive) error {
-	switch {
-	case strings.HasSuffix(name, ".npy") && !a.Bare():
-		return fmt.Errorf("%s is named .npy but holds a zip archive (name it .npz)", name)
-	case strings.HasSuffix(name, ".npz") && a.Bare():
-		return fmt.Errorf("%s is named .npz but holds a .npy file (name it .npy)", name)
-	}
-	return nil
 }
 
 // mtime is the archive file's modification time, or when it was first
@@ -278,3 +264,7 @@ func (s *slot) maybeClose() {
 	}
 	s.t.trim()
 }
+
+// errStale is what the nodes of an archive replaced or removed since it
+// was seen fail with: they are gone, not broken.
+var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)

@@ -1,25 +1,4 @@
-// Package folder serves a folder of archives as one tree: every .npz file
-// under it as a folder NAME.npz/ holding that archive's tree, and every
-// .npy file as NAME.npy with its views beside it, sub-folders kept.
-//
-// Archives are opened on first use (a lookup or listing inside them, or
-// for a .npy, a listing of its folder) and closed again, the least
-// recently used first, when more than Options.MaxOpen are open and none
-// of their files is (fs.Opener) nor any request in them under way,
-// whatever nodes of theirs the kernel still caches: a node of a closed
-// archive opens it again when it is used. Inode numbers are the mount's,
-// handed out as folders and archives are first seen: an archive reopened
-// with the same file gets the same numbers, and a file replaced under the
-// mount is a new archive with new numbers, whose old nodes fail their
-// reads.
-//
-// What the tree serves comes from a Store: a folder on local disk (Dir),
-// or a remote folder (package dataset's). Folder listings and lookups ask
-// the store each time the kernel asks (it caches them for
-// Options.CacheTime): a local folder is read again then, so files added
-// or removed appear or vanish then; a remote one answers from a listing
-// it keeps for a while.
-package folder
+package tree
 
 import (
 	"container/list"
@@ -30,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/npz"
 )
@@ -47,7 +27,7 @@ const DefaultCacheTime = time.Second
 // opened: it says why.
 const ErrorName = "npzfs-error.txt"
 
-// Options tune Open. The zero value is the default.
+// Options tune a folder's tree. The zero value is the default.
 type Options struct {
 	// Archive is passed to every archive opened; its CacheBytes and
 	// IndexBytes are budgets shared by all of them.
@@ -63,10 +43,29 @@ type Options struct {
 	Sidecars bool
 }
 
-// Tree is a folder of archives served as one tree. It is safe for
-// concurrent use.
-type Tree struct {
-	store Store
+// Folder is a folder of archives served as one tree: every .npz file
+// under it as a folder NAME.npz/ holding that archive's tree, and every
+// .npy file as NAME.npy with its views beside it, sub-folders kept.
+//
+// Archives are opened on first use (a lookup or listing inside them, or
+// for a .npy, a listing of its folder) and closed again, the least
+// recently used first, when more than Options.MaxOpen are open and none
+// of their files is (fs.Opener) nor any request in them under way,
+// whatever nodes of theirs the kernel still caches: a node of a closed
+// archive opens it again when it is used. Inode numbers are the mount's,
+// handed out as folders and archives are first seen: an archive reopened
+// with the same file gets the same numbers, and a file replaced under the
+// mount is a new archive with new numbers, whose old nodes fail their
+// reads.
+//
+// What the tree serves comes from a folder.Store: a folder on local disk
+// (folder.Dir), or a remote folder. Folder listings and lookups ask the
+// store each time the kernel asks (it caches them for
+// Options.CacheTime): a local folder is read again then, so files added
+// or removed appear or vanish then; a remote one answers from a listing
+// it keeps for a while. It is safe for concurrent use.
+type Folder struct {
+	store folder.Store
 	opts  Options
 	root  *dirNode
 
@@ -82,24 +81,24 @@ type Tree struct {
 	now     func() time.Time     // the clock retries are spaced by (tests set it)
 }
 
-// Open serves the folder dir on local disk (NewDir). It reads nothing
-// but dir's own entry.
-func Open(ctx context.Context, dir string, opts *Options) (*Tree, error) {
-	d, err := NewDir(dir)
+// OpenFolder serves the folder dir on local disk (folder.NewDir). It
+// reads nothing but dir's own entry.
+func OpenFolder(ctx context.Context, dir string, opts *Options) (*Folder, error) {
+	d, err := folder.NewDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, d, opts)
+	return NewFolder(ctx, d, opts)
 }
 
-// New serves what store holds. It asks the store for its root's entry
-// alone.
-func New(ctx context.Context, store Store, opts *Options) (*Tree, error) {
+// NewFolder serves what store holds. It asks the store for its root's
+// entry alone.
+func NewFolder(ctx context.Context, store folder.Store, opts *Options) (*Folder, error) {
 	root, err := store.Stat(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{store: store, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, started: time.Now(), now: time.Now}
+	t := &Folder{store: store, dirInos: map[string]uint64{"": 1}, slots: map[string]*slot{}, started: time.Now(), now: time.Now}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -120,29 +119,29 @@ func New(ctx context.Context, store Store, opts *Options) (*Tree, error) {
 }
 
 // Store is what the tree serves.
-func (t *Tree) Store() Store { return t.store }
+func (t *Folder) Store() folder.Store { return t.store }
 
 // Usage returns the bytes of the archives and .npy files the tree shows,
 // and how many nodes they make at least (for statfs): its folders, an
 // archive's folder, and a .npy file with its views (npz.NodesPerArray),
 // opening no archive. A local folder is walked whole; of another store,
 // whose listings may cost requests, the root's listing is counted.
-func (t *Tree) Usage(ctx context.Context) (bytes int64, nodes uint64) {
+func (t *Folder) Usage(ctx context.Context) (bytes int64, nodes uint64) {
 	nodes = 1
-	count := func(e Entry) {
-		switch kindOf(e) {
-		case shownDir:
+	count := func(e folder.Entry) {
+		switch e.Shown() {
+		case folder.ShownFolder:
 			nodes++
-		case shownArchive:
+		case folder.ShownArchive:
 			bytes += e.Size
 			nodes++
-		case shownNPY:
+		case folder.ShownNPY:
 			bytes += e.Size
 			nodes += uint64(npz.NodesPerArray())
 		}
 	}
-	if w, ok := t.store.(interface{ walk(func(Entry)) }); ok {
-		w.walk(count)
+	if w, ok := t.store.(interface{ Walk(func(folder.Entry)) }); ok {
+		w.Walk(count)
 		return bytes, nodes
 	}
 	ents, _ := t.store.List(ctx, "")
@@ -155,17 +154,17 @@ func (t *Tree) Usage(ctx context.Context) (bytes int64, nodes uint64) {
 }
 
 // Root is the tree's root folder, inode number 1.
-func (t *Tree) Root() fs.Entry { return t.root }
+func (t *Folder) Root() fs.Entry { return t.root }
 
 // Open reports how many archives are open now.
-func (t *Tree) Open() int {
+func (t *Folder) Open() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.open.Len()
 }
 
 // Close closes every archive.
-func (t *Tree) Close() error {
+func (t *Folder) Close() error {
 	t.mu.Lock()
 	var open []*slot
 	for e := t.open.Front(); e != nil; e = e.Next() {
@@ -178,7 +177,7 @@ func (t *Tree) Close() error {
 	return nil
 }
 
-func (t *Tree) logf(format string, args ...any) {
+func (t *Folder) logf(format string, args ...any) {
 	if t.opts.Archive.Logf != nil {
 		t.opts.Archive.Logf(format, args...)
 	}
@@ -189,10 +188,10 @@ func (t *Tree) logf(format string, args ...any) {
 const maxSaid = 10000
 
 // skip logs, once for each path, why rel is not served.
-func (t *Tree) skip(rel, why string) { t.note(rel, "not served: %s", why) }
+func (t *Folder) skip(rel, why string) { t.note(rel, "not served: %s", why) }
 
 // note logs what is wrong with rel, once for each path.
-func (t *Tree) note(rel, format string, args ...any) {
+func (t *Folder) note(rel, format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.said[rel] || len(t.said) > maxSaid {
@@ -219,7 +218,7 @@ const failedEvery = 10 * time.Second
 // failed logs a failure to list or look into rel that may pass, at most
 // once each failedEvery for each path: the failure is answered EIO,
 // which the log is to explain, however many requests meet it.
-func (t *Tree) failed(rel string, err error) {
+func (t *Folder) failed(rel string, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return // the caller gave up: nothing is wrong with rel
 	}
@@ -240,9 +239,9 @@ func (t *Tree) failed(rel string, err error) {
 }
 
 // alloc hands out n consecutive inode numbers.
-func (t *Tree) alloc(n uint64) uint64 { return t.next.Add(n) - n }
+func (t *Folder) alloc(n uint64) uint64 { return t.next.Add(n) - n }
 
-func (t *Tree) dirIno(rel string) uint64 {
+func (t *Folder) dirIno(rel string) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ino, ok := t.dirInos[rel]
@@ -256,11 +255,11 @@ func (t *Tree) dirIno(rel string) uint64 {
 // slotFor is the archive at rel as e describes it: the one seen before
 // if the file is the same (size, modification time and version), else a
 // new one, the old one then failing its reads.
-func (t *Tree) slotFor(rel string, e Entry, bare bool) *slot {
+func (t *Folder) slotFor(rel string, e folder.Entry, bare bool) *slot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.slots[rel]
-	if s != nil && s.e.same(e) {
+	if s != nil && s.e.Same(e) {
 		return s
 	}
 	if s != nil {
@@ -277,7 +276,7 @@ func (t *Tree) slotFor(rel string, e Entry, bare bool) *slot {
 // and no request under way while more than MaxOpen are open. Whoever
 // opens an archive past MaxOpen, or leaves one idle past it, trims, so
 // that closing keeps pace with opening however many open at once.
-func (t *Tree) trim() {
+func (t *Folder) trim() {
 	for {
 		t.mu.Lock()
 		var victim *slot

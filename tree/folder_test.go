@@ -1,4 +1,4 @@
-package folder
+package tree
 
 import (
 	"archive/zip"
@@ -166,7 +166,7 @@ func TestFolderTree(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "junk.npy"), []byte("not a .npy"), 0o644)
 	writeNPZ(t, filepath.Join(dir, "zipped.npy"), 0, 1, "q")                 // an archive named .npy
 	os.WriteFile(filepath.Join(dir, "npyish.npz"), npyBytes(t, 1, 1), 0o644) // a .npy named .npz
-	tr, err := Open(context.Background(), dir, nil)
+	tr, err := OpenFolder(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestFolderChanges(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.npz")
 	writeNPZ(t, path, 0, 4, "k")
-	tr, err := Open(context.Background(), dir, nil)
+	tr, err := OpenFolder(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestFolderKeepsFewOpen(t *testing.T) {
 	for i := range n {
 		writeNPZ(t, filepath.Join(dir, fmt.Sprintf("s%02d.npz", i)), i, 3, "k")
 	}
-	tr, err := Open(context.Background(), dir, &Options{MaxOpen: 3})
+	tr, err := OpenFolder(context.Background(), dir, &Options{MaxOpen: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestClosedArchiveIsNotKept(t *testing.T) {
 	for i := range 2 {
 		writeNPZ(t, filepath.Join(dir, fmt.Sprintf("s%d.npz", i)), i, 3, "k")
 	}
-	tr, err := Open(context.Background(), dir, &Options{MaxOpen: 1})
+	tr, err := OpenFolder(context.Background(), dir, &Options{MaxOpen: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestFolderConcurrentReaders(t *testing.T) {
 	for i := range n {
 		writeNPZ(t, filepath.Join(dir, fmt.Sprintf("s%02d.npz", i)), i, 50, "a", "b")
 	}
-	tr, err := Open(context.Background(), dir, &Options{MaxOpen: 4})
+	tr, err := OpenFolder(context.Background(), dir, &Options{MaxOpen: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestFolderUsesSidecars(t *testing.T) {
 	for _, use := range []bool{true, false} {
 		var mu sync.Mutex
 		var log []string
-		tr, err := Open(context.Background(), dir, &Options{Sidecars: use, Archive: npz.Options{Logf: func(f string, args ...any) {
+		tr, err := OpenFolder(context.Background(), dir, &Options{Sidecars: use, Archive: npz.Options{Logf: func(f string, args ...any) {
 			mu.Lock()
 			log = append(log, fmt.Sprintf(f, args...))
 			mu.Unlock()
@@ -500,7 +500,7 @@ func TestFolderSymlinks(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var log []string
-	tr, err := Open(context.Background(), dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+	tr, err := OpenFolder(context.Background(), dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
 		mu.Lock()
 		log = append(log, fmt.Sprintf(f, args...))
 		mu.Unlock()
@@ -555,7 +555,7 @@ func TestUnreadableFolder(t *testing.T) {
 	dir := t.TempDir()
 	writeNPZ(t, filepath.Join(dir, "a.npz"), 1, 3, "k")
 	var log []string
-	tr, err := Open(context.Background(), dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
+	tr, err := OpenFolder(context.Background(), dir, &Options{Archive: npz.Options{Logf: func(f string, args ...any) {
 		log = append(log, fmt.Sprintf(f, args...))
 	}}})
 	if err != nil {
