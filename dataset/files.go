@@ -34,7 +34,7 @@ func (d *Dataset) Files(ctx context.Context) ([]FolderFile, error) {
 	}
 	err := remote.Walk(ctx, d.listing, "", func(name string, it remote.Item) error {
 		if isServedFile(it.Name) {
-			out = append(out, FolderFile{Path: name, entry: entry(it)})
+			out = append(out, FolderFile{Path: name, entry: folder.RemoteEntry(it)})
 		}
 		return nil
 	})

@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
 	"github.com/npzfs/npzfs/remote/httpsrc"
@@ -100,7 +100,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	d.backend = b
 	ao := o.Archive
 	if o.Sidecars {
-		ao.FindSidecar = findSidecar(g, b)
+		ao.FindSidecar = folder.FindSidecar(g, b)
 	}
 	a, err := npz.New(ctx, src, src.Size(), path.Base(src.String()), &ao)
 	if err != nil {
@@ -159,48 +159,4 @@ func (d *Dataset) remoteGroup(r *Remote) (*remote.Group, error) {
 	o.Disk = disk
 	d.group = remote.NewGroup(o)
 	return d.group, nil
-}
-
-// sidecarBlock is a remote sidecar's block: a read of one span needs
-// its window, a few KiB, from it.
-const sidecarBlock = 64 << 10
-
-// sidecarBeside is the object of the sidecar beside b's archive
-// (npz.SidecarPath), or nil where b has no siblings (a backend of one
-// URL alone).
-func sidecarBeside(b remote.Backend) remote.Backend {
-	sib, ok := b.(remote.Sibling)
-	if !ok {
-		return nil
-	}
-	name := b.String()
-	return sib.Sibling(npz.SidecarPath(name[strings.LastIndex(name, "/")+1:]))
-}
-
-// findSidecar is npz.Options.FindSidecar for the archive b is, one of
-// the group g: the sidecar beside it (npz.SidecarPath), which it looks
-// for with one request, for the head bytes at its start when told them
-// (the lookup's local header and table), else for its end (its central
-// directory); one that is not there, or may not be read, is none.
-func findSidecar(g *remote.Group, b remote.Backend) func(head int64) (*npz.IndexSidecar, error) {
-	return func(head int64) (*npz.IndexSidecar, error) {
-		sb := sidecarBeside(b)
-		if sb == nil {
-			return nil, nil
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), remote.DefaultReadTimeout)
-		defer cancel()
-		o := remote.Options{TailBytes: smallTail, BlockSize: sidecarBlock}
-		if head > 0 {
-			o.TailBytes, o.Head = head, true
-		}
-		src, err := g.Open(ctx, sb, o)
-		switch {
-		case errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrDenied):
-			return nil, nil
-		case err != nil:
-			return nil, err
-		}
-		return npz.NewIndexSidecar(src, src.Size(), src.String()), nil
-	}
 }
