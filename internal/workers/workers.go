@@ -1,0 +1,44 @@
+// Package workers runs a number of jobs on a bounded number of
+// goroutines: the one worker pool of npzfs, for the inflater's parallel
+// first pass and whatever else does many independent things at once
+// (checking members, indexing archives).
+package workers
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Run calls job(w, i) for each i from 0 to n-1, handing the i out in
+// increasing order to min(k, n) goroutines (one when k < 1), and returns
+// once every job handed out has returned. w, from 0 to min(k, n)-1, is
+// the goroutine running the job: a goroutine runs one job at a time, so
+// jobs may keep state by w without locking it. Once ctx is done no more
+// jobs are handed out (the ones running are not told: they have ctx
+// themselves), and Run returns ctx's error if a job was left out.
+func Run(ctx context.Context, n, k int, job func(w, i int)) error {
+	var next atomic.Int64
+	var left atomic.Bool
+	var wg sync.WaitGroup
+	for w := range min(max(k, 1), n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if ctx.Err() != nil {
+					left.Store(true)
+					return
+				}
+				job(w, i)
+			}
+		})
+	}
+	wg.Wait()
+	if left.Load() {
+		return ctx.Err()
+	}
+	return nil
+}
