@@ -1,6 +1,10 @@
 package inflate
 
-import "context"
+import (
+	"context"
+
+	"github.com/npzfs/npzfs/internal/workers"
+)
 
 // Helping the lazy first pass. On a reader with Options.Helpers set, the
 // first read far past an index still in its first chunk (further than a
@@ -54,17 +58,16 @@ func (f *frontier) maybeHelp() {
 	ctx, stop := context.WithCancel(f.bg)
 	p := newPass(f.s, ctx, n, f.ix.first())
 	f.help = &helping{p: p, w: &passWorker{}, stop: stop, heading: heading{next: -2, final: -1}}
-	ws := make([]*passWorker, min(f.helpers, n-1))
-	for i := range ws {
-		ws[i] = &passWorker{}
-	}
+	ws := make([]passWorker, min(f.helpers, n-1))
 	f.helpStarts.Add(1)
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
 		// Task k is chunk k/2+1's start when k is even, else its run.
-		eachParallel(ws, 2*(n-1), func(w *passWorker, k int) {
-			i := k/2 + 1
+		// Every task runs, cancelled or not, so that each run's ran is
+		// closed: the tasks themselves stop soon once ctx is done.
+		workers.Run(context.Background(), 2*(n-1), len(ws), func(g, k int) {
+			w, i := &ws[g], k/2+1
 			if k%2 == 0 {
 				p.start(w, i)
 				return

@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/npzfs/npzfs/source"
 	"hash/crc32"
-	"sync"
 	"sync/atomic"
+
+	"github.com/npzfs/npzfs/internal/workers"
+	"github.com/npzfs/npzfs/source"
 )
 
 // The parallel first pass (IndexAllParallel) splits the compressed
@@ -178,23 +179,21 @@ func (f *frontier) indexParallel(ctx context.Context, workers int, chunk int64) 
 }
 
 // firstPassParallel indexes s from its first checkpoint with up to
-// workers goroutines, in chunks of at least chunk bytes, counting the
+// threads goroutines, in chunks of at least chunk bytes, counting the
 // output indexed in counts, and returns the complete index and whether
 // it was split, or an error when it could not.
-func firstPassParallel(s *stream, ctx context.Context, first checkpoint, workers int, chunk int64, counts *atomic.Int64) ([]checkpoint, bool, error) {
-	n := int(min(s.csize/chunk, int64(workers*chunksPerWorker)))
+func firstPassParallel(s *stream, ctx context.Context, first checkpoint, threads int, chunk int64, counts *atomic.Int64) ([]checkpoint, bool, error) {
+	n := int(min(s.csize/chunk, int64(threads*chunksPerWorker)))
 	if n < 2 {
 		return nil, false, errors.New("inflate: stream too short to split")
 	}
 	p := newPass(s, ctx, n, first)
 	p.counts = counts
-	ws := make([]*passWorker, min(workers, n))
-	for i := range ws {
-		ws[i] = &passWorker{}
-	}
+	ws := make([]passWorker, min(threads, n))
 	// Task k is chunk (k+1)/2's start when k is odd, else its run.
-	eachParallel(ws, 2*n-1, func(w *passWorker, k int) {
-		i := (k + 1) / 2
+	// Tasks left out, or cut short, leave ctx done.
+	workers.Run(ctx, 2*n-1, len(ws), func(g, k int) {
+		w, i := &ws[g], (k+1)/2
 		if k%2 == 1 {
 			p.start(w, i)
 		} else if p.start(w, i).ok {
@@ -228,27 +227,6 @@ func newPass(s *stream, ctx context.Context, n int, first checkpoint) *parallelP
 	p.claimed[0].Store(true)
 	close(p.found[0])
 	return p
-}
-
-// eachParallel calls f for 0 <= i < n, handing out i in order, from
-// one goroutine per worker.
-func eachParallel(ws []*passWorker, n int, f func(w *passWorker, i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for _, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(w, i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // start returns chunk i's start: found by w, if no one has begun to,
