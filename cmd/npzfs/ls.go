@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
 )
@@ -571,26 +571,8 @@ func resolveHeaders(ctx context.Context, members []*npz.Member) {
 }
 
 // forEach calls fn on every member from a few goroutines.
-func forEach(members []*npz.Member, fn func(m *npz.Member)) { forEachN(members, 8, fn) }
-
-// forEachN calls fn for each member, in n goroutines.
-func forEachN(members []*npz.Member, n int, fn func(m *npz.Member)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(max(n, 1), len(members)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(members)) {
-					return
-				}
-				fn(members[i])
-			}
-		}()
-	}
-	wg.Wait()
+func forEach(members []*npz.Member, fn func(m *npz.Member)) {
+	workers.Run(context.Background(), len(members), 8, func(_, i int) { fn(members[i]) })
 }
 
 func join(a, b string) string {
