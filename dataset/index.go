@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
 	"github.com/npzfs/npzfs/zip"
@@ -408,7 +409,7 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 	}
 	ix.p.current(members)
 	results := make([]MemberIndex, len(members))
-	forEachN(len(members), ix.xo.Workers, func(i int) {
+	workers.Run(context.Background(), len(members), ix.xo.Workers, func(_, i int) {
 		m := members[i]
 		res, err := m.BuildIndex(ctx, ix.xo.Workers)
 		if err == nil && ix.xo.Verify {
@@ -420,7 +421,7 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 	ix.rep.Small += len(x.small)
 	if ix.xo.Verify {
 		var mu sync.Mutex
-		forEachN(len(x.small), ix.xo.Workers, func(i int) {
+		workers.Run(context.Background(), len(x.small), ix.xo.Workers, func(_, i int) {
 			m := x.small[i]
 			if err := readWhole(m, &ix.p.read); err != nil {
 				mu.Lock()
@@ -525,20 +526,6 @@ func pickMembers(all []*npz.Member, keys []string) (index, small []*npz.Member, 
 		add(all[i])
 	}
 	return index, small, nil
-}
-
-// forEachN calls f(i) for 0 <= i < n from up to workers goroutines.
-func forEachN(n, workers int, f func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				f(int(i))
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // readWhole reads m from start to end, counting bytes into done.
