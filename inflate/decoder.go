@@ -30,30 +30,14 @@ const (
 
 var codeOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
 
-// decoder inflates a raw DEFLATE stream into a flat buffer. out[:pos] is
-// output, of which out[minPos:pos] may be referred to by distances; callers
-// slide or reset out between calls. decode stops at the first symbol
+// decoder inflates a raw DEFLATE stream into a flat buffer. It is its
+// input (bitReader), its output (outBuf) and its code tables (codes),
+// and the state of the block it is in. decode stops at the first symbol
 // boundary at or after its target, so a stop point is a function of the
 // target alone: resuming from a recorded state reproduces the same stops.
 type decoder struct {
-	// Input: in[inPos:inEnd] are unread bytes; in[0] is byte inBase of the
-	// stream. Bits above nb in bits are zero or the stream's true next bits.
-	r      io.Reader
-	ra     io.ReaderAt // for seekBit; nil for a plain stream
-	raSize int64
-	in     []byte
-	inPos  int
-	inEnd  int
-	inBase int64
-	inEOF  bool
-	inErr  error
-	inStep int // bytes the next fill asks for; grows up to len(in)
-	bits   uint64
-	nb     uint
-
-	out    []byte
-	pos    int
-	minPos int
+	bitReader
+	outBuf
 
 	state    int
 	final    bool
@@ -62,7 +46,30 @@ type decoder struct {
 	// stopBit, when not 0, stops decode at the first block header at
 	// or past it (see parallelPass.run).
 	stopBit int64
+	// goLoop makes huffFast decode with its Go loop even where huffLoop
+	// exists (tests compare the two).
+	goLoop bool
 
+	codes
+}
+
+// outBuf is a decoder's output: out[:pos] is output, of which
+// out[minPos:pos] may be referred to by distances; callers slide or
+// reset out between calls.
+type outBuf struct {
+	out    []byte
+	pos    int
+	minPos int
+	// Touch tracking: a match whose source starts before trackEnd marks
+	// the bytes it reads below trackEnd in touched.
+	trackEnd int
+	touched  []bool
+}
+
+// codes are a decoder's code tables: those of the current block (lit and
+// dist: the fixed ones, or the dynamic ones read from its header), and
+// the tables huffLoop decodes with, built from them.
+type codes struct {
 	lit, dist *huffTable
 
 	dynLit, dynDist, clT huffTable
@@ -76,18 +83,10 @@ type decoder struct {
 	distLoop   [distSize]uint32
 	pairsBuilt bool
 	litLens    []uint8
-	// goLoop makes huffFast decode with its Go loop even where huffLoop
-	// exists (tests compare the two).
-	goLoop bool
-
-	// Touch tracking: a match whose source starts before trackEnd marks
-	// the bytes it reads below trackEnd in touched.
-	trackEnd int
-	touched  []bool
 }
 
 func newDecoder() *decoder {
-	d := &decoder{in: make([]byte, inBufSize)}
+	d := &decoder{bitReader: bitReader{in: make([]byte, inBufSize)}}
 	d.dynLit.prim = d.dynLitArr[:]
 	d.dynDist.prim = d.dynDistArr[:]
 	d.clT.prim = d.clArr[:]
@@ -96,140 +95,11 @@ func newDecoder() *decoder {
 
 // resetStream starts decoding a fresh stream read from r.
 func (d *decoder) resetStream(r io.Reader) {
-	d.r = r
-	d.ra = nil
-	d.inPos, d.inEnd, d.inBase = 0, 0, 0
-	d.inEOF, d.inErr = false, nil
-	d.inStep = smallFill
-	d.bits, d.nb = 0, 0
+	d.bitReader.reset(r)
 	d.pos, d.minPos = 0, 0
 	d.state, d.final, d.stored = stHeader, false, 0
 	d.trackEnd, d.stopBit = 0, 0
 	d.goLoop = false
-}
-
-// seekBit positions the input at bit pos of a ReaderAt source. step is
-// the size of the first read if the buffer does not already hold pos.
-func (d *decoder) seekBit(pos int64, step int) error {
-	off := pos >> 3
-	if d.r != nil && off >= d.inBase && off <= d.inBase+int64(d.inEnd) {
-		d.inPos = int(off - d.inBase)
-	} else {
-		if off > d.raSize {
-			off = d.raSize
-		}
-		d.r = io.NewSectionReader(d.ra, off, d.raSize-off)
-		d.inBase, d.inPos, d.inEnd = off, 0, 0
-		d.inEOF, d.inErr = false, nil
-		d.inStep = step
-	}
-	d.bits, d.nb = 0, 0
-	if k := uint(pos & 7); k != 0 {
-		if err := d.need(k); err != nil {
-			return err
-		}
-		d.consume(k)
-	}
-	return nil
-}
-
-func (d *decoder) bitPos() int64 { return (d.inBase+int64(d.inPos))*8 - int64(d.nb) }
-
-func (d *decoder) corrupt(msg string) error {
-	return &CorruptError{Offset: d.bitPos() >> 3, Msg: msg}
-}
-
-// fill moves the unread input to the front of the buffer and reads more.
-// It returns a read error other than io.EOF.
-func (d *decoder) fill() error {
-	if d.inEOF {
-		return d.inErr
-	}
-	if d.inPos > 0 {
-		n := copy(d.in, d.in[d.inPos:d.inEnd])
-		d.inBase += int64(d.inPos)
-		d.inPos, d.inEnd = 0, n
-	}
-	end := min(len(d.in), d.inEnd+d.inStep)
-	d.inStep = min(2*d.inStep, len(d.in))
-	for tries := 0; d.inEnd < end; tries++ {
-		n, err := d.r.Read(d.in[d.inEnd:end])
-		d.inEnd += n
-		if err != nil {
-			d.inEOF = true
-			if err != io.EOF {
-				d.inErr = err
-				return err
-			}
-			return nil
-		}
-		if n > 0 || tries > 100 {
-			break
-		}
-	}
-	return nil
-}
-
-// pullByte moves one input byte into the bit buffer (nb must be <= 56).
-func (d *decoder) pullByte() bool {
-	if d.inPos == d.inEnd {
-		if d.fill() != nil || d.inPos == d.inEnd {
-			return false
-		}
-	}
-	d.bits |= uint64(d.in[d.inPos]) << d.nb
-	d.inPos++
-	d.nb += 8
-	return true
-}
-
-// truncErr is what running out of input is reported as.
-func (d *decoder) truncErr() error {
-	if d.inErr != nil {
-		return d.inErr
-	}
-	return io.ErrUnexpectedEOF
-}
-
-func (d *decoder) need(n uint) error {
-	for d.nb < n {
-		if !d.pullByte() {
-			return d.truncErr()
-		}
-	}
-	return nil
-}
-
-func (d *decoder) consume(n uint) {
-	d.bits >>= n
-	d.nb -= n
-}
-
-// slowSym decodes one symbol with t, pulling input a byte at a time.
-func (d *decoder) slowSym(t *huffTable, pbits uint) (uint32, error) {
-	short := false
-	for d.nb < 15 {
-		if !d.pullByte() {
-			short = true
-			break
-		}
-	}
-	e := t.prim[d.bits&(1<<pbits-1)]
-	if e&kindMask == kindSub {
-		e = t.sub[(e>>16)+uint32(d.bits>>pbits)&(1<<(e&nMask)-1)]
-	}
-	if e&kindMask == kindBad {
-		if short {
-			return 0, d.truncErr()
-		}
-		return 0, d.corrupt("invalid Huffman code")
-	}
-	n := uint(e & nMask)
-	if n > d.nb {
-		return 0, d.truncErr()
-	}
-	d.consume(n)
-	return e, nil
 }
 
 func (d *decoder) finishBlock() {
@@ -436,8 +306,8 @@ func (d *decoder) huff(target int) error {
 }
 
 // mark records the window bytes [from, to) as read by a match.
-func (d *decoder) mark(from, to int) {
-	t := d.touched[from:to]
+func (o *outBuf) mark(from, to int) {
+	t := o.touched[from:to]
 	for i := range t {
 		t[i] = true
 	}

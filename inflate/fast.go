@@ -60,18 +60,7 @@ func (d *decoder) fastLoop(target int) error {
 		s.trackEnd = unsafe.Add(out, d.trackEnd)
 		s.touchAt = uintptr(unsafe.Pointer(unsafe.SliceData(d.touched))) - uintptr(out)
 	}
-	if !d.pairsBuilt {
-		d.buildPairs()
-		// The distance table, with a length's n counting its extra
-		// bits too.
-		for i, e := range d.dist.prim[:distSize] {
-			if e&kindMask == kindLen {
-				e += e >> exShift & 0x3f
-			}
-			d.distLoop[i] = e
-		}
-		d.pairsBuilt = true
-	}
+	d.buildLoop()
 	code := huffLoop(&s)
 	d.inPos = int(uintptr(s.in) - uintptr(in))
 	d.bits, d.nb = s.bits, uint(s.nb)
@@ -133,14 +122,31 @@ func init() {
 	}
 }
 
-// buildPairs fills d.pairs from the code lengths of the block's
-// literal/length code, d.litLens, which huffTable.build has accepted.
+// buildLoop builds the tables huffLoop decodes the block with, unless
+// they are built: the pair table, and the distance table with a
+// length's n counting its extra bits too.
+func (c *codes) buildLoop() {
+	if c.pairsBuilt {
+		return
+	}
+	c.buildPairs()
+	for i, e := range c.dist.prim[:distSize] {
+		if e&kindMask == kindLen {
+			e += e >> exShift & 0x3f
+		}
+		c.distLoop[i] = e
+	}
+	c.pairsBuilt = true
+}
+
+// buildPairs fills c.pairs from the code lengths of the block's
+// literal/length code, c.litLens, which huffTable.build has accepted.
 // It enumerates codewords, not entries: every codeword of up to pairBits
 // bits fills the entries it begins, a longer one marks its first pairBits
 // bits kindSub, and then every literal's entries are overwritten with
 // pairs for each codeword that fits after it.
-func (d *decoder) buildPairs() {
-	lens := d.litLens
+func (c *codes) buildPairs() {
+	lens := c.litLens
 	var rev [maxLit + 2]uint16 // codewords, reversed as the stream sends them
 	canonicalReversed(lens, rev[:len(lens)])
 	// Symbols of codewords of up to pairBits bits by length, short ones
@@ -165,7 +171,7 @@ func (d *decoder) buildPairs() {
 	// doubles (a copy) before the next length: every entry then holds
 	// the codeword its low bits begin with. Entries no codeword begins
 	// (an incomplete code: one codeword of one bit, or none) stay bad.
-	p := &d.pairs
+	p := &c.pairs
 	p[0], p[1] = kindBad, kindBad
 	for n := 1; n <= pairBits; n++ {
 		if n > 1 {
