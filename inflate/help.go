@@ -116,9 +116,7 @@ func (f *frontier) helpReached(ctx context.Context, d *decoder, end int64, acc u
 	if !h.arrived(p, h.w, d, end) {
 		return nil, nil
 	}
-	if testHelpWaitHook != nil {
-		testHelpWaitHook()
-	}
+	f.s.hooks.helpWaiting()
 	select {
 	case <-p.ran[j]:
 	case <-ctx.Done():
@@ -137,10 +135,6 @@ func (f *frontier) helpReached(ctx context.Context, d *decoder, end int64, acc u
 	}
 	return run, nil
 }
-
-// testHelpWaitHook, when set, runs as the index starts waiting for a
-// helper's run.
-var testHelpWaitHook func()
 
 // stopHelp cancels the helpers' work still going on, and lets go of
 // it; the index grows on alone. The turn is held.

@@ -10,10 +10,11 @@ import (
 	"testing"
 )
 
-// helped is a reader of comp with helpers, in chunks of a tenth of it.
-func helped(data, comp []byte, helpers int) *ReaderAt {
+// helped is a reader of comp with helpers, in chunks of a tenth of it,
+// and the hooks given.
+func helped(data, comp []byte, helpers int, hooks *testHooks) *ReaderAt {
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: helpers})
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: helpers, test: hooks})
 	r.front.helpChunk = max(int64(len(comp))/10, 1)
 	return r
 }
@@ -35,7 +36,7 @@ func TestHelpedDeepRead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			comp := deflate(t, tc.data, tc.level)
-			r := helped(tc.data, comp, 3)
+			r := helped(tc.data, comp, 3, nil)
 			off := int64(len(tc.data)) - 5000
 			p := make([]byte, 5000)
 			if n, err := r.ReadAt(p, off); (err != nil && err != io.EOF) || n != len(p) || !bytes.Equal(p, tc.data[off:]) {
@@ -60,7 +61,7 @@ func TestHelpedDeepRead(t *testing.T) {
 func TestHelpedConcurrentReads(t *testing.T) {
 	data := noisyFloat32(3<<20, 34)
 	comp := deflate(t, data, 6)
-	r := helped(data, comp, 2)
+	r := helped(data, comp, 2, nil)
 	defer r.Release()
 	var wg sync.WaitGroup
 	for _, f := range []float64{0.1, 0.3, 0.5, 0.7, 0.9, 0.999} {
@@ -83,7 +84,7 @@ func TestHelpedConcurrentReads(t *testing.T) {
 func TestHelpNotForBackgroundOrShallow(t *testing.T) {
 	data := noisyFloat32(2<<20, 35)
 	comp := deflate(t, data, 6)
-	r := helped(data, comp, 1) // two chunks
+	r := helped(data, comp, 1, nil) // two chunks
 	for off := int64(0); off < int64(len(data))*6/10; off += 256 << 10 {
 		checkRead(t, r, data, off, 256<<10)
 	}
@@ -92,7 +93,7 @@ func TestHelpNotForBackgroundOrShallow(t *testing.T) {
 		t.Fatalf("helpers started %d times", r.front.helpStarts.Load())
 	}
 	r.Release()
-	r = helped(data, comp, 2)
+	r = helped(data, comp, 2, nil)
 	if err := r.IndexAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestHelpedBadStream(t *testing.T) {
 	comp[len(comp)*2/3] ^= 0x10
 	p := make([]byte, 1000)
 	_, want := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), nil).ReadAt(p, int64(len(data))-1000)
-	r := helped(data, comp, 2)
+	r := helped(data, comp, 2, nil)
 	defer r.Release()
 	_, got := r.ReadAt(p, int64(len(data))-1000)
 	if want == nil || got == nil || got.Error() != want.Error() {
@@ -126,7 +127,7 @@ func TestHelpedFalseStarts(t *testing.T) {
 	comp := deflate(t, data, 6)
 	var changed sync.WaitGroup
 	changed.Add(2)
-	testStartHook = func(i int, s *chunkStart) {
+	hooks := &testHooks{start: func(i int, s *chunkStart) {
 		switch {
 		case i == 1 && s.ok:
 			s.cp.bit += 8
@@ -136,9 +137,8 @@ func TestHelpedFalseStarts(t *testing.T) {
 			return
 		}
 		changed.Done()
-	}
-	defer func() { testStartHook = nil }()
-	r := helped(data, comp, 5)
+	}}
+	r := helped(data, comp, 5, hooks)
 	defer r.Release()
 	checkRead(t, r, data, int64(len(data))-3000, 3000)
 	changed.Wait() // both changed, or the test times out
@@ -211,15 +211,13 @@ func TestHelpWaitCancelled(t *testing.T) {
 	comp := deflate(t, data, 6)
 	g := newGatedSrc(comp, int64(len(comp))*6/10) // the helper's run waits here
 	g.blocked = make(chan int64, 1<<16)
+	ctx, cancel := context.WithCancel(context.Background())
 	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1})
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1, test: &testHooks{helpWait: cancel}})
 	r.front.helpChunk = int64(len(comp)) / 2
 	defer r.Release()
-	ctx, cancel := context.WithCancel(context.Background())
-	testHelpWaitHook = cancel
 	p := make([]byte, 1000)
 	_, err := r.ReadAtContext(ctx, p, int64(len(data))-1000)
-	testHelpWaitHook = nil
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled read: %v", err)
 	}

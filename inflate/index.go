@@ -50,10 +50,11 @@ func (cp *checkpoint) compStart() int64 {
 // stream's start to the last, the frontier, where the index grows (see
 // frontier); or a saved index loaded, whose windows stay in its file
 // until a span needs them. Its windows count in a WindowBudget, within
-// which it thins itself. mu guards every field but windows (set once)
-// and parallelDone.
+// which it thins itself. mu guards every field but windows and hooks
+// (set once) and parallelDone.
 type index struct {
 	windows *WindowBudget // nil: unbounded
+	hooks   *testHooks
 
 	mu       sync.RWMutex
 	cps      []checkpoint
@@ -85,8 +86,8 @@ type loadedIndex struct {
 	frontier bool
 }
 
-func (ix *index) init(windows *WindowBudget) {
-	ix.windows = windows
+func (ix *index) init(windows *WindowBudget, hooks *testHooks) {
+	ix.windows, ix.hooks = windows, hooks
 	ix.cps = []checkpoint{{state: stHeader}}
 }
 

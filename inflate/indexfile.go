@@ -260,6 +260,7 @@ func loadedWindow(cp *checkpoint, src io.ReaderAt, buf *[]byte) ([]byte, error) 
 // where the index has one.
 func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 	if p := cp.pend; p != nil {
+		ix.hooks.pendWaiting()
 		return p.wait(), nil
 	}
 	if !inFile(cp) {

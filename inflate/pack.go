@@ -33,25 +33,15 @@ func (f *frontier) packLater(win []byte, touched []bool) *pendingWindow {
 // pack packs the window p of the checkpoint numbered seq, and gives it
 // to that checkpoint if the index still has it.
 func (ix *index) pack(seq int64, p *pendingWindow) {
-	if testPackHook != nil {
-		testPackHook(seq)
-	}
+	ix.hooks.packing(seq)
 	p.win = packWindow(p.masked)
 	p.masked = nil
 	ix.setWindow(seq, p)
 	close(p.done)
 }
 
-// Tests' hooks: testPackHook runs as a window starts being packed;
-// testPendHook as a read starts waiting for one.
-var testPackHook func(seq int64)
-var testPendHook func()
-
 // wait returns the window once it is packed.
 func (p *pendingWindow) wait() []byte {
-	if testPendHook != nil {
-		testPendHook()
-	}
 	<-p.done
 	return p.win
 }

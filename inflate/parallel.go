@@ -234,18 +234,13 @@ func newPass(s *stream, ctx context.Context, n int, first checkpoint) *parallelP
 func (p *parallelPass) start(w *passWorker, i int) *chunkStart {
 	if p.claimed[i].CompareAndSwap(false, true) {
 		p.starts[i] = p.findStart(w, i)
-		if testStartHook != nil {
-			testStartHook(i, &p.starts[i])
-		}
+		p.s.hooks.started(i, &p.starts[i])
 		close(p.found[i])
 	} else {
 		<-p.found[i]
 	}
 	return &p.starts[i]
 }
-
-// testStartHook, when set, sees (and may change) each start found.
-var testStartHook func(i int, s *chunkStart)
 
 // findStart searches chunk i for its start, reading it a piece at a
 // time: a start is usually found in its first block.

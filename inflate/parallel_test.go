@@ -26,10 +26,11 @@ func randomWalk(n int, seed uint64) []byte {
 }
 
 // parallelIndexed indexes comp with the parallel pass (workers, chunks
-// of at least chunk bytes) and returns the reader and its index.
-func parallelIndexed(t *testing.T, data, comp []byte, chunk int64, workers int) (*ReaderAt, []byte) {
+// of at least chunk bytes, the hooks given) and returns the reader and
+// its index.
+func parallelIndexed(t *testing.T, data, comp []byte, chunk int64, workers int, hooks *testHooks) (*ReaderAt, []byte) {
 	t.Helper()
-	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), &Options{SpanSize: 64 << 10})
+	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data), &Options{SpanSize: 64 << 10, test: hooks})
 	split, err := r.indexAllParallel(context.Background(), workers, chunk)
 	if err != nil || split != r.ix.parallel {
 		t.Fatalf("parallel pass: %v, %v (made the index: %v)", split, err, r.ix.parallel)
@@ -105,7 +106,7 @@ func TestParallelFirstPass(t *testing.T) {
 				comp = deflate(t, tc.data, tc.level)
 			}
 			chunk := max(int64(len(comp))/10, 1)
-			r, idx := parallelIndexed(t, tc.data, comp, chunk, 3)
+			r, idx := parallelIndexed(t, tc.data, comp, chunk, 3, nil)
 			if r.ix.parallel != tc.parallel {
 				t.Fatalf("parallel pass used: %v, want %v", r.ix.parallel, tc.parallel)
 			}
@@ -124,7 +125,7 @@ func TestParallelFalseStart(t *testing.T) {
 	data := noisyFloat32(4<<20, 7)
 	comp := deflate(t, data, 6)
 	var changed atomic.Int64
-	testStartHook = func(i int, s *chunkStart) {
+	hooks := &testHooks{start: func(i int, s *chunkStart) {
 		switch {
 		case i == 2 && s.ok:
 			s.cp.bit += 8 // its header is real, the state after it is not
@@ -134,9 +135,8 @@ func TestParallelFalseStart(t *testing.T) {
 			return
 		}
 		changed.Add(1)
-	}
-	defer func() { testStartHook = nil }()
-	r, idx := parallelIndexed(t, data, comp, int64(len(comp))/8, 6) // 6 chunks
+	}}
+	r, idx := parallelIndexed(t, data, comp, int64(len(comp))/8, 6, hooks) // 6 chunks
 	if !r.ix.parallel || changed.Load() != 2 {
 		t.Fatalf("parallel pass used: %v; starts changed: %d", r.ix.parallel, changed.Load())
 	}

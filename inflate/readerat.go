@@ -29,6 +29,8 @@ type Options struct {
 	// Helpers, when above 0, is how many goroutines may help a fresh
 	// index grow when a read waits far past it (see help.go).
 	Helpers int
+
+	test *testHooks // set by tests alone
 }
 
 // ReaderAt is random access into one raw DEFLATE stream of compressedSize
@@ -90,13 +92,14 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 		span:  cmp.Or(max(o.SpanSize, 0), defaultSpan),
 		cache: o.Cache,
 		id:    readerIDs.Add(1),
+		hooks: o.test,
 	}}
 	if r.cache == nil {
 		r.cache = NewCache(2 * r.spanCost())
 	}
 	// The background goroutines' context: Release ends it.
 	bg, stop := context.WithCancel(context.Background())
-	r.ix.init(o.Windows)
+	r.ix.init(o.Windows, o.test)
 	r.spans.init(&r.stream)
 	r.front.init(&r.stream, &r.ix, &r.spans, bg, stop, o.Index, o.Helpers)
 	r.ahead.init(&r.stream, &r.ix, &r.front, bg, stop, r.prefetch)

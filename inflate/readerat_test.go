@@ -393,17 +393,19 @@ func TestReadFromAWindowBeingPacked(t *testing.T) {
 	data := mixed(256<<10, 31)
 	comp := deflate(t, data, 6)
 	const span = 64 << 10
-	ra := newRA(data, comp, span, NewCache(1024)) // keeps no span: reads inflate
 	hold := make(chan struct{})
 	waiting := make(chan struct{})
-	testPackHook = func(seq int64) {
-		if seq == 1 {
-			<-hold
-		}
-	}
 	var once sync.Once
-	testPendHook = func() { once.Do(func() { close(waiting) }) }
-	defer func() { testPackHook, testPendHook = nil, nil }()
+	hooks := &testHooks{
+		pack: func(seq int64) {
+			if seq == 1 {
+				<-hold
+			}
+		},
+		pend: func() { once.Do(func() { close(waiting) }) },
+	}
+	ra := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{SpanSize: span, Cache: NewCache(1024), test: hooks}) // keeps no span: reads inflate
 	p := make([]byte, 1000)
 	done := make(chan error)
 	go func() {

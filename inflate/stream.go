@@ -22,6 +22,7 @@ type stream struct {
 	span  int64  // output between checkpoints
 	cache *Cache
 	id    uint64 // the reader's part of the cache's keys
+	hooks *testHooks
 }
 
 // spanCost is what inflating a span takes of the cache: its output, the
