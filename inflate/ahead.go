@@ -122,7 +122,12 @@ func (a *scheduler) readAhead() {
 // due, and reports whether readAhead should go on. Holding the turn
 // while deciding keeps the frontier from moving under the decision.
 func (a *scheduler) extendAhead() bool {
-	a.f.take()
+	if a.f.take(a.ctx) != nil { // released
+		a.mu.Lock()
+		a.f.endAhead()
+		a.mu.Unlock()
+		return false
+	}
 	defer a.f.release()
 	a.mu.Lock()
 	if !a.due() {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"hash/crc32"
 	"sync"
-	"sync/atomic"
 )
 
 // frontier grows a reader's index, a span at a time from its last
@@ -14,29 +13,31 @@ import (
 // it and gives the turn back, so that the reads waiting look again and a
 // read returns as soon as the index covers it, whatever deeper reads are
 // under way. Helpers (help.go) and the parallel first pass (parallel.go)
-// are its ways of growing faster.
+// are its ways of growing faster, and a saved index (saved.go) its way
+// of not growing at all.
 //
-// mu guards the turn and the reads waiting for it; the fields after
-// them belong to whoever has the turn, and are read and written by it
-// alone.
+// turns (turn.go) is the turn and the reads waiting for it, guarded by
+// mu; growth and helping belong to whoever has the turn, and are read
+// and written by it alone.
 type frontier struct {
 	s     *stream
 	ix    *index
 	spans *spanCache
-	saved IndexSource
-	once  sync.Once // asks saved for its index
 	// bg is the helpers' context, done when the reader is released by
-	// stop.
+	// stop; wg counts the goroutines the frontier started.
 	bg   context.Context
 	stop context.CancelFunc
+	wg   sync.WaitGroup
 
-	mu      sync.Mutex
-	turn    sync.Cond   // on mu: the turn was given back, or read-ahead stopped
-	busy    bool        // someone has the turn
-	ahead   bool        // a read-ahead goroutine runs: reads leave the turns to it
-	waiting []*outRange // what the reads waiting for the index want
-	wg      sync.WaitGroup
+	turns
+	saved asker
+	growth
+	helpState
+}
 
+// growth is what growing the index uses from one span to the next: it
+// belongs to the holder of the turn.
+type growth struct {
 	crcAcc  uint32 // CRC-32 of the output up to the frontier
 	touched []bool
 	buf     []byte // a buffer from cache.alloc that no span holds
@@ -44,16 +45,6 @@ type frontier struct {
 	// masked bytes are in (reused once it is packed).
 	packing *pendingWindow
 	packBuf []byte
-
-	// Helpers (see help.go): how many, the least compressed length of a
-	// chunk (minChunk; tests make it less), and their work; helpStarts
-	// and helpSplices count the times they were started and their runs
-	// spliced in, for tests.
-	helpers     int
-	helpChunk   int64
-	help        *helping
-	helpStarts  atomic.Int64
-	helpSplices atomic.Int64
 }
 
 // outRange is a range [start, end) of output offsets a read wants
@@ -64,51 +55,12 @@ type outRange struct {
 }
 
 func (f *frontier) init(s *stream, ix *index, spans *spanCache, bg context.Context, stop context.CancelFunc, saved IndexSource, helpers int) {
-	f.s, f.ix, f.spans, f.saved = s, ix, spans, saved
+	f.s, f.ix, f.spans = s, ix, spans
 	f.bg, f.stop = bg, stop
 	f.turn.L = &f.mu
+	f.saved.src = saved
 	f.helpers = max(helpers, 0)
 	f.helpChunk = minChunk
-}
-
-// take waits for the turn, read-ahead or not, and takes it.
-func (f *frontier) take() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for f.busy {
-		f.turn.Wait()
-	}
-	f.busy = true
-}
-
-// release gives the turn back, and wakes the reads waiting for it, to
-// look again at the index and, if it still does not cover them, take a
-// turn at growing it.
-func (f *frontier) release() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.busy = false
-	f.turn.Broadcast()
-}
-
-// claimAhead marks a read-ahead goroutine as running, and reports
-// whether none was.
-func (f *frontier) claimAhead() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ahead {
-		return false
-	}
-	f.ahead = true
-	return true
-}
-
-// endAhead marks read-ahead as stopped: reads take turns again.
-func (f *frontier) endAhead() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ahead = false
-	f.turn.Broadcast()
 }
 
 // halt stops the helpers and waits for them to end.
@@ -133,9 +85,7 @@ func (f *frontier) extendFor(ctx context.Context, want *outRange) error {
 		// stream's size.
 		f.loadSaved()
 	}
-	f.mu.Lock()
-	f.waiting = append(f.waiting, want)
-	f.mu.Unlock()
+	f.startWaiting(want)
 	defer f.stopWaiting(want)
 	for {
 		if done, err := f.await(ctx, want.start); done {
@@ -147,55 +97,6 @@ func (f *frontier) extendFor(ctx context.Context, want *outRange) error {
 			return err
 		}
 	}
-}
-
-// await waits until the index covers output offset off (done, with the
-// stream's error if off is past it), ctx is done (done, with its error),
-// or the turn is free: then it takes it. While read-ahead runs it grows
-// the index for everyone: taking turns with it would make a read wait
-// for spans past the ones it needs.
-func (f *frontier) await(ctx context.Context, off int64) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for {
-		if ok, err := f.ix.covers(off, f.s.size); ok {
-			return true, err
-		}
-		if err := ctx.Err(); err != nil {
-			return true, err
-		}
-		if !f.busy && !f.ahead {
-			f.busy = true
-			return false, nil
-		}
-		f.turn.Wait()
-	}
-}
-
-func (f *frontier) stopWaiting(want *outRange) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, w := range f.waiting {
-		if w == want {
-			last := len(f.waiting) - 1
-			f.waiting[i] = f.waiting[last]
-			f.waiting[last] = nil
-			f.waiting = f.waiting[:last]
-			return
-		}
-	}
-}
-
-// wanted reports whether a read waiting wants part of [start, end).
-func (f *frontier) wanted(start, end int64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, w := range f.waiting {
-		if w.start < end && start < w.end {
-			return true
-		}
-	}
-	return false
 }
 
 // extendLocked grows the index by a span (see extendOne), keeping an
@@ -291,7 +192,7 @@ func (f *frontier) decodeSpan(ctx context.Context, d *decoder, cp *checkpoint, w
 		clear(f.touched[:w])
 		d.touched, d.trackEnd = f.touched, w
 	}
-	end, err := f.decodeHelped(d, cp.out, w, target)
+	end, err := f.decodeHelped(ctx, d, cp.out, w, target)
 	if end < target {
 		g.last = false // the span ends at a chunk's start before the stream's end
 	}

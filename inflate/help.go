@@ -2,6 +2,7 @@ package inflate
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/npzfs/npzfs/internal/workers"
 )
@@ -18,6 +19,18 @@ import (
 // chunk is waited for and spliced in: the index jumps to that run's end,
 // the next chunk's start. A run that failed, or a start passed any other
 // way, leaves the index to grow on as before.
+
+// helpState is the frontier's helpers: how many, the least compressed
+// length of a chunk (minChunk; tests make it less), and their work;
+// helpStarts and helpSplices count the times they were started and their
+// runs spliced in, for tests.
+type helpState struct {
+	helpers     int
+	helpChunk   int64
+	help        *helping
+	helpStarts  atomic.Int64
+	helpSplices atomic.Int64
+}
 
 // helping is a reader's help (the frontier's, held by the turn): the
 // pass the helpers run, and where the frontier heads in it.
@@ -67,41 +80,24 @@ func (f *frontier) maybeHelp() {
 		// Every task runs, cancelled or not, so that each run's ran is
 		// closed: the tasks themselves stop soon once ctx is done.
 		workers.Run(context.Background(), 2*(n-1), len(ws), func(g, k int) {
-			w, i := &ws[g], k/2+1
-			if k%2 == 0 {
-				p.start(w, i)
-				return
+			i := k/2 + 1
+			p.task(&ws[g], i, k%2 == 1)
+			if k%2 == 1 {
+				close(p.ran[i])
 			}
-			if p.start(w, i).ok {
-				p.runs[i] = p.run(w, i)
-			}
-			close(p.ran[i])
 		})
 	}()
-}
-
-// deepWait reports whether a read (not IndexAll) waits at or past
-// output offset off.
-func (f *frontier) deepWait(off int64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, w := range f.waiting {
-		if !w.background && w.start >= off {
-			return true
-		}
-	}
-	return false
 }
 
 // decodeHelped decodes the span from output offset out0 (its window w
 // bytes) to target, or to the next chunk's start where it comes first,
 // and returns where the span ends. The turn is held.
-func (f *frontier) decodeHelped(d *decoder, out0 int64, w int, target int64) (int64, error) {
+func (f *frontier) decodeHelped(ctx context.Context, d *decoder, out0 int64, w int, target int64) (int64, error) {
 	h := f.help
 	if !h.on() {
 		return target, d.decode(w + int(target-out0))
 	}
-	return h.decode(h.p, h.w, d, out0, w, target)
+	return h.decode(ctx, h.p, h.w, d, out0, w, target)
 }
 
 // helpReached is called when a span ends at or past where the next
@@ -113,10 +109,10 @@ func (f *frontier) decodeHelped(d *decoder, out0 int64, w int, target int64) (in
 func (f *frontier) helpReached(ctx context.Context, d *decoder, end int64, acc uint32) (*chunkRun, error) {
 	h := f.help
 	p, j, final := h.p, h.next, h.final
-	if !h.arrived(p, h.w, d, end) {
-		return nil, nil
+	if at, err := h.arrived(ctx, p, h.w, d, end); !at || err != nil {
+		return nil, err
 	}
-	f.s.hooks.helpWaiting()
+	f.s.hooks.waiting(forRun)
 	select {
 	case <-p.ran[j]:
 	case <-ctx.Done():

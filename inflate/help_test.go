@@ -213,7 +213,11 @@ func TestHelpWaitCancelled(t *testing.T) {
 	g.blocked = make(chan int64, 1<<16)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1, test: &testHooks{helpWait: cancel}})
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1, test: &testHooks{wait: func(w waitFor) {
+			if w == forRun {
+				cancel()
+			}
+		}}})
 	r.front.helpChunk = int64(len(comp)) / 2
 	defer r.Release()
 	p := make([]byte, 1000)

@@ -8,23 +8,27 @@ type testHooks struct {
 	// start sees (and may change) each chunk start a parallel pass
 	// finds, before anyone waiting for it does.
 	start func(i int, s *chunkStart)
-	// helpWait runs as the index starts waiting for a helper's run.
-	helpWait func()
 	// pack runs as the window of checkpoint seq starts being packed.
 	pack func(seq int64)
-	// pend runs as a read starts waiting for a window being packed.
-	pend func()
+	// wait runs as a goroutine starts waiting for what w says.
+	wait func(w waitFor)
 }
+
+// waitFor is what a goroutine waits for (see testHooks.wait).
+type waitFor int
+
+const (
+	forTurn   waitFor = iota // the turn at growing the index
+	forSpan                  // a span another read inflates
+	forRun                   // a helper's run (the index, with the turn)
+	forStart                 // a chunk's start another goroutine is finding
+	forWindow                // a window being packed
+	forIndex                 // an IndexSource another read asks
+)
 
 func (h *testHooks) started(i int, s *chunkStart) {
 	if h != nil && h.start != nil {
 		h.start(i, s)
-	}
-}
-
-func (h *testHooks) helpWaiting() {
-	if h != nil && h.helpWait != nil {
-		h.helpWait()
 	}
 }
 
@@ -34,8 +38,8 @@ func (h *testHooks) packing(seq int64) {
 	}
 }
 
-func (h *testHooks) pendWaiting() {
-	if h != nil && h.pend != nil {
-		h.pend()
+func (h *testHooks) waiting(w waitFor) {
+	if h != nil && h.wait != nil {
+		h.wait(w)
 	}
 }

@@ -2,6 +2,7 @@ package inflate
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -225,7 +226,7 @@ func (x *IndexSnapshot) WriteTo(w io.Writer) (int64, error) {
 func (x *IndexSnapshot) window(cp *checkpoint, buf *[]byte) ([]byte, error) {
 	switch {
 	case cp.pend != nil:
-		return cp.pend.wait(), nil
+		return cp.pend.wait(context.Background())
 	case inFile(cp):
 		return loadedWindow(cp, x.src, buf)
 	case cp.loaded && cp.winSummed && cp.winSum != 0:
@@ -255,13 +256,13 @@ func loadedWindow(cp *checkpoint, src io.ReaderAt, buf *[]byte) ([]byte, error) 
 	return w, nil
 }
 
-// windowOf is a checkpoint's packed window: in memory (once packed), or
-// read from the index it was loaded from, checked against its checksum
-// where the index has one.
-func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
+// windowOf is a checkpoint's packed window: in memory (once packed,
+// waited for until ctx is done), or read from the index it was loaded
+// from, checked against its checksum where the index has one.
+func (ix *index) windowOf(ctx context.Context, cp *checkpoint) ([]byte, error) {
 	if p := cp.pend; p != nil {
-		ix.hooks.pendWaiting()
-		return p.wait(), nil
+		ix.hooks.waiting(forWindow)
+		return p.wait(ctx)
 	}
 	if !inFile(cp) {
 		if cp.loaded && cp.winSummed && cp.winSum != 0 {
@@ -291,7 +292,7 @@ func (ix *index) windowOf(cp *checkpoint) ([]byte, error) {
 // above), and the loaded index discarded only when it is at fault
 // (Progress says why), the stream then indexed afresh.
 func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
-	r.front.take()
+	r.front.take(context.Background()) // no error: it is never done
 	defer r.front.release()
 	return r.front.load(src, size)
 }

@@ -1,5 +1,7 @@
 package inflate
 
+import "context"
+
 // The first pass packs each checkpoint's window (see packWindow) while
 // the span after the next checkpoint inflates: packing is a sizeable
 // share of a span's work, so the frontier hands it to a goroutine of its
@@ -40,8 +42,13 @@ func (ix *index) pack(seq int64, p *pendingWindow) {
 	close(p.done)
 }
 
-// wait returns the window once it is packed.
-func (p *pendingWindow) wait() []byte {
-	<-p.done
-	return p.win
+// wait returns the window once it is packed, or ctx's error once ctx is
+// done.
+func (p *pendingWindow) wait(ctx context.Context) ([]byte, error) {
+	select {
+	case <-p.done:
+		return p.win, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -162,7 +162,9 @@ func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int6
 // ctx's the sequential pass takes over.
 func (f *frontier) indexParallel(ctx context.Context, workers int, chunk int64) error {
 	f.loadSaved()
-	f.take()
+	if err := f.take(ctx); err != nil {
+		return err
+	}
 	defer f.release()
 	first, fresh := f.ix.fresh()
 	if !fresh {
@@ -193,12 +195,7 @@ func firstPassParallel(s *stream, ctx context.Context, first checkpoint, threads
 	// Task k is chunk (k+1)/2's start when k is odd, else its run.
 	// Tasks left out, or cut short, leave ctx done.
 	workers.Run(ctx, 2*n-1, len(ws), func(g, k int) {
-		w, i := &ws[g], (k+1)/2
-		if k%2 == 1 {
-			p.start(w, i)
-		} else if p.start(w, i).ok {
-			p.runs[i] = p.run(w, i)
-		}
+		p.task(&ws[g], (k+1)/2, k%2 == 0)
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
@@ -229,17 +226,37 @@ func newPass(s *stream, ctx context.Context, n int, first checkpoint) *parallelP
 	return p
 }
 
-// start returns chunk i's start: found by w, if no one has begun to,
-// or else once found.
-func (p *parallelPass) start(w *passWorker, i int) *chunkStart {
+// start returns chunk i's start: found by w, if no one has begun to
+// (under the pass's context: a start is found whoever waits for it), or
+// else once found, unless ctx is done first.
+func (p *parallelPass) start(ctx context.Context, w *passWorker, i int) (*chunkStart, error) {
 	if p.claimed[i].CompareAndSwap(false, true) {
 		p.starts[i] = p.findStart(w, i)
 		p.s.hooks.started(i, &p.starts[i])
 		close(p.found[i])
-	} else {
-		<-p.found[i]
+		return &p.starts[i], nil
 	}
-	return &p.starts[i]
+	select {
+	case <-p.found[i]:
+		return &p.starts[i], nil
+	default:
+	}
+	p.s.hooks.waiting(forStart)
+	select {
+	case <-p.found[i]:
+		return &p.starts[i], nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// task runs task k of a pass with w: chunk i's start when run is not
+// set, else its run (after its start), unless p.ctx is done.
+func (p *parallelPass) task(w *passWorker, i int, run bool) {
+	s, err := p.start(p.ctx, w, i)
+	if run && err == nil && s.ok {
+		p.runs[i] = p.run(w, i)
+	}
 }
 
 // findStart searches chunk i for its start, reading it a piece at a
@@ -424,14 +441,19 @@ func copyMarkers(out []uint16, pos, dist, length, clean int) int {
 }
 
 // nextStart is the first chunk from k on with a start at or past bit,
-// or -1; w finds the starts it needs that no one has begun.
-func (p *parallelPass) nextStart(w *passWorker, k int, bit int64) int {
+// or -1; w finds the starts it needs that no one has begun, and waiting
+// for the others ends when ctx is done.
+func (p *parallelPass) nextStart(ctx context.Context, w *passWorker, k int, bit int64) (int, error) {
 	for ; k < len(p.starts); k++ {
-		if s := p.start(w, k); s.ok && s.bit >= bit {
-			return k
+		s, err := p.start(ctx, w, k)
+		if err != nil {
+			return 0, err
+		}
+		if s.ok && s.bit >= bit {
+			return k, nil
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 // heading is where decoding from a chunk heads: the next chunk's start,
@@ -447,8 +469,9 @@ type heading struct {
 // decode decodes with d, from output offset out0 whose window is the
 // first wl bytes of d.out, up to target or to the start headed for where
 // it comes first, and returns the target it decoded to. w finds the
-// starts that no one has begun.
-func (h *heading) decode(p *parallelPass, w *passWorker, d *decoder, out0 int64, wl int, target int64) (int64, error) {
+// starts that no one has begun; waiting for the others ends when ctx is
+// done, leaving the heading as it was before the span.
+func (h *heading) decode(ctx context.Context, p *parallelPass, w *passWorker, d *decoder, out0 int64, wl int, target int64) (int64, error) {
 	if h.final >= 0 {
 		target = min(target, h.final)
 	}
@@ -468,28 +491,34 @@ func (h *heading) decode(p *parallelPass, w *passWorker, d *decoder, out0 int64,
 		}
 		// At a block header at or past the chunk's end, or the next
 		// start's.
-		if h.next == -2 {
-			h.next = p.nextStart(w, h.chunk+1, d.bitPos())
-		} else if d.bitPos() == d.stopBit {
+		if h.next >= 0 && d.bitPos() == d.stopBit {
 			h.final = out0 + int64(d.pos-wl) + p.starts[h.next].lead
 			target = min(target, h.final)
-		} else {
-			h.next = p.nextStart(w, h.next+1, d.bitPos())
+			continue
 		}
+		next, err := p.nextStart(ctx, w, max(h.chunk, h.next)+1, d.bitPos())
+		if err != nil {
+			d.stopBit = 0
+			return target, err
+		}
+		h.next = next
 	}
 }
 
 // arrived reports whether the span just decoded, ending at output offset
 // end, ends at the start headed for in its recorded state; if not, the
-// heading goes on to the start after it.
-func (h *heading) arrived(p *parallelPass, w *passWorker, d *decoder, end int64) bool {
-	final := h.final
-	h.final = -1
-	if end == final && d.at(&p.starts[h.next].cp) {
-		return true
+// heading goes on to the start after it (see decode for w and ctx).
+func (h *heading) arrived(ctx context.Context, p *parallelPass, w *passWorker, d *decoder, end int64) (bool, error) {
+	if end == h.final && d.at(&p.starts[h.next].cp) {
+		h.final = -1
+		return true, nil
 	}
-	h.next = p.nextStart(w, h.next+1, d.bitPos())
-	return false
+	next, err := p.nextStart(ctx, w, h.next+1, d.bitPos())
+	if err != nil {
+		return false, err
+	}
+	h.next, h.final = next, -1
+	return false, nil
 }
 
 // run indexes from chunk i's start to the next chunk's start it proves
@@ -522,7 +551,7 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 		d.pos = wl
 		clear(w.touched)
 		d.touched, d.trackEnd = w.touched, wl
-		if _, res.err = h.decode(p, w, d, cp.out, wl, cp.out+s.span); res.err != nil {
+		if _, res.err = h.decode(p.ctx, p, w, d, cp.out, wl, cp.out+s.span); res.err != nil {
 			return res
 		}
 		end := cp.out + int64(d.pos-wl)
@@ -535,9 +564,15 @@ func (p *parallelPass) run(w *passWorker, i int) (res chunkRun) {
 			res.size = end
 			return res
 		}
-		if h.final >= 0 && end >= h.final && h.arrived(p, w, d, end) {
-			res.size, res.next = end, h.next
-			return res
+		if h.final >= 0 && end >= h.final {
+			var at bool
+			if at, res.err = h.arrived(p.ctx, p, w, d, end); res.err != nil {
+				return res
+			}
+			if at {
+				res.size, res.next = end, h.next
+				return res
+			}
 		}
 		nl := windowSize
 		if i == 0 {

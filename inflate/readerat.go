@@ -233,7 +233,7 @@ func (r *ReaderAt) prefetchSpan(ctx context.Context, cp *checkpoint, endBit int6
 // or the stream found damaged from the span on, or the error (reading
 // the source) passes.
 func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target int64) (*span, error) {
-	win, err := r.ix.windowOf(cp)
+	win, err := r.ix.windowOf(ctx, cp)
 	var s *span
 	if err == nil {
 		s, err = r.inflateSpan(ctx, cp, win, end, target, nil)
@@ -244,7 +244,7 @@ func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target int64) 
 	switch judge(cp, err) {
 	case blameIndex:
 		err = asBadIndex(cp, err)
-		r.front.dropLoadedTurn(err)
+		r.front.dropLoadedTurn(ctx, err)
 	case blameStream:
 		err = damage(cp, end, err)
 		r.ix.damaged(err, cp.out)

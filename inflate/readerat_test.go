@@ -402,7 +402,11 @@ func TestReadFromAWindowBeingPacked(t *testing.T) {
 				<-hold
 			}
 		},
-		pend: func() { once.Do(func() { close(waiting) }) },
+		wait: func(w waitFor) {
+			if w == forWindow {
+				once.Do(func() { close(waiting) })
+			}
+		},
 	}
 	ra := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
 		&Options{SpanSize: span, Cache: NewCache(1024), test: hooks}) // keeps no span: reads inflate

@@ -55,7 +55,7 @@ func TestResumeEveryCheckpoint(t *testing.T) {
 				case stStored:
 					midStored++
 				}
-				win, err := ra.ix.windowOf(&cp)
+				win, err := ra.ix.windowOf(context.Background(), &cp)
 				if err != nil {
 					t.Fatalf("span %d: window: %v", k, err)
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // A saved index in use: loaded whole or in part by the frontier (which
@@ -24,19 +25,25 @@ type IndexSource interface {
 	OpenIndex() (io.ReaderAt, int64)
 }
 
+// asker asks the reader's IndexSource for its saved index.
+type asker struct {
+	src  IndexSource
+	once sync.Once
+}
+
 // loadSaved asks Options.Index for a saved index, the first time the
 // index has to grow, and loads it; an index LoadIndex refuses is
 // reported by Progress.
 func (f *frontier) loadSaved() {
-	if f.saved == nil {
+	if f.saved.src == nil {
 		return
 	}
-	f.once.Do(func() {
-		src, size := f.saved.OpenIndex()
+	f.saved.once.Do(func() {
+		src, size := f.saved.src.OpenIndex()
 		if src == nil {
 			return
 		}
-		f.take()
+		f.take(context.Background())
 		defer f.release()
 		if err := f.load(src, size); errors.Is(err, ErrBadIndex) {
 			f.ix.noteRefused(err)
@@ -70,9 +77,13 @@ func (f *frontier) dropLoaded(why error) {
 	}
 }
 
-// dropLoadedTurn is dropLoaded for a read, which takes the turn.
-func (f *frontier) dropLoadedTurn(why error) {
-	f.take()
+// dropLoadedTurn is dropLoaded for a read, which takes the turn, unless
+// ctx is done first: the index is then dropped by the next read it
+// fails.
+func (f *frontier) dropLoadedTurn(ctx context.Context, why error) {
+	if f.take(ctx) != nil {
+		return
+	}
 	defer f.release()
 	f.dropLoaded(why)
 }
@@ -89,7 +100,7 @@ func (f *frontier) prepareFrontier(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	win, err := f.ix.windowOf(&prev)
+	win, err := f.ix.windowOf(ctx, &prev)
 	var s *span
 	if err == nil {
 		s, err = f.s.inflateSpan(ctx, &prev, win, front.out, front.out, &front)

@@ -12,6 +12,7 @@ import (
 type spanCache struct {
 	cache *Cache
 	id    uint64
+	hooks *testHooks
 
 	mu     sync.Mutex
 	flight map[int64]*flight // by span start
@@ -21,15 +22,15 @@ type spanCache struct {
 // rather than repeat.
 type flight struct {
 	start   int64
-	whole   bool // inflate the span whole, not just as far as the read needs
-	wg      sync.WaitGroup
-	waiters int // guarded by spanCache.mu; each is given a hold on span
+	whole   bool          // inflate the span whole, not just as far as the read needs
+	done    chan struct{} // closed once span and err are set
+	waiters int           // guarded by spanCache.mu; each is given a hold on span
 	span    *span
 	err     error
 }
 
 func (c *spanCache) init(s *stream) {
-	c.cache, c.id = s.cache, s.id
+	c.cache, c.id, c.hooks = s.cache, s.id, s.hooks
 	c.flight = make(map[int64]*flight)
 }
 
@@ -38,10 +39,10 @@ func (c *spanCache) put(start int64, s *span) { c.cache.put(cacheKey{c.id, start
 
 // get returns the span starting at start, or a prefix of it reaching
 // need, held for the caller, who must release it: from the cache, or
-// from a read inflating it at the same time. When there is neither, it
-// returns a flight instead: the caller inflates the span (whole if
-// whole, or if the cache held less than need of it) and lands the
-// flight.
+// from a read inflating it at the same time, waited for until ctx is
+// done. When there is neither, it returns a flight instead: the caller
+// inflates the span (whole if whole, or if the cache held less than need
+// of it) and lands the flight.
 //
 // A flight that failed with ErrBadIndex (its loaded index is gone)
 // gives that error to its waiters, to look the span up again.
@@ -58,15 +59,16 @@ func (c *spanCache) get(ctx context.Context, start, need int64, whole bool) (*sp
 		c.mu.Lock()
 		f := c.flight[start]
 		if f == nil {
-			f = &flight{start: start, whole: whole}
-			f.wg.Add(1)
+			f = &flight{start: start, whole: whole, done: make(chan struct{})}
 			c.flight[start] = f
 			c.mu.Unlock()
 			return nil, f, nil
 		}
 		f.waiters++
 		c.mu.Unlock()
-		f.wg.Wait()
+		if err := c.wait(ctx, f); err != nil {
+			return nil, nil, err
+		}
 		switch {
 		case f.err != nil && isCancel(f.err) && ctx.Err() == nil:
 			continue // the read inflating it was cancelled, not this one
@@ -78,6 +80,30 @@ func (c *spanCache) get(ctx context.Context, start, need int64, whole bool) (*sp
 		c.cache.release(f.span)
 		// It inflated less than this read needs.
 	}
+}
+
+// wait waits for flight f to land, as one of its waiters, or until ctx
+// is done: the read then leaves the flight to the others, with its hold
+// on the span not taken, and returns ctx's error; unless f landed
+// meanwhile (and gave it a hold).
+func (c *spanCache) wait(ctx context.Context, f *flight) error {
+	c.hooks.waiting(forSpan)
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	landing := c.flight[f.start] != f // land counted the waiters
+	if !landing {
+		f.waiters--
+	}
+	c.mu.Unlock()
+	if !landing {
+		return ctx.Err()
+	}
+	<-f.done // landing now: it only has the holds to give
+	return nil
 }
 
 // land ends flight f with what inflating its span gave: the span, held
@@ -94,5 +120,5 @@ func (c *spanCache) land(f *flight, s *span, err error) {
 	if err == nil {
 		c.cache.retain(s, waiters)
 	}
-	f.wg.Done()
+	close(f.done)
 }
