@@ -113,7 +113,7 @@ func (a *scheduler) due() bool {
 // behind, and one that reads on starts another.
 func (a *scheduler) readAhead() {
 	defer a.wg.Done()
-	a.f.loadSaved()
+	a.f.loadSaved(a.ctx) // an error: released, and extendAhead stops
 	for a.extendAhead() {
 	}
 }

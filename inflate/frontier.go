@@ -83,7 +83,9 @@ func (f *frontier) extendFor(ctx context.Context, want *outRange) error {
 		// asking for an index may cost a request (a remote sidecar).
 		// Indexing the whole stream (IndexTo) loads it whatever the
 		// stream's size.
-		f.loadSaved()
+		if err := f.loadSaved(ctx); err != nil {
+			return err
+		}
 	}
 	f.startWaiting(want)
 	defer f.stopWaiting(want)

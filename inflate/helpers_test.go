@@ -3,8 +3,10 @@ package inflate
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"encoding/binary"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -122,10 +124,10 @@ type savedBytes struct {
 	asked atomic.Int64
 }
 
-func (s *savedBytes) OpenIndex() (io.ReaderAt, int64) {
+func (s *savedBytes) OpenIndex(context.Context) (io.ReaderAt, int64, error) {
 	s.asked.Add(1)
 	if s.b == nil {
-		return nil, 0
+		return nil, 0, fs.ErrNotExist
 	}
-	return bytes.NewReader(s.b), int64(len(s.b))
+	return bytes.NewReader(s.b), int64(len(s.b)), nil
 }

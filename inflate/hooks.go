@@ -1,5 +1,7 @@
 package inflate
 
+import "time"
+
 // testHooks are what a test injects into a reader (Options.test) to see
 // events as they happen, or to hold them until it has done something
 // else, so that it orders them without timing: each hook, when set, is
@@ -12,6 +14,8 @@ type testHooks struct {
 	pack func(seq int64)
 	// wait runs as a goroutine starts waiting for what w says.
 	wait func(w waitFor)
+	// clock is the time, for the backoff of asking an IndexSource.
+	clock func() time.Time
 }
 
 // waitFor is what a goroutine waits for (see testHooks.wait).
@@ -36,6 +40,13 @@ func (h *testHooks) packing(seq int64) {
 	if h != nil && h.pack != nil {
 		h.pack(seq)
 	}
+}
+
+func (h *testHooks) now() time.Time {
+	if h != nil && h.clock != nil {
+		return h.clock()
+	}
+	return time.Now()
 }
 
 func (h *testHooks) waiting(w waitFor) {

@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+
+	"github.com/npzfs/npzfs/source"
 )
 
 // The index file format, version 1: what MarshalIndex writes and
@@ -228,7 +230,7 @@ func (x *IndexSnapshot) window(cp *checkpoint, buf *[]byte) ([]byte, error) {
 	case cp.pend != nil:
 		return cp.pend.wait(context.Background())
 	case inFile(cp):
-		return loadedWindow(cp, x.src, buf)
+		return loadedWindow(context.Background(), cp, x.src, buf)
 	case cp.loaded && cp.winSummed && cp.winSum != 0:
 		return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
 	}
@@ -240,15 +242,16 @@ func (x *IndexSnapshot) window(cp *checkpoint, buf *[]byte) ([]byte, error) {
 func inFile(cp *checkpoint) bool { return cp.loaded && cp.winSize != 0 }
 
 // loadedWindow reads a loaded checkpoint's window from src, the index's
-// file, into *buf, checking its checksum where the index has one.
-func loadedWindow(cp *checkpoint, src io.ReaderAt, buf *[]byte) ([]byte, error) {
+// file, with ctx, into *buf, checking its checksum where the index has
+// one.
+func loadedWindow(ctx context.Context, cp *checkpoint, src io.ReaderAt, buf *[]byte) ([]byte, error) {
 	if src == nil {
 		return nil, fmt.Errorf("%w: its file is gone", ErrBadIndex)
 	}
 	w := slices.Grow((*buf)[:0], int(cp.winSize))[:cp.winSize]
 	*buf = w
-	if _, err := src.ReadAt(w, cp.winOff); err != nil {
-		return nil, fmt.Errorf("%w: reading the window of the span at %d: %v", ErrBadIndex, cp.out, err)
+	if _, err := source.ReadAt(ctx, src, w, cp.winOff); err != nil {
+		return nil, indexReadErr(fmt.Sprintf("reading the window of the span at %d", cp.out), err)
 	}
 	if cp.winSummed && crc32.Checksum(w, castagnoli) != cp.winSum {
 		return nil, badIndexf("the window of the span at %d fails its checksum", cp.out)
@@ -277,7 +280,7 @@ func (ix *index) windowOf(ctx context.Context, cp *checkpoint) ([]byte, error) {
 	}
 	ix.mu.RUnlock()
 	var buf []byte
-	return loadedWindow(cp, src, &buf)
+	return loadedWindow(ctx, cp, src, &buf)
 }
 
 // LoadIndex makes the index that src holds (size bytes, as MarshalIndex
@@ -294,7 +297,7 @@ func (ix *index) windowOf(ctx context.Context, cp *checkpoint) ([]byte, error) {
 func (r *ReaderAt) LoadIndex(src io.ReaderAt, size int64) error {
 	r.front.take(context.Background()) // no error: it is never done
 	defer r.front.release()
-	return r.front.load(src, size)
+	return r.front.load(context.Background(), src, size)
 }
 
 // parseIndex reads the index that src holds (size bytes) for a stream
@@ -335,6 +338,15 @@ func badIndexf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadIndex, fmt.Sprintf(format, args...))
 }
 
+// indexReadErr is err, reading a saved index to do what, as ErrBadIndex
+// unless it may pass (see passes).
+func indexReadErr(what string, err error) error {
+	if passes(err) {
+		return fmt.Errorf("inflate: the saved index: %s: %w", what, err)
+	}
+	return badIndexf("%s: %v", what, err)
+}
+
 // readIndexTable reads and checks an index's header and returns its
 // table of checkpoints, and whether the index is partial.
 func readIndexTable(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]byte, bool, error) {
@@ -344,7 +356,7 @@ func readIndexTable(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]by
 		return nil, false, badIndexf("not an index file (%d bytes)", size)
 	}
 	if _, err := src.ReadAt(h[:], 0); err != nil {
-		return nil, false, badIndexf("reading it: %v", err)
+		return nil, false, indexReadErr("reading it", err)
 	}
 	if string(h[:8]) != indexMagic {
 		return nil, false, badIndexf("not an index file")
@@ -358,7 +370,7 @@ func readIndexTable(src io.ReaderAt, size, csize, osize int64, crc uint32) ([]by
 	}
 	table := make([]byte, n*indexRecord)
 	if _, err := src.ReadAt(table, indexHeader); err != nil {
-		return nil, false, badIndexf("reading its table: %v", err)
+		return nil, false, indexReadErr("reading its table", err)
 	}
 	if crc32.Update(crc32.Checksum(h[:40], castagnoli), castagnoli, table) != le.Uint32(h[40:]) {
 		return nil, false, badIndexf("checksum mismatch (truncated or damaged)")

@@ -161,7 +161,9 @@ func (r *ReaderAt) indexAllParallel(ctx context.Context, workers int, chunk int6
 // index made by the pass needs no more growing, and on any error but
 // ctx's the sequential pass takes over.
 func (f *frontier) indexParallel(ctx context.Context, workers int, chunk int64) error {
-	f.loadSaved()
+	if err := f.loadSaved(ctx); err != nil {
+		return err
+	}
 	if err := f.take(ctx); err != nil {
 		return err
 	}

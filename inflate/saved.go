@@ -6,54 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+
+	"github.com/npzfs/npzfs/source"
 )
 
 // A saved index in use: loaded whole or in part by the frontier (which
 // has the turn), checked span by span, and, when a span fails, judged:
 // discarded, kept with the stream found damaged, or kept as it is.
 
-// An IndexSource gives a reader the index saved for its stream, if
-// there is one.
-type IndexSource interface {
-	// OpenIndex returns the saved index as MarshalIndex wrote it, and
-	// its size, or nil when there is none. Its bytes must stay readable
-	// while the reader is used (see LoadIndex). A reader calls it at
-	// most once, when its index first has to grow past the first span
-	// (or read ahead, or be indexed by IndexTo), from the goroutine growing it,
-	// holding none of its locks; it must not read the reader.
-	OpenIndex() (io.ReaderAt, int64)
-}
-
-// asker asks the reader's IndexSource for its saved index.
-type asker struct {
-	src  IndexSource
-	once sync.Once
-}
-
-// loadSaved asks Options.Index for a saved index, the first time the
-// index has to grow, and loads it; an index LoadIndex refuses is
-// reported by Progress.
-func (f *frontier) loadSaved() {
-	if f.saved.src == nil {
-		return
-	}
-	f.saved.once.Do(func() {
-		src, size := f.saved.src.OpenIndex()
-		if src == nil {
-			return
-		}
-		f.take(context.Background())
-		defer f.release()
-		if err := f.load(src, size); errors.Is(err, ErrBadIndex) {
-			f.ix.noteRefused(err)
-		}
-	})
-}
-
-// load is LoadIndex with the turn held.
-func (f *frontier) load(src io.ReaderAt, size int64) error {
-	cps, partial, err := parseIndex(src, size, f.s.csize, f.s.size, f.s.crc)
+// load is LoadIndex with the turn held, reading the index's table with
+// ctx.
+func (f *frontier) load(ctx context.Context, src io.ReaderAt, size int64) error {
+	cps, partial, err := parseIndex(source.WithContext(ctx, src), size, f.s.csize, f.s.size, f.s.crc)
 	if err != nil {
 		return err
 	}

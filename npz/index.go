@@ -267,8 +267,19 @@ func (x *memberIndex) damaged(err error) bool {
 
 // OpenIndex gives the inflater the member's saved index (see
 // inflate.IndexSource): the saved index's file is opened and kept open
-// (its windows are read as spans need them) until close.
-func (x *memberIndex) OpenIndex() (io.ReaderAt, int64) {
+// (its windows are read as spans need them) until close. When it finds
+// none, or cannot have one, it says there is none (iofs.ErrNotExist),
+// and is not asked again.
+func (x *memberIndex) OpenIndex(context.Context) (io.ReaderAt, int64, error) {
+	src, size := x.open()
+	if src == nil {
+		return nil, 0, iofs.ErrNotExist
+	}
+	return src, size, nil
+}
+
+// open is OpenIndex's work: the index, or nil.
+func (x *memberIndex) open() (io.ReaderAt, int64) {
 	name := x.key()
 	if name == "" {
 		return nil, 0

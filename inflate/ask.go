@@ -1,0 +1,161 @@
+package inflate
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"sync"
+	"time"
+
+	"github.com/npzfs/npzfs/source"
+)
+
+// An IndexSource gives a reader the index saved for its stream: an
+// accelerator, which the reader does without while it cannot have it.
+type IndexSource interface {
+	// OpenIndex returns the saved index as MarshalIndex wrote it, and
+	// its size; or an error wrapping fs.ErrNotExist when there is none;
+	// or another error when it cannot tell now.
+	//
+	// A reader asks when its index first has to grow past the first
+	// span (or read ahead, or be indexed by IndexTo), from the goroutine
+	// growing it, with that goroutine's context (a read's, cancelled
+	// when it is interrupted), holding none of the reader's locks; it
+	// must not read the reader. That read, and any other read needing
+	// the index meanwhile, waits for the answer as long as its own
+	// context allows: an implementation that may be slow (a remote
+	// sidecar) bounds its own wait.
+	//
+	// "None" is final: the reader does not ask again. Any other error
+	// is not: the reader inflates from the stream without the saved
+	// index and asks again at a later read that needs the index to
+	// grow, no sooner than retryFirst after the failure, and twice as
+	// long after each failure in a row, up to retryMax; an answer cut
+	// short by the asking read's context is asked for again by the next
+	// read.
+	//
+	// The index's bytes must stay readable while the reader is used
+	// (see LoadIndex). They are read with the context of the read that
+	// needs them (its table, then each span's window) where src takes
+	// one (source.ContextReaderAt); such a read failing with an error
+	// that may pass (source.ErrTransient, or the context's) fails the
+	// read or the load and keeps the index, any other discards it (see
+	// Progress).
+	OpenIndex(ctx context.Context) (src io.ReaderAt, size int64, err error)
+}
+
+// How long a reader waits to ask its IndexSource again after a failure:
+// retryFirst after the first, twice as long after each failure in a
+// row, up to retryMax.
+const (
+	retryFirst = time.Second
+	retryMax   = time.Minute
+)
+
+// asker asks a reader's IndexSource for its index, one read at a time,
+// until it has an answer for good (see loadSaved). mu guards its fields
+// but got and size, which belong to the read asking; it is a leaf.
+type asker struct {
+	src IndexSource
+
+	mu     sync.Mutex
+	done   bool          // answered for good: loaded, refused, or none
+	asking chan struct{} // while a read asks: closed when it is done
+	fails  int           // failures in a row
+	next   time.Time     // no asking before, after a failure
+
+	// An index opened and not loaded yet: the load was cut short, or
+	// reading its table failed in a way that may pass.
+	got  io.ReaderAt
+	size int64
+}
+
+// loadSaved asks Options.Index for a saved index and loads it, unless it
+// has an answer for good, or failed less than its backoff ago, or
+// another read is asking (it then waits for that read's answer, until
+// ctx is done). It returns ctx's error once ctx is done, and no other:
+// without its saved index the reader inflates from the stream. An index
+// LoadIndex refuses is reported by Progress.
+func (f *frontier) loadSaved(ctx context.Context) error {
+	a := &f.saved
+	if a.src == nil {
+		return nil
+	}
+	for {
+		a.mu.Lock()
+		switch {
+		case a.done || (a.fails > 0 && f.s.hooks.now().Before(a.next)):
+			a.mu.Unlock()
+			return nil
+		case a.asking != nil:
+			asking := a.asking
+			a.mu.Unlock()
+			f.s.hooks.waiting(forIndex)
+			select {
+			case <-asking:
+				continue // answered, or to be asked again
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		a.asking = make(chan struct{})
+		a.mu.Unlock()
+		err := f.ask(ctx)
+		a.mu.Lock()
+		a.answered(err, ctx.Err() != nil && isCancel(err), f.s.hooks.now())
+		close(a.asking)
+		a.asking = nil
+		a.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// answered records what asking gave: nothing to ask again (err nil or
+// "none"), an answer cut short (cut), or a failure, after which the
+// next ask waits for its backoff from now. a.mu is held.
+func (a *asker) answered(err error, cut bool, now time.Time) {
+	switch {
+	case err == nil || errors.Is(err, fs.ErrNotExist):
+		a.done = true
+	case cut:
+	default:
+		a.fails++
+		a.next = now.Add(min(retryFirst<<min(a.fails-1, 16), retryMax))
+	}
+}
+
+// ask asks the IndexSource for its index, unless one is opened already,
+// and loads it with the turn; an index LoadIndex refuses is recorded as
+// such. It returns an error when the index is still to be had: the
+// source's, or one reading its table that may pass.
+func (f *frontier) ask(ctx context.Context) error {
+	a := &f.saved
+	if a.got == nil {
+		src, size, err := a.src.OpenIndex(ctx)
+		switch {
+		case err != nil:
+			return err
+		case src == nil:
+			return fs.ErrNotExist
+		}
+		a.got, a.size = src, size
+	}
+	if err := f.take(ctx); err != nil {
+		return err
+	}
+	defer f.release()
+	err := f.load(ctx, a.got, a.size)
+	switch {
+	case err != nil && passes(err):
+		return err
+	case errors.Is(err, ErrBadIndex):
+		f.ix.noteRefused(err)
+	}
+	a.got = nil // loaded, refused, or of no use (the index is complete)
+	return nil
+}
+
+// passes reports an error reading a saved index that may pass: it
+// neither discards the index nor is final.
+func passes(err error) bool { return errors.Is(err, source.ErrTransient) || isCancel(err) }
