@@ -2,7 +2,6 @@ package inflate
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -13,33 +12,30 @@ import (
 // much of the cache.
 const maxAheadSpans = 4
 
-// maxPrefetch bounds the spans inflated at once for a sequential reader
-// inside the index: one a core, and no more than it may have ahead.
-var maxPrefetch = min(runtime.NumCPU(), maxAheadSpans)
-
 // scheduler follows a reader's reads to tell a sequential reader, and
 // has the spans ahead of one inflated in the background: at the
 // frontier, a read-ahead goroutine grows the index a few spans ahead of
 // it, caching them, so that a second core inflates while the first
 // serves reads; inside the index, the next spans are inflated into the
-// cache several at once (prefetch), since indexed spans do not depend on
-// each other. mu guards everything but the counters; the goroutines it
-// starts stop when ctx is done (the reader released).
+// cache several at once (prefetch, which the reader runs: see
+// ReaderAt.prefetch), since indexed spans do not depend on each other.
+// mu guards everything but the counters; the goroutines stop when ctx is
+// done (the reader released).
 type scheduler struct {
-	s  *stream
-	ix *index
-	f  *frontier
-	// fetch inflates the indexed span from an offset into the cache.
-	fetch func(ctx context.Context, off int64)
-	ctx   context.Context
-	stop  context.CancelFunc
+	s      *stream
+	ix     *index
+	f      *frontier
+	budget *HelperBudget // the prefetches' places
+	ctx    context.Context
+	stop   context.CancelFunc
 
 	mu           sync.Mutex
 	seqEnd       int64 // end of the furthest read of the current sequential run
 	seqRun       int64 // bytes the current sequential run has read in order
 	spans        int64 // how many spans read-ahead may inflate past seqEnd
 	prefetchOK   bool  // the cache is large enough to prefetch into
-	prefetching  int   // prefetch goroutines running
+	maxPrefetch  int   // prefetches at once: one a place in the budget, and no more than spans ahead
+	prefetching  int   // prefetches running
 	prefetchNext int64 // where the next prefetch starts
 	wg           sync.WaitGroup
 
@@ -47,9 +43,10 @@ type scheduler struct {
 	prefetches atomic.Int64 // prefetches started, for tests
 }
 
-func (a *scheduler) init(s *stream, ix *index, f *frontier, ctx context.Context, stop context.CancelFunc, fetch func(context.Context, int64)) {
-	a.s, a.ix, a.f, a.fetch = s, ix, f, fetch
+func (a *scheduler) init(s *stream, ix *index, f *frontier, ctx context.Context, stop context.CancelFunc, budget *HelperBudget) {
+	a.s, a.ix, a.f, a.budget = s, ix, f, budget
 	a.ctx, a.stop = ctx, stop
+	a.maxPrefetch = min(budget.Limit(), maxAheadSpans)
 	// Spans inflated ahead are cached until read: leave the cache at
 	// least half of its budget for everything else.
 	spans := s.cache.Budget() / s.spanCost()
@@ -57,7 +54,7 @@ func (a *scheduler) init(s *stream, ix *index, f *frontier, ctx context.Context,
 	// Prefetching holds its spans ahead and those in flight: in a cache
 	// that cannot hold twice that, spans would be pushed out while reads
 	// still use them, and their buffers made anew instead of recycled.
-	a.prefetchOK = spans >= 2*(a.spans+int64(maxPrefetch))
+	a.prefetchOK = spans >= 2*(a.spans+int64(a.maxPrefetch))
 }
 
 // halt stops the scheduler's goroutines and waits for them to end.
@@ -69,7 +66,8 @@ func (a *scheduler) halt() {
 }
 
 // noteRead follows the reads of [off, end) to tell a sequential reader,
-// and starts read-ahead for one that is at the index frontier.
+// starts read-ahead for one that is at the index frontier, and returns
+// the spans to prefetch for one inside the index (see prefetchAhead).
 //
 // Reads within a span of the end of the current run continue it (a
 // sequential reader's requests, several in flight, may come slightly out
@@ -77,7 +75,7 @@ func (a *scheduler) halt() {
 // has read a span in order: random reads, however large, never make one,
 // and a run is never deep past the frontier, which each read extends to
 // cover itself.
-func (a *scheduler) noteRead(off, end int64) {
+func (a *scheduler) noteRead(off, end int64) spanStarts {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -87,13 +85,13 @@ func (a *scheduler) noteRead(off, end int64) {
 		a.seqRun += end - a.seqEnd
 		a.seqEnd = end
 	}
-	a.prefetchAhead()
-	if a.spans == 0 || !a.due() || !a.f.claimAhead() {
-		return
+	pre := a.prefetchAhead()
+	if a.spans > 0 && a.due() && a.f.claimAhead() {
+		a.starts.Add(1)
+		a.wg.Add(1)
+		go a.readAhead()
 	}
-	a.starts.Add(1)
-	a.wg.Add(1)
-	go a.readAhead()
+	return pre
 }
 
 // due reports whether the index should grow ahead of the current run:
@@ -146,35 +144,47 @@ func (a *scheduler) extendAhead() bool {
 	return err == nil
 }
 
-// prefetchAhead starts inflating the indexed spans that begin after the
-// end of a sequential run, up to a.spans spans past it and maxPrefetch
-// at once, into the cache: spans inside the index do not depend on each
-// other, so a sequential read of an indexed member (a saved index, or a
-// second pass) runs on every core. The span the run is in is left to its
-// reads, which inflate as much of it as they need. a.mu is held.
-func (a *scheduler) prefetchAhead() {
-	if !a.prefetchOK || a.seqRun < a.s.span || a.ctx.Err() != nil || a.prefetching >= maxPrefetch {
-		return
+// spanStarts are the starts of up to maxAheadSpans indexed spans, the
+// first n of start.
+type spanStarts struct {
+	start [maxAheadSpans]int64
+	n     int
+}
+
+// prefetchAhead returns the indexed spans that begin after the end of a
+// sequential run to inflate into the cache now, up to a.spans spans past
+// it and a.maxPrefetch at once, as many as the budget has places for:
+// spans inside the index do not depend on each other, so a sequential
+// read of an indexed member (a saved index, or a second pass) runs on
+// every core. The span the run is in is left to its reads, which inflate
+// as much of it as they need. Each span returned is counted as a
+// prefetch running, with its place in the budget, until prefetched says
+// it is done. a.mu is held.
+func (a *scheduler) prefetchAhead() spanStarts {
+	if !a.prefetchOK || a.seqRun < a.s.span || a.ctx.Err() != nil || a.prefetching >= a.maxPrefetch {
+		return spanStarts{}
 	}
 	from := max(a.prefetchNext, a.seqEnd)
 	until := a.seqEnd + a.spans*a.s.span
-	starts, n := a.ix.indexedStarts(from, until, maxPrefetch-a.prefetching)
-	for _, start := range starts[:n] {
-		a.prefetching++
-		a.prefetches.Add(1)
-		a.wg.Add(1)
-		go a.prefetch(start)
-		a.prefetchNext = start + 1
+	var pre spanStarts
+	pre.start, pre.n = a.ix.indexedStarts(from, until, a.maxPrefetch-a.prefetching)
+	pre.n = a.budget.take(pre.n)
+	if pre.n > 0 {
+		a.prefetching += pre.n
+		a.prefetches.Add(int64(pre.n))
+		a.wg.Add(pre.n)
+		a.prefetchNext = pre.start[pre.n-1] + 1
 	}
+	return pre
 }
 
-// prefetch inflates the span starting at output offset off into the
-// cache (unless it is there, or being inflated), then starts more if due.
-func (a *scheduler) prefetch(off int64) {
-	defer a.wg.Done()
-	a.fetch(a.ctx, off)
+// prefetched ends a prefetch that prefetchAhead returned, and returns
+// the next ones due.
+func (a *scheduler) prefetched() spanStarts {
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer a.wg.Done()
 	a.prefetching--
-	a.prefetchAhead()
-	a.mu.Unlock()
+	a.budget.give(1)
+	return a.prefetchAhead()
 }

@@ -54,12 +54,12 @@ type outRange struct {
 	background bool
 }
 
-func (f *frontier) init(s *stream, ix *index, spans *spanCache, bg context.Context, stop context.CancelFunc, saved IndexSource, helpers int) {
+func (f *frontier) init(s *stream, ix *index, spans *spanCache, bg context.Context, stop context.CancelFunc, saved IndexSource, helpers int, budget *HelperBudget) {
 	f.s, f.ix, f.spans = s, ix, spans
 	f.bg, f.stop = bg, stop
 	f.turn.L = &f.mu
 	f.saved.src = saved
-	f.helpers = max(helpers, 0)
+	f.helpers, f.budget = max(helpers, 0), budget
 	f.helpChunk = minChunk
 }
 

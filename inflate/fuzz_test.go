@@ -68,7 +68,7 @@ func FuzzInflate(f *testing.F) {
 		}
 		// With helpers (in chunks of a sixth of the stream): the last
 		// byte first, then the whole.
-		hr := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc, &Options{SpanSize: span, Helpers: 2})
+		hr := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), size, crc, &Options{SpanSize: span, Helpers: 2, HelperBudget: NewHelperBudget(2)})
 		hr.front.helpChunk = max(1, int64(len(comp))/6)
 		if size > 0 {
 			if got, err := hr.ReadAt(p[:1], size-1); got != 1 || (err != nil && err != io.EOF) || p[0] != want[size-1] {

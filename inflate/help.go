@@ -9,8 +9,9 @@ import (
 
 // Helping the lazy first pass. On a reader with Options.Helpers set, the
 // first read far past an index still in its first chunk (further than a
-// (Helpers+1)th of the output past it) has the stream cut into Helpers+1
-// chunks, as the parallel pass cuts it (see parallel.go): helper
+// (Helpers+1)th of the output past it) has the stream cut into up to
+// Helpers+1 chunks, one more than the helpers its HelperBudget has room
+// for, as the parallel pass cuts it (see parallel.go): helper
 // goroutines find the starts of chunks 1 on and run from them, while the
 // index grows from the stream's start as it always does, a span a turn,
 // answering the reads before it as it reaches them. When it reaches the
@@ -20,12 +21,14 @@ import (
 // the next chunk's start. A run that failed, or a start passed any other
 // way, leaves the index to grow on as before.
 
-// helpState is the frontier's helpers: how many, the least compressed
-// length of a chunk (minChunk; tests make it less), and their work;
-// helpStarts and helpSplices count the times they were started and their
-// runs spliced in, for tests.
+// helpState is the frontier's helpers: how many at most, the budget
+// they take their places in, the least compressed length of a chunk
+// (minChunk; tests make it less), and their work; helpStarts and
+// helpSplices count the times they were started and their runs spliced
+// in, for tests.
 type helpState struct {
 	helpers     int
+	budget      *HelperBudget
 	helpChunk   int64
 	help        *helping
 	helpStarts  atomic.Int64
@@ -46,7 +49,8 @@ type helping struct {
 func (h *helping) on() bool { return h != nil && h.p != nil }
 
 // maybeHelp starts helpers when a read waits far past an index still in
-// its first chunk, or decides there will be none. The turn is held.
+// its first chunk and the budget has room for one at least, or decides
+// there will be none. The turn is held.
 func (f *frontier) maybeHelp() {
 	if f.helpers == 0 || f.help != nil {
 		return
@@ -63,19 +67,28 @@ func (f *frontier) maybeHelp() {
 		f.help = &helping{} // never: too late, or the stream too short or stored
 		return
 	}
+	// A chunk a helper, but the first: with no room in the budget,
+	// the next span looks again.
+	k := f.budget.take(n - 1)
+	if k == 0 {
+		return
+	}
+	n = k + 1
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.bg.Err() != nil {
+		f.budget.give(k)
 		return // released
 	}
 	ctx, stop := context.WithCancel(f.bg)
 	p := newPass(f.s, ctx, n, f.ix.first())
 	f.help = &helping{p: p, w: &passWorker{}, stop: stop, heading: heading{next: -2, final: -1}}
-	ws := make([]passWorker, min(f.helpers, n-1))
+	ws := make([]passWorker, k)
 	f.helpStarts.Add(1)
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		defer f.budget.give(k)
 		// Task k is chunk k/2+1's start when k is even, else its run.
 		// Every task runs, cancelled or not, so that each run's ran is
 		// closed: the tasks themselves stop soon once ctx is done.

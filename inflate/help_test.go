@@ -10,11 +10,11 @@ import (
 	"testing"
 )
 
-// helped is a reader of comp with helpers, in chunks of a tenth of it,
-// and the hooks given.
+// helped is a reader of comp with helpers (and a budget of its own for
+// them), in chunks of a tenth of it, and the hooks given.
 func helped(data, comp []byte, helpers int, hooks *testHooks) *ReaderAt {
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: helpers, test: hooks})
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: helpers, HelperBudget: NewHelperBudget(helpers), test: hooks})
 	r.front.helpChunk = max(int64(len(comp))/10, 1)
 	return r
 }
@@ -156,7 +156,7 @@ func TestHelpReleased(t *testing.T) {
 	g := newGatedSrc(comp, int64(len(comp))/2)
 	g.blocked = make(chan int64, 1<<16) // nobody listens
 	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Helpers: 3})
+		&Options{SpanSize: 64 << 10, Helpers: 3, HelperBudget: NewHelperBudget(3)})
 	r.front.helpChunk = int64(len(comp)) / 10
 	read := make(chan error)
 	go func() {
@@ -191,7 +191,7 @@ func TestHelpedStartInLastSpan(t *testing.T) {
 	data := noisyFloat32(3<<20, 40)
 	comp := deflate(t, data, 6)
 	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 1 << 20, Cache: NewCache(16 << 20), Helpers: 9})
+		&Options{SpanSize: 1 << 20, Cache: NewCache(16 << 20), Helpers: 9, HelperBudget: NewHelperBudget(9)})
 	r.front.helpChunk = int64(len(comp)) / 10
 	defer r.Release()
 	checkRead(t, r, data, int64(len(data))-100, 100)
@@ -213,7 +213,7 @@ func TestHelpWaitCancelled(t *testing.T) {
 	g.blocked = make(chan int64, 1<<16)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1, test: &testHooks{wait: func(w waitFor) {
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1, HelperBudget: NewHelperBudget(1), test: &testHooks{wait: func(w waitFor) {
 			if w == forRun {
 				cancel()
 			}

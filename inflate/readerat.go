@@ -27,8 +27,13 @@ type Options struct {
 	// IndexSource, and Progress for what became of it).
 	Index IndexSource
 	// Helpers, when above 0, is how many goroutines may help a fresh
-	// index grow when a read waits far past it (see help.go).
+	// index grow when a read waits far past it (see help.go), places in
+	// the HelperBudget allowing.
 	Helpers int
+	// HelperBudget bounds the goroutines that inflate besides the
+	// reads, shared by every ReaderAt given it; nil means the process's
+	// (DefaultHelperBudget).
+	HelperBudget *HelperBudget
 
 	test *testHooks // set by tests alone
 }
@@ -101,8 +106,9 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 	bg, stop := context.WithCancel(context.Background())
 	r.ix.init(o.Windows, o.test)
 	r.spans.init(&r.stream)
-	r.front.init(&r.stream, &r.ix, &r.spans, bg, stop, o.Index, o.Helpers)
-	r.ahead.init(&r.stream, &r.ix, &r.front, bg, stop, r.prefetch)
+	budget := cmp.Or(o.HelperBudget, defaultHelpers)
+	r.front.init(&r.stream, &r.ix, &r.spans, bg, stop, o.Index, o.Helpers, budget)
+	r.ahead.init(&r.stream, &r.ix, &r.front, bg, stop, budget)
 	return r
 }
 
@@ -165,7 +171,7 @@ func (r *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int,
 	}
 	n := 0
 	need := min(r.size, off+int64(len(p)))
-	r.ahead.noteRead(off, need)
+	r.prefetch(r.ahead.noteRead(off, need))
 	for n < len(p) && off+int64(n) < r.size {
 		pos := off + int64(n)
 		s, start, err := r.spanAt(ctx, pos, need)
@@ -252,10 +258,16 @@ func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target int64) 
 	return nil, err
 }
 
-// prefetch inflates the indexed span starting at off into the cache,
-// for the scheduler.
-func (r *ReaderAt) prefetch(ctx context.Context, off int64) {
-	if s, _, err := r.spanAt(ctx, off, r.size); err == nil {
-		r.cache.release(s)
+// prefetch inflates the indexed spans the scheduler says are due into
+// the cache, each in a goroutine of its own, which then prefetches the
+// spans due after it.
+func (r *ReaderAt) prefetch(due spanStarts) {
+	for _, off := range due.start[:due.n] {
+		go func() {
+			if s, _, err := r.spanAt(r.ahead.ctx, off, r.size); err == nil {
+				r.cache.release(s)
+			}
+			r.prefetch(r.ahead.prefetched())
+		}()
 	}
 }

@@ -16,9 +16,12 @@ import (
 	"time"
 )
 
+// newRA is a reader of comp in spans of span bytes, with its own
+// HelperBudget (of GOMAXPROCS), so that no other test's goroutines take
+// its prefetches' places.
 func newRA(data, comp []byte, span int64, cache *Cache) *ReaderAt {
 	return NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)),
-		crc32.ChecksumIEEE(data), &Options{SpanSize: span, Cache: cache})
+		crc32.ChecksumIEEE(data), &Options{SpanSize: span, Cache: cache, HelperBudget: NewHelperBudget(0)})
 }
 
 // checkRead compares one ReadAt against data, with io.ReaderAt semantics.

@@ -234,7 +234,7 @@ func TestCancelWaitForRun(t *testing.T) {
 	g := newCtxGate(comp, int64(len(comp))*6/10) // the helper's run waits here
 	waiting := make(chan struct{}, 4)
 	r := NewReaderAt(g, int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1, test: waits(waiting, forRun)})
+		&Options{SpanSize: 64 << 10, Cache: NewCache(8 << 20), Helpers: 1, HelperBudget: NewHelperBudget(1), test: waits(waiting, forRun)})
 	r.front.helpChunk = int64(len(comp)) / 2
 	defer r.Release()
 	deep := int64(len(data)) - 1000
