@@ -573,8 +573,9 @@ func (ma *mountArgs) datasetOptions(mem memplan.Plan, logger *log.Logger) (*data
 			IndexBytes:   mem.Indexes,
 			MaxHeaderLen: ma.maxHeaderKB << 10,
 			// A first read deep into a large deflated member has the
-			// other cores index parts of it ahead.
-			Helpers: runtime.NumCPU() - 1,
+			// other cores index parts of it ahead (all members' helpers
+			// together are bounded by inflate.DefaultHelperBudget).
+			Helpers: runtime.GOMAXPROCS(0) - 1,
 			Logf:    logger.Printf,
 		},
 		Remote: ro,
