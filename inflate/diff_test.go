@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	kflate "github.com/klauspost/compress/flate"
@@ -261,129 +262,139 @@ type advCase struct {
 // adversarialStreams are hand-made streams probing the validity rules, with
 // whether compress/flate accepts each.
 func adversarialStreams() []advCase {
+	return slices.Concat(fixedStreams(), headerStreams(), dynamicStreams())
+}
+
+// adv is the case of the stream f writes.
+func adv(name string, ok bool, f func(w *bitWriter)) advCase {
+	w := &bitWriter{}
+	f(w)
+	return advCase{name, w.bytes(), ok}
+}
+
+// fixedHeader writes the header of a block with the fixed codes.
+func fixedHeader(w *bitWriter, final bool) {
+	if final {
+		w.bits(1|1<<1, 3)
+	} else {
+		w.bits(1<<1, 3)
+	}
+}
+
+// fixedCopy writes a final block with the fixed codes of the literals
+// lits, then a copy of 3 bytes with distance code dist.
+func fixedCopy(lits string, dist uint32) func(w *bitWriter) {
+	return func(w *bitWriter) {
+		fixedHeader(w, true)
+		for _, c := range []byte(lits) {
+			w.fixedLit(int(c))
+		}
+		w.fixedLit(257)
+		w.code(dist, 5)
+		w.fixedLit(256)
+	}
+}
+
+// fixedStreams probe symbols and distances, with the fixed codes.
+func fixedStreams() []advCase {
+	return []advCase{
+		adv("fixed empty", true, func(w *bitWriter) { fixedHeader(w, true); w.fixedLit(256) }),
+		adv("fixed lit 286", false, func(w *bitWriter) { fixedHeader(w, true); w.fixedLit(286); w.fixedLit(256) }),
+		adv("fixed lit 287", false, func(w *bitWriter) { fixedHeader(w, true); w.fixedLit(287); w.fixedLit(256) }),
+		adv("fixed dist 30", false, fixedCopy("a", 30)),
+		adv("fixed dist 31", false, fixedCopy("a", 31)),
+		adv("distance too far", false, fixedCopy("a", 1)),
+		adv("distance exactly back to start", true, func(w *bitWriter) {
+			fixedHeader(w, true)
+			w.fixedLit('a')
+			w.fixedLit('b')
+			w.fixedLit(285) // length 258
+			w.code(1, 5)    // distance 2
+			w.fixedLit(284) // 227 + 31 = 258
+			w.bits(31, 5)
+			w.code(0, 5)
+			w.fixedLit(256)
+		}),
+		adv("distance from empty", false, fixedCopy("", 0)),
+		adv("distance 32768", true, func(w *bitWriter) {
+			w.bits(0, 3) // stored, not final
+			w.align()
+			w.bits(0xffff, 16)
+			w.bits(0, 16)
+			for i := 0; i < 0xffff; i++ {
+				w.bits(uint64(i*7%251), 8)
+			}
+			fixedHeader(w, true)
+			w.fixedLit(285)
+			w.code(29, 5)
+			w.bits(8191, 13) // 24577 + 8191 = 32768
+			w.fixedLit(256)
+		}),
+	}
+}
+
+// finalStored writes a final stored block of 3 bytes whose length's
+// complement is nlen, and the bytes body.
+func finalStored(nlen uint64, body string) func(w *bitWriter) {
+	return func(w *bitWriter) {
+		w.bits(1, 3)
+		w.align()
+		w.bits(3, 16)
+		w.bits(nlen, 16)
+		for _, c := range []byte(body) {
+			w.bits(uint64(c), 8)
+		}
+	}
+}
+
+// headerStreams probe block headers: stored blocks, block types, the
+// counts and code-length codes of dynamic headers.
+func headerStreams() []advCase {
+	return []advCase{
+		adv("reserved type", false, func(w *bitWriter) { w.bits(1|3<<1, 3); w.bits(0, 16) }),
+		adv("stored nlen mismatch", false, finalStored(0xfffd, "AAA")),
+		adv("stored ok", true, finalStored(0xfffc, "AAA")),
+		adv("stored truncated", false, finalStored(0xfffc, "AA")),
+		adv("no final block", false, func(w *bitWriter) { fixedHeader(w, false); w.fixedLit('x'); w.fixedLit(256) }),
+		adv("trailing garbage", true, func(w *bitWriter) { fixedHeader(w, true); w.fixedLit('x'); w.fixedLit(256); w.bits(0xdeadbeef, 32) }),
+		adv("empty input", false, func(w *bitWriter) {}),
+		adv("hlit 287", false, func(w *bitWriter) { w.bits(1|2<<1, 3); w.bits(30, 5); w.bits(0, 5); w.bits(0, 4) }),
+		adv("hdist 31", false, func(w *bitWriter) { w.bits(1|2<<1, 3); w.bits(0, 5); w.bits(30, 5); w.bits(0, 4) }),
+		adv("hdist 32", false, func(w *bitWriter) { w.bits(1|2<<1, 3); w.bits(0, 5); w.bits(31, 5); w.bits(0, 4) }),
+		adv("repeat first", false, func(w *bitWriter) {
+			w.bits(1|2<<1, 3)
+			w.dynHeader(257, 1, [][2]int{{16, 0}})
+		}),
+		adv("repeat past end", false, func(w *bitWriter) {
+			w.bits(1|2<<1, 3)
+			w.dynHeader(257, 1, [][2]int{{18, 127}, {18, 127}, {18, 127}})
+		}),
+		adv("empty code-length code", false, func(w *bitWriter) {
+			w.bits(1|2<<1, 3)
+			w.bits(0, 5)
+			w.bits(0, 5)
+			w.bits(0, 4)
+			w.bits(0, 12)
+			w.bits(0, 32)
+		}),
+		adv("oversubscribed code-length code", false, func(w *bitWriter) {
+			w.bits(1|2<<1, 3)
+			w.bits(0, 5)
+			w.bits(0, 5)
+			w.bits(15, 4)
+			for i := 0; i < 19; i++ {
+				w.bits(1, 3)
+			}
+			w.bits(0, 32)
+		}),
+	}
+}
+
+// dynamicStreams probe dynamic codes: complete, incomplete, single and
+// empty ones.
+func dynamicStreams() []advCase {
 	type tc = advCase
 	var cases []tc
-	add := func(name string, ok bool, f func(w *bitWriter)) {
-		w := &bitWriter{}
-		f(w)
-		cases = append(cases, tc{name, w.bytes(), ok})
-	}
-	fixed := func(w *bitWriter, final bool) {
-		if final {
-			w.bits(1|1<<1, 3)
-		} else {
-			w.bits(1<<1, 3)
-		}
-	}
-	add("fixed empty", true, func(w *bitWriter) { fixed(w, true); w.fixedLit(256) })
-	add("fixed lit 286", false, func(w *bitWriter) { fixed(w, true); w.fixedLit(286); w.fixedLit(256) })
-	add("fixed lit 287", false, func(w *bitWriter) { fixed(w, true); w.fixedLit(287); w.fixedLit(256) })
-	add("fixed dist 30", false, func(w *bitWriter) {
-		fixed(w, true)
-		w.fixedLit('a')
-		w.fixedLit(257)
-		w.code(30, 5)
-		w.fixedLit(256)
-	})
-	add("fixed dist 31", false, func(w *bitWriter) {
-		fixed(w, true)
-		w.fixedLit('a')
-		w.fixedLit(257)
-		w.code(31, 5)
-		w.fixedLit(256)
-	})
-	add("distance too far", false, func(w *bitWriter) {
-		fixed(w, true)
-		w.fixedLit('a')
-		w.fixedLit(257)
-		w.code(1, 5) // distance 2
-		w.fixedLit(256)
-	})
-	add("distance exactly back to start", true, func(w *bitWriter) {
-		fixed(w, true)
-		w.fixedLit('a')
-		w.fixedLit('b')
-		w.fixedLit(285) // length 258
-		w.code(1, 5)    // distance 2
-		w.fixedLit(284) // 227 + 31 = 258
-		w.bits(31, 5)
-		w.code(0, 5)
-		w.fixedLit(256)
-	})
-	add("distance from empty", false, func(w *bitWriter) {
-		fixed(w, true)
-		w.fixedLit(257)
-		w.code(0, 5)
-		w.fixedLit(256)
-	})
-	add("distance 32768", true, func(w *bitWriter) {
-		w.bits(0, 3) // stored, not final
-		w.align()
-		w.bits(0xffff, 16)
-		w.bits(0, 16)
-		for i := 0; i < 0xffff; i++ {
-			w.bits(uint64(i*7%251), 8)
-		}
-		fixed(w, true)
-		w.fixedLit(285)
-		w.code(29, 5)
-		w.bits(8191, 13) // 24577 + 8191 = 32768
-		w.fixedLit(256)
-	})
-	add("reserved type", false, func(w *bitWriter) { w.bits(1|3<<1, 3); w.bits(0, 16) })
-	add("stored nlen mismatch", false, func(w *bitWriter) {
-		w.bits(1, 3)
-		w.align()
-		w.bits(3, 16)
-		w.bits(0xfffd, 16)
-		w.bits(0x414141, 24)
-	})
-	add("stored ok", true, func(w *bitWriter) {
-		w.bits(1, 3)
-		w.align()
-		w.bits(3, 16)
-		w.bits(0xfffc, 16)
-		w.bits(0x414141, 24)
-	})
-	add("stored truncated", false, func(w *bitWriter) {
-		w.bits(1, 3)
-		w.align()
-		w.bits(3, 16)
-		w.bits(0xfffc, 16)
-		w.bits(0x4141, 16)
-	})
-	add("no final block", false, func(w *bitWriter) { fixed(w, false); w.fixedLit('x'); w.fixedLit(256) })
-	add("trailing garbage", true, func(w *bitWriter) { fixed(w, true); w.fixedLit('x'); w.fixedLit(256); w.bits(0xdeadbeef, 32) })
-	add("empty input", false, func(w *bitWriter) {})
-	add("hlit 287", false, func(w *bitWriter) { w.bits(1|2<<1, 3); w.bits(30, 5); w.bits(0, 5); w.bits(0, 4) })
-	add("hdist 31", false, func(w *bitWriter) { w.bits(1|2<<1, 3); w.bits(0, 5); w.bits(30, 5); w.bits(0, 4) })
-	add("hdist 32", false, func(w *bitWriter) { w.bits(1|2<<1, 3); w.bits(0, 5); w.bits(31, 5); w.bits(0, 4) })
-	add("repeat first", false, func(w *bitWriter) {
-		w.bits(1|2<<1, 3)
-		w.dynHeader(257, 1, [][2]int{{16, 0}})
-	})
-	add("repeat past end", false, func(w *bitWriter) {
-		w.bits(1|2<<1, 3)
-		w.dynHeader(257, 1, [][2]int{{18, 127}, {18, 127}, {18, 127}})
-	})
-	add("empty code-length code", false, func(w *bitWriter) {
-		w.bits(1|2<<1, 3)
-		w.bits(0, 5)
-		w.bits(0, 5)
-		w.bits(0, 4)
-		w.bits(0, 12)
-		w.bits(0, 32)
-	})
-	add("oversubscribed code-length code", false, func(w *bitWriter) {
-		w.bits(1|2<<1, 3)
-		w.bits(0, 5)
-		w.bits(0, 5)
-		w.bits(15, 4)
-		for i := 0; i < 19; i++ {
-			w.bits(1, 3)
-		}
-		w.bits(0, 32)
-	})
 	cases = append(cases,
 		tc{"no code for end of block", dynBlock(true, flatLens(257, 8), flatLens(30, 4)[:1], func(w *bitWriter, lit, dist func(int)) {
 			for _, c := range []byte("hello") {
