@@ -156,6 +156,11 @@ func (f *frontier) extendOne(ctx context.Context, keep bool) error {
 	defer decoders.Put(d)
 	g, err := f.decodeSpan(ctx, d, &cp, win)
 	if err == nil {
+		// Before endSpan, which may take a helper's run: after it the
+		// span is recorded, whatever ctx says.
+		err = f.packed(ctx)
+	}
+	if err == nil {
 		err = f.endSpan(ctx, d, &g)
 	}
 	if err != nil {

@@ -16,13 +16,27 @@ type pendingWindow struct {
 	win    []byte
 }
 
-// packLater waits for the window packed before (packBuf is then free),
-// copies the touched bytes of win into packBuf, and returns the pending
+// packed waits for the window packed before, if any, to be packed (and
+// packBuf free), until ctx is done. The turn is held.
+func (f *frontier) packed(ctx context.Context) error {
+	p := f.packing
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	f.s.hooks.waiting(forWindow)
+	_, err := p.wait(ctx)
+	return err
+}
+
+// packLater copies the touched bytes of win into packBuf, the window
+// packed before being packed (see packed), and returns the pending
 // window for index.pack. The turn is held.
 func (f *frontier) packLater(win []byte, touched []bool) *pendingWindow {
-	if p := f.packing; p != nil {
-		<-p.done
-	}
 	if f.packBuf == nil && len(win) > 0 {
 		f.packBuf = make([]byte, windowSize)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync/atomic"
 	"testing"
 )
 
@@ -199,29 +200,62 @@ func TestCancelWaitForTurn(t *testing.T) {
 	readWhole(t, r, data)
 }
 
-// TestCancelWaitForWindow: a read waiting for a window being packed
-// returns at its cancellation; the window is packed, and a read after
-// it waiting for it too gets its bytes.
-func TestCancelWaitForWindow(t *testing.T) {
-	data := mixed(256<<10, 54)
+// heldSpan is the span of heldPacking's readers.
+const heldSpan = 64 << 10
+
+// heldPacking is a reader of data in spans of 64 KiB that keeps no span
+// in its cache (reads inflate), indexed up to span 2, whose window 1 is
+// packed once hold is closed, and whose waits for windows from then on
+// are told to waiting.
+func heldPacking(t *testing.T, data []byte) (r *ReaderAt, hold, waiting chan struct{}) {
 	comp := deflate(t, data, 6)
-	const span = 64 << 10
-	hold := make(chan struct{})
-	waiting := make(chan struct{}, 4)
-	hooks := waits(waiting, forWindow)
-	hooks.pack = func(seq int64) {
-		if seq == 1 {
-			<-hold
-		}
+	hold, waiting = make(chan struct{}), make(chan struct{}, 4)
+	var armed atomic.Bool
+	hooks := &testHooks{
+		pack: func(seq int64) {
+			if seq == 1 {
+				<-hold
+			}
+		},
+		wait: func(w waitFor) {
+			if w == forWindow && armed.Load() {
+				waiting <- struct{}{}
+			}
+		},
 	}
-	r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
-		&Options{SpanSize: span, Cache: NewCache(1024), test: hooks}) // keeps no span: reads inflate
-	cancelWaiting(t, r, data, span+100, 1000, waiting) // indexes spans 0 and 1, then inflates span 1
-	last := readAsync(context.Background(), r, data, span+2000, 1000)
-	<-waiting
-	close(hold)
-	waitReads(t, last)
-	readWhole(t, r, data)
+	r = NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc32.ChecksumIEEE(data),
+		&Options{SpanSize: heldSpan, Cache: NewCache(1024), test: hooks})
+	// Window 0 is packed before span 1 is recorded, window 1 is held.
+	if err := r.IndexTo(context.Background(), 2*heldSpan-1); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	return r, hold, waiting
+}
+
+// TestCancelWaitForWindow: a read waiting for a window being packed
+// (to inflate the span after it, or, growing the index, to pack the
+// next) returns at its cancellation; the window is packed, and a read
+// after it waiting for it too gets its bytes.
+func TestCancelWaitForWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		off  int64
+	}{
+		{"inflating span 1", heldSpan + 100},
+		{"growing past span 2", 3*heldSpan + 100}, // packs window 2 once window 1 is
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := mixed(256<<10, 54)
+			r, hold, waiting := heldPacking(t, data)
+			cancelWaiting(t, r, data, tc.off, 1000, waiting)
+			last := readAsync(context.Background(), r, data, tc.off+2000, 1000)
+			<-waiting
+			close(hold)
+			waitReads(t, last)
+			readWhole(t, r, data)
+		})
+	}
 }
 
 // TestCancelWaitForRun: a read whose span ends at a chunk's start waits
