@@ -27,11 +27,13 @@ type HelperBudget struct {
 // container's CPU limit as it changes).
 func NewHelperBudget(limit int) *HelperBudget { return &HelperBudget{limit: limit} }
 
-var defaultHelpers = NewHelperBudget(0)
+// defaultHelpers is the process's budget: its zero value follows
+// GOMAXPROCS.
+var defaultHelpers HelperBudget
 
 // DefaultHelperBudget is the process's budget, of runtime.GOMAXPROCS(0)
 // goroutines, which readers whose Options give none share.
-func DefaultHelperBudget() *HelperBudget { return defaultHelpers }
+func DefaultHelperBudget() *HelperBudget { return &defaultHelpers }
 
 // Limit is how many goroutines the budget allows at once.
 func (b *HelperBudget) Limit() int {

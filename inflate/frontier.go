@@ -17,8 +17,8 @@ import (
 // of not growing at all.
 //
 // turns (turn.go) is the turn and the reads waiting for it, guarded by
-// mu; growth and helping belong to whoever has the turn, and are read
-// and written by it alone.
+// mu; saved (ask.go) has a lock of its own; growth and helpState belong
+// to whoever has the turn, and are read and written by it alone.
 type frontier struct {
 	s     *stream
 	ix    *index

@@ -106,7 +106,7 @@ func NewReaderAt(src io.ReaderAt, compressedSize, size int64, crc uint32, opts *
 	bg, stop := context.WithCancel(context.Background())
 	r.ix.init(o.Windows, o.test)
 	r.spans.init(&r.stream)
-	budget := cmp.Or(o.HelperBudget, defaultHelpers)
+	budget := cmp.Or(o.HelperBudget, &defaultHelpers)
 	r.front.init(&r.stream, &r.ix, &r.spans, bg, stop, o.Index, o.Helpers, budget)
 	r.ahead.init(&r.stream, &r.ix, &r.front, bg, stop, budget)
 	return r
