@@ -23,11 +23,6 @@ func (f *frontier) packed(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
 	f.s.hooks.waiting(forWindow)
 	_, err := p.wait(ctx)
 	return err

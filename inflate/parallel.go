@@ -238,11 +238,6 @@ func (p *parallelPass) start(ctx context.Context, w *passWorker, i int) (*chunkS
 		close(p.found[i])
 		return &p.starts[i], nil
 	}
-	select {
-	case <-p.found[i]:
-		return &p.starts[i], nil
-	default:
-	}
 	p.s.hooks.waiting(forStart)
 	select {
 	case <-p.found[i]:
