@@ -4,10 +4,9 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
@@ -444,16 +443,7 @@ func (a *Archive) readInfos(ctx context.Context, ms []*Member) {
 		ms[0].info(ctx)
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(infoReaders, len(ms)) {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(ms)); i = next.Add(1) - 1 {
-				ms[i].info(ctx)
-			}
-		})
-	}
-	wg.Wait()
+	workers.Run(ctx, len(ms), infoReaders, func(_, i int) { ms[i].info(ctx) })
 }
 
 // prefetchGuess is how many bytes of a member's data reading its npy
