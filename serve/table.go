@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
 
+	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
@@ -77,11 +76,7 @@ func (s *server) table(ctx context.Context, q *request, done func()) {
 	}
 	ms := s.members[first:min(first+count, total)]
 	entries := make([]entry, len(ms))
-	forEach(len(ms), headerReaders, func(i int) {
-		if ctx.Err() == nil {
-			entries[i] = s.entry(ctx, ms[i], q.Headers)
-		}
-	})
+	workers.Run(ctx, len(ms), headerReaders, func(_, i int) { entries[i] = s.entry(ctx, ms[i], q.Headers) })
 	if ctx.Err() != nil {
 		done()
 		s.fail(q.ID, codeCancelled, "cancelled", nil)
@@ -110,22 +105,6 @@ func (s *server) table(ctx context.Context, q *request, done func()) {
 		Total   int64           `json:"total"`
 		Members json.RawMessage `json:"members"`
 	}{q.ID, kindTable, first, total, json.RawMessage("[" + b.String() + "]")}, nil)
-}
-
-// forEach calls fn(i) for i in [0, n), from at most k goroutines.
-func forEach(n, k int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(k, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // entry describes m; with headers, what its bytes hold too.
