@@ -92,7 +92,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	logger := log.New(stderr, "npzfs serve: ", 0)
 	opts := &dataset.Options{
 		Archive: npz.Options{CacheBytes: mem.SpanCache, IndexBytes: mem.Indexes, MaxHeaderLen: sa.maxHeaderKB << 10,
-			Helpers: runtime.NumCPU() - 1, Logf: logger.Printf},
+			Helpers: runtime.GOMAXPROCS(0) - 1, Logf: logger.Printf},
 		Remote: ro,
 	}
 	if !sa.index.none {
