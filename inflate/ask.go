@@ -27,13 +27,16 @@ type IndexSource interface {
 	// context allows: an implementation that may be slow (a remote
 	// sidecar) bounds its own wait.
 	//
-	// "None" is final: the reader does not ask again. Any other error
-	// is not: the reader inflates from the stream without the saved
-	// index and asks again at a later read that needs the index to
-	// grow, no sooner than retryFirst after the failure, and twice as
-	// long after each failure in a row, up to retryMax; an answer cut
-	// short by the asking read's context is asked for again by the next
-	// read.
+	// "None" is final: the reader does not ask again. A *Pending says
+	// the index is being looked for (a request under way that need not
+	// be waited for): the reader inflates from the stream meanwhile, and
+	// asks again once Pending.Ready is closed, at the next span it
+	// inflates. Any other error is not final either: the reader
+	// inflates from the stream without the saved index and asks again
+	// at a later read that needs the index to grow, no sooner than
+	// retryFirst after the failure, and twice as long after each
+	// failure in a row, up to retryMax; an answer cut short by the
+	// asking read's context is asked for again by the next read.
 	//
 	// The index's bytes must stay readable while the reader is used
 	// (see LoadIndex). They are read with the context of the read that
@@ -44,6 +47,13 @@ type IndexSource interface {
 	// Progress).
 	OpenIndex(ctx context.Context) (src io.ReaderAt, size int64, err error)
 }
+
+// Pending is what an IndexSource answers while it looks for the index
+// without the reader waiting for it: the reader goes on inflating, and
+// asks again once Ready is closed.
+type Pending struct{ Ready <-chan struct{} }
+
+func (p *Pending) Error() string { return "inflate: the saved index is being looked for" }
 
 // How long a reader waits to ask its IndexSource again after a failure:
 // retryFirst after the first, twice as long after each failure in a
@@ -60,10 +70,11 @@ type asker struct {
 	src IndexSource
 
 	mu     sync.Mutex
-	done   bool          // answered for good: loaded, refused, or none
-	asking chan struct{} // while a read asks: closed when it is done
-	fails  int           // failures in a row
-	next   time.Time     // no asking before, after a failure
+	done   bool            // answered for good: loaded, refused, or none
+	asking chan struct{}   // while a read asks: closed when it is done
+	fails  int             // failures in a row
+	next   time.Time       // no asking before, after a failure
+	ready  <-chan struct{} // a Pending answer's: asked again once closed
 
 	// An index opened and not loaded yet: the load was cut short, or
 	// reading its table failed in a way that may pass.
@@ -85,7 +96,7 @@ func (f *frontier) loadSaved(ctx context.Context) error {
 	for {
 		a.mu.Lock()
 		switch {
-		case a.done || (a.fails > 0 && f.s.hooks.now().Before(a.next)):
+		case a.done || (a.fails > 0 && f.s.hooks.now().Before(a.next)) || a.waits():
 			a.mu.Unlock()
 			return nil
 		case a.asking != nil:
@@ -111,13 +122,48 @@ func (f *frontier) loadSaved(ctx context.Context) error {
 	}
 }
 
+// waits reports a Pending answer not ready yet, and forgets one that is
+// (so that the source is asked again). a.mu is held.
+func (a *asker) waits() bool {
+	if a.ready == nil {
+		return false
+	}
+	select {
+	case <-a.ready:
+		a.ready = nil
+		return false
+	default:
+		return true
+	}
+}
+
+// readyNow reports a Pending answer that is ready now: the source is to be
+// asked again before the next span.
+func (a *asker) readyNow() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ready == nil {
+		return false
+	}
+	select {
+	case <-a.ready:
+		return true
+	default:
+		return false
+	}
+}
+
 // answered records what asking gave: nothing to ask again (err nil or
-// "none"), an answer cut short (cut), or a failure, after which the
-// next ask waits for its backoff from now. a.mu is held.
+// "none"), the index still being looked for (Pending), an answer cut
+// short (cut), or a failure, after which the next ask waits for its
+// backoff from now. a.mu is held.
 func (a *asker) answered(err error, cut bool, now time.Time) {
+	var p *Pending
 	switch {
 	case err == nil || errors.Is(err, fs.ErrNotExist):
 		a.done = true
+	case errors.As(err, &p):
+		a.ready = p.Ready
 	case cut:
 	default:
 		a.fails++

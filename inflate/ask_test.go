@@ -204,3 +204,47 @@ func TestIndexReadsThatPass(t *testing.T) {
 		t.Fatalf("after a window's read failed: loaded %v, discarded %d times", r.ix.isLoaded(), drops(r))
 	}
 }
+
+// TestIndexSourcePending: an IndexSource that answers Pending is not
+// waited for: a read inflates from the stream, asking again nothing while
+// Ready is open; once Ready is closed, the source is asked again before
+// the next span, and its index takes the read the rest of the way, even
+// a read that had started without it.
+func TestIndexSourcePending(t *testing.T) {
+	data := mixed(4<<20, 64)
+	idx := savedIndex(t, data)
+	for _, readyAtOnce := range []bool{false, true} {
+		ready := make(chan struct{})
+		src := &scriptedSource{answer: func(_ context.Context, n int64) (io.ReaderAt, int64, error) {
+			if n == 1 {
+				if readyAtOnce {
+					close(ready) // found as the first read goes on
+				}
+				return nil, 0, &Pending{Ready: ready}
+			}
+			return bytes.NewReader(idx), int64(len(idx)), nil
+		}}
+		r := askedReader(t, data, src, &testHooks{clock: (&testClock{}).time})
+		const span = 128 << 10
+		checkRead(t, r, data, 20*span+10, 1000)
+		if readyAtOnce {
+			if src.asked.Load() != 2 || !r.ix.isLoaded() {
+				t.Fatalf("ready at once: asked %d times, loaded %v; want the index loaded within the read", src.asked.Load(), r.ix.isLoaded())
+			}
+		} else {
+			checkRead(t, r, data, 22*span+10, 1000)
+			if src.asked.Load() != 1 || r.ix.isLoaded() {
+				t.Fatalf("pending: asked %d times, loaded %v; want one asking, no index", src.asked.Load(), r.ix.isLoaded())
+			}
+			close(ready)
+			checkRead(t, r, data, 24*span+10, 1000)
+			if src.asked.Load() != 2 || !r.ix.isLoaded() {
+				t.Fatalf("once ready: asked %d times, loaded %v", src.asked.Load(), r.ix.isLoaded())
+			}
+		}
+		checkReads(t, r, data, 64)
+		if p := r.Progress(); !p.Loaded || p.Dropped != nil {
+			t.Fatalf("progress %+v", p)
+		}
+	}
+}

@@ -98,6 +98,13 @@ func (f *frontier) extendFor(ctx context.Context, want *outRange) error {
 		if err != nil {
 			return err
 		}
+		if f.saved.readyNow() {
+			// The saved index looked for meanwhile has come: loaded
+			// now, it takes the read the rest of the way.
+			if err := f.loadSaved(ctx); err != nil {
+				return err
+			}
+		}
 	}
 }
 
