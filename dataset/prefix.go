@@ -50,7 +50,10 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 	if !ok {
 		return name, false, fmt.Errorf("%s: an HTTP server takes no upload: give --sidecar-file FILE to write the sidecar, and put it beside the archive by hand", name)
 	}
-	old := x.a.IndexSidecar()
+	old, err := x.a.IndexSidecar(ctx)
+	if err != nil {
+		return name, false, err
+	}
 	if holdsAll(ctx, old, x.members) {
 		return name, false, nil
 	}
@@ -82,7 +85,7 @@ func putSidecar(ctx context.Context, x *indexed) (string, bool, error) {
 	}
 	// Another machine put one meanwhile: kept if it holds every index.
 	if x.group != nil {
-		if sc, _ := folder.FindSidecar(x.group, x.backend)(0); sc != nil {
+		if sc, _ := folder.SidecarFinder(x.group, x.backend).FindSidecar(ctx, 0); sc != nil {
 			defer sc.Close()
 			if holdsAll(ctx, sc, x.members) {
 				return name, false, nil

@@ -100,7 +100,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	d.backend = b
 	ao := o.Archive
 	if o.Sidecars {
-		ao.FindSidecar = folder.FindSidecar(g, b)
+		ao.SidecarFinder = folder.SidecarFinder(g, b)
 	}
 	a, err := npz.New(ctx, src, src.Size(), path.Base(src.String()), &ao)
 	if err != nil {

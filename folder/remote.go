@@ -95,7 +95,7 @@ func (p *Remote) Open(ctx context.Context, rel string, e Entry, opts *npz.Option
 	}
 	o := *opts
 	if o.Sidecars {
-		o.FindSidecar = FindSidecar(p.group, b)
+		o.SidecarFinder = SidecarFinder(p.group, b)
 	}
 	o.Sidecars = false
 	a, err := npz.New(ctx, src, src.Size(), e.Name, &o)
@@ -133,30 +133,37 @@ func SidecarBeside(b remote.Backend) remote.Backend {
 	return sib.Sibling(npz.SidecarPath(name[strings.LastIndex(name, "/")+1:]))
 }
 
-// FindSidecar is npz.Options.FindSidecar for the archive b is, one of
-// the group g: the sidecar beside it (npz.SidecarPath), which it looks
-// for with one request, for the head bytes at its start when told them
-// (the lookup's local header and table), else for its end (its central
-// directory); one that is not there, or may not be read, is none.
-func FindSidecar(g *remote.Group, b remote.Backend) func(head int64) (*npz.IndexSidecar, error) {
-	return func(head int64) (*npz.IndexSidecar, error) {
-		sb := SidecarBeside(b)
-		if sb == nil {
-			return nil, nil
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), remote.DefaultReadTimeout)
-		defer cancel()
-		o := remote.Options{TailBytes: smallTail, BlockSize: sidecarBlock}
-		if head > 0 {
-			o.TailBytes, o.Head = head, true
-		}
-		src, err := g.Open(ctx, sb, o)
-		switch {
-		case errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrDenied):
-			return nil, nil
-		case err != nil:
-			return nil, err
-		}
-		return npz.NewIndexSidecar(src, src.Size(), src.String()), nil
+// SidecarFinder is what finds the sidecar beside the archive b is, one
+// of the group g (npz.Options.SidecarFinder): the sidecar beside it
+// (npz.SidecarPath), looked for with one request, for the head bytes at
+// its start when told them (the lookup's local header and table), else
+// for its end (its central directory). One that is not there, or may
+// not be read, is none; one that cannot be had now is a failure that may
+// pass.
+func SidecarFinder(g *remote.Group, b remote.Backend) npz.SidecarFinder {
+	return remoteSidecar{g, b}
+}
+
+type remoteSidecar struct {
+	g *remote.Group
+	b remote.Backend
+}
+
+func (r remoteSidecar) FindSidecar(ctx context.Context, head int64) (*npz.IndexSidecar, error) {
+	sb := SidecarBeside(r.b)
+	if sb == nil {
+		return nil, iofs.ErrNotExist
 	}
+	o := remote.Options{TailBytes: smallTail, BlockSize: sidecarBlock}
+	if head > 0 {
+		o.TailBytes, o.Head = head, true
+	}
+	src, err := r.g.Open(ctx, sb, o)
+	switch {
+	case errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrDenied):
+		return nil, fmt.Errorf("%s: %w", sb, iofs.ErrNotExist)
+	case err != nil:
+		return nil, err
+	}
+	return npz.NewIndexSidecar(src, src.Size(), src.String()), nil
 }

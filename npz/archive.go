@@ -86,16 +86,13 @@ type Options struct {
 	// Sidecars has Open look for the archive's sidecar beside its file
 	// when Sidecar is not set.
 	Sidecars bool
-	// FindSidecar, when set and Sidecar is not, finds the archive's
-	// sidecar the first time a member needs a saved index the
-	// IndexStore lacks (nil, nil when there is none): a remote
-	// archive's, whose lookup is a request, made only then. head is
-	// about how many of the sidecar's first bytes that lookup reads, if
-	// the member's index is the sidecar's first (its local header and
-	// the index's table), or 0 when unknown: a remote sidecar may fetch
-	// them with its first request. It is called at most once; the
-	// archive closes what it returns.
-	FindSidecar func(head int64) (*IndexSidecar, error)
+	// SidecarFinder, when set and Sidecar is not, finds the archive's
+	// sidecar (a remote archive's, whose lookup is a request), in the
+	// background, the first time a member needs a saved index the
+	// IndexStore lacks; no read waits for it. A lookup that fails in a
+	// way that may pass is made again later; the archive closes what it
+	// finds.
+	SidecarFinder SidecarFinder
 	// Helpers is how many goroutines may help a first read deep into a
 	// deflated member, indexing parts of it ahead at once (see
 	// inflate.Options.Helpers); 0 means none.
@@ -106,6 +103,35 @@ type Options struct {
 
 // Archive is an open .npz archive. It is safe for concurrent use.
 type Archive struct {
+	input        // what the archive is read from
+	opts         Options
+	memberTable                // its members, from the central directory
+	tree                       // its folders and inode numbers
+	headerCaches               // what is kept of members' headers
+	notesLog                   // what was logged of it
+	side         sidecarLookup // the sidecar Options.SidecarFinder finds
+	spanBudgets                // the span cache and window budget of its deflated members
+
+	modTime time.Time
+	comment string
+	prefix  int64 // bytes before the zip data (see Prefix)
+
+	closed atomic.Bool
+	done   chan struct{} // closed by Close: what runs for the archive ends
+	opened atomic.Bool   // NewReader is done
+
+	// Members resolve their local and npy headers under one of these
+	// locks, picked by member index: exactly once per member, no lock
+	// per member, and no single lock on the read path (reads of resolved
+	// members take none).
+	locks [64]sync.Mutex
+	// longHeaders serialises the parsing of npy headers longer than
+	// shortHeaderLen, so concurrent lookups cannot multiply their cost.
+	longHeaders sync.Mutex
+}
+
+// input is what an archive is read from.
+type input struct {
 	closers []io.Closer // what Open opened, closed by Close
 	r       *reader     // every read of the archive's bytes
 	size    int64
@@ -113,16 +139,12 @@ type Archive struct {
 	fdBase  int64
 	hasFD   bool
 	checker source.Checker // nil when the source cannot tell a change
-	opts    Options
-	modTime time.Time
-	comment string
-	prefix  int64 // bytes before the zip data (see Prefix)
-	maxIno  uint64
-	closed  atomic.Bool
+}
 
-	// The member table: chunks of 1<<chunkShift members, so that it grows
-	// without copying and never holds more than a chunk it does not use;
-	// an archive that declares few members gets small chunks.
+// memberTable is an archive's members: chunks of 1<<chunkShift members,
+// so that it grows without copying and never holds more than a chunk it
+// does not use; an archive that declares few members gets small chunks.
+type memberTable struct {
 	chunks     [][]Member
 	chunkShift uint8
 	n          int              // members
@@ -130,42 +152,39 @@ type Archive struct {
 	nameBytes  int64            // bytes of names so far, while the directory is read
 	reasons    map[int32]string // static reasons (flagReason)
 	paths      map[int32]string // served paths other than the name (flagPath)
+	locs       locTable         // deflated members' locations, failed local headers
+}
 
+// tree is an archive's folders and inode numbers.
+type tree struct {
 	folders      []folder         // 0 is the root
 	folderByPath map[string]int32 // when there are folders besides the root
 	memberIno    uint64           // the first member's first inode number
+	maxIno       uint64
+}
 
-	infos    infoCache     // what views need of npy headers, bounded
-	facts    factsCache    // the same, by the headers' bytes
-	ahead    atomic.Uint64 // the folder and kid of the last view asked for (see readAhead)
-	locs     locTable      // deflated members' locations, failed local headers
-	problems []string
-	notes    atomic.Int64 // per-member log lines written (see notef)
-	notesMu  sync.Mutex
+// headerCaches are what an archive keeps of its members' npy headers.
+type headerCaches struct {
+	infos     infoCache     // what views need of npy headers, bounded
+	facts     factsCache    // the same, by the headers' bytes
+	ahead     atomic.Uint64 // the folder and kid of the last view asked for (see readAhead)
+	jsonCache jsonCache     // long rendered header.json documents
+}
 
+// notesLog is what an archive logged of itself.
+type notesLog struct {
+	problems      []string
+	notes         atomic.Int64 // per-member log lines written (see notef)
+	notesMu       sync.Mutex
 	changedLogged atomic.Bool // the source was found changed, and logged
-	opened        atomic.Bool // NewReader is done
+}
 
-	// The sidecar Options.FindSidecar found, once looked for.
-	sidecarOnce sync.Once
-	sidecarMu   sync.Mutex
-	found       *IndexSidecar // closed by Close, or at once after it
-
+// spanBudgets are an archive's span cache and window budget, its own or
+// shared (Options.Cache, Options.Windows), made at first use.
+type spanBudgets struct {
 	cacheOnce sync.Once
 	cache     *inflate.Cache
 	windows   *inflate.WindowBudget
-
-	jsonCache jsonCache // long rendered header.json documents
-
-	// Members resolve their local and npy headers under one of these
-	// locks, picked by member index: exactly once per member, no lock
-	// per member, and no single lock on the read path (reads of resolved
-	// members take none).
-	locks [64]sync.Mutex
-
-	// longHeaders serialises the parsing of npy headers longer than
-	// shortHeaderLen, so concurrent lookups cannot multiply their cost.
-	longHeaders sync.Mutex
 }
 
 // A chunk of the member table holds 1<<maxChunkShift members, or for an
@@ -348,7 +367,7 @@ func NewReader(ctx context.Context, r io.ReaderAt, size int64, opts *Options) (*
 // newArchive sets up an archive read from r, before its members are
 // known: the options' defaults and what r offers beyond reading.
 func newArchive(r io.ReaderAt, size int64, opts *Options) *Archive {
-	a := &Archive{size: size}
+	a := &Archive{input: input{size: size}, done: make(chan struct{})}
 	a.r = &reader{a: a, src: r}
 	if opts != nil {
 		a.opts = *opts
@@ -447,6 +466,7 @@ func (a *Archive) Close() error {
 	if !a.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	close(a.done)
 	for _, l := range a.locs.all() {
 		if l.inf != nil {
 			l.inf.Release()
@@ -460,47 +480,13 @@ func (a *Archive) Close() error {
 	for _, c := range a.closers {
 		err = cmp.Or(err, c.Close())
 	}
-	a.sidecarMu.Lock()
-	if a.found != nil {
-		err = cmp.Or(err, a.found.Close())
-		a.found = nil
-	}
-	a.sidecarMu.Unlock()
-	return err
+	return cmp.Or(err, a.closeSidecar())
 }
 
 // Own has Close close c too, after what the archive opened itself: what
 // its bytes are read from, opened for it (a remote object's source). It
 // is called before the archive is used.
 func (a *Archive) Own(c io.Closer) { a.closers = append(a.closers, c) }
-
-// IndexSidecar is the archive's sidecar of saved indexes: Options.Sidecar,
-// or the one Options.FindSidecar finds (looked for now, the first time),
-// or nil.
-func (a *Archive) IndexSidecar() *IndexSidecar { return a.sidecar(0) }
-
-// sidecar is IndexSidecar, telling FindSidecar head (see Options).
-func (a *Archive) sidecar(head int64) *IndexSidecar {
-	if a.opts.Sidecar != nil || a.opts.FindSidecar == nil {
-		return a.opts.Sidecar
-	}
-	a.sidecarOnce.Do(func() {
-		sc, err := a.opts.FindSidecar(head)
-		if err != nil {
-			a.logf("npz: %v; not used", err)
-		}
-		a.sidecarMu.Lock()
-		defer a.sidecarMu.Unlock()
-		if sc != nil && a.closed.Load() {
-			sc.Close()
-			return
-		}
-		a.found = sc
-	})
-	a.sidecarMu.Lock()
-	defer a.sidecarMu.Unlock()
-	return a.found
-}
 
 // ErrClosed is the error of reads of a closed Archive.
 var ErrClosed = errors.New("npz: the archive is closed")

@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	iofs "io/fs"
 	"os"
 	"path"
 	"sync"
@@ -108,9 +106,10 @@ type memberIndex struct {
 	off int64 // where the member's data starts
 	inf *inflate.ReaderAt
 
-	once  sync.Once
+	keyMu sync.Mutex
 	name  string      // in the store; "" when the key could not be made
-	keyed atomic.Bool // name is made
+	keyed atomic.Bool // name is made, or could not be for good
+	look  indexLookup // the look for its saved index (see OpenIndex)
 
 	damageLogged atomic.Bool
 
@@ -137,7 +136,9 @@ type memberIndex struct {
 // (before anything is saved in its place), a complete index it made is
 // saved, and a growing one is saved every partialEvery bytes, in the
 // background (so that a daemon killed keeps most of what it indexed).
-func (x *memberIndex) note() {
+// ctx is the context of the read or indexing that grew the index, with
+// which the member's key is made if it was not.
+func (x *memberIndex) note(ctx context.Context) {
 	p := x.inf.Progress()
 	drop := p.Dropped != nil && !x.dropSeen.Load()
 	complete := p.Complete && !p.Loaded && !x.completeSaved.Load()
@@ -153,13 +154,13 @@ func (x *memberIndex) note() {
 	switch {
 	case x.s == nil:
 	case complete && !x.completeSaved.Swap(true):
-		x.save()
+		x.save(ctx)
 	case partial && p.Indexed-x.savedAt.Load() >= partialEvery:
 		x.savedAt.Store(p.Indexed)
-		if x.s.startSave() {
+		if name, err := x.key(ctx); err == nil && name != "" && x.s.startSave() {
 			go func() {
 				defer x.s.saves.Done()
-				x.savePartial()
+				x.savePartial(ctx)
 			}()
 		}
 	}
@@ -184,43 +185,64 @@ func (m *Member) NeedsIndex() bool {
 // keeps most of what it indexed): about a second of inflation.
 var partialEvery int64 = 256 << 20
 
-// key computes (once) the member's name in the store.
-func (x *memberIndex) key() string {
-	x.once.Do(func() {
-		e := &x.m.e
-		h := sha256.New()
-		h.Write([]byte("npzfs member index v1\x00"))
-		h.Write([]byte(x.m.Name()))
-		var fixed [8 + 4 + 8 + 8 + 2 + 8]byte
-		le := binary.LittleEndian
-		le.PutUint64(fixed[0:], uint64(len(x.m.Name())))
-		le.PutUint32(fixed[8:], e.CRC32)
-		le.PutUint64(fixed[12:], uint64(e.CompressedSize))
-		le.PutUint64(fixed[20:], uint64(e.Size))
-		le.PutUint16(fixed[28:], e.Method)
-		le.PutUint64(fixed[30:], uint64(e.HeaderOffset))
-		h.Write(fixed[:])
-		head := min(indexEdge, e.CompressedSize)
-		tail := min(indexEdge, e.CompressedSize-head)
-		lh := x.off - e.HeaderOffset // the local header, name and extra
-		if lh < 0 || lh > 1<<17 {
-			return
+// key is the member's name in the store (and in a sidecar), made the
+// first time with ctx: a SHA-256 of its directory record, its local
+// header and the ends of its compressed data, which it reads. A read
+// that fails in a way that may pass is an error, and the next call reads
+// again; a member whose key cannot be made (a local header that makes no
+// sense) has the name "", for good.
+func (x *memberIndex) key(ctx context.Context) (string, error) {
+	if x.keyed.Load() {
+		return x.name, nil
+	}
+	x.keyMu.Lock()
+	defer x.keyMu.Unlock()
+	if x.keyed.Load() {
+		return x.name, nil
+	}
+	name, err := x.makeKey(ctx)
+	if err != nil && passing(err) {
+		return "", err
+	}
+	x.name = name
+	x.keyed.Store(true)
+	return name, nil
+}
+
+// makeKey reads what the member's key is made of, and makes it.
+func (x *memberIndex) makeKey(ctx context.Context) (string, error) {
+	e := &x.m.e
+	h := sha256.New()
+	h.Write([]byte("npzfs member index v1\x00"))
+	h.Write([]byte(x.m.Name()))
+	var fixed [8 + 4 + 8 + 8 + 2 + 8]byte
+	le := binary.LittleEndian
+	le.PutUint64(fixed[0:], uint64(len(x.m.Name())))
+	le.PutUint32(fixed[8:], e.CRC32)
+	le.PutUint64(fixed[12:], uint64(e.CompressedSize))
+	le.PutUint64(fixed[20:], uint64(e.Size))
+	le.PutUint16(fixed[28:], e.Method)
+	le.PutUint64(fixed[30:], uint64(e.HeaderOffset))
+	h.Write(fixed[:])
+	head := min(indexEdge, e.CompressedSize)
+	tail := min(indexEdge, e.CompressedSize-head)
+	lh := x.off - e.HeaderOffset // the local header, name and extra
+	if lh < 0 || lh > 1<<17 {
+		return "", errors.New("npz: the local header makes no sense")
+	}
+	buf := make([]byte, lh+head+tail)
+	r := x.m.a.r.at(ctx)
+	if _, err := r.ReadAt(buf[:lh+head], e.HeaderOffset); err != nil {
+		return "", err
+	}
+	if tail > 0 {
+		if _, err := r.ReadAt(buf[lh+head:], x.off+e.CompressedSize-tail); err != nil {
+			return "", err
 		}
-		buf := make([]byte, lh+head+tail)
-		if _, err := x.m.a.r.at(context.Background()).ReadAt(buf[:lh+head], e.HeaderOffset); err != nil {
-			return
-		}
-		if tail > 0 {
-			if _, err := x.m.a.r.at(context.Background()).ReadAt(buf[lh+head:], x.off+e.CompressedSize-tail); err != nil {
-				return
-			}
-		}
-		h.Write(buf)
-		sum := hex.EncodeToString(h.Sum(nil))
-		x.name = sum[:2] + "/" + sum + ".idx"
-		x.keyed.Store(true)
-	})
-	return x.name
+	}
+	h.Write(buf)
+	sum := hex.EncodeToString(h.Sum(nil))
+	return sum[:2] + "/" + sum + ".idx", nil
 }
 
 // changed reports an archive whose source changed (ErrChanged): its
@@ -246,7 +268,7 @@ func (a *Archive) forgetIndexes() {
 // forget removes the member's index from the store, if its key was
 // made. (It does not make it: the archive it reads changed.)
 func (x *memberIndex) forget() {
-	if x.keyed.Load() {
+	if x.keyed.Load() && x.name != "" {
 		x.s.dir.Remove(x.name)
 	}
 }
@@ -263,83 +285,6 @@ func (x *memberIndex) damaged(err error) bool {
 			x.m.Name(), de.Offset, de.End, x.off+de.CompOffset, de.Err)
 	}
 	return true
-}
-
-// OpenIndex gives the inflater the member's saved index (see
-// inflate.IndexSource): the saved index's file is opened and kept open
-// (its windows are read as spans need them) until close. When it finds
-// none, or cannot have one, it says there is none (iofs.ErrNotExist),
-// and is not asked again.
-func (x *memberIndex) OpenIndex(context.Context) (io.ReaderAt, int64, error) {
-	src, size := x.open()
-	if src == nil {
-		return nil, 0, iofs.ErrNotExist
-	}
-	return src, size, nil
-}
-
-// open is OpenIndex's work: the index, or nil.
-func (x *memberIndex) open() (io.ReaderAt, int64) {
-	name := x.key()
-	if name == "" {
-		return nil, 0
-	}
-	if x.s == nil {
-		return x.loadSidecar(name)
-	}
-	f, err := x.s.dir.Open(name)
-	if err != nil {
-		if !errors.Is(err, iofs.ErrNotExist) {
-			x.m.a.notef("npz: %q: cannot read its saved index: %v", x.m.Name(), err)
-		}
-		return x.loadSidecar(name)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0
-	}
-	x.mu.Lock()
-	x.file, x.fromStore = f, true
-	x.mu.Unlock()
-	x.s.loaded.Add(1)
-	return f, fi.Size()
-}
-
-// loadSidecar finds the member's index in the sidecar, if any. (The
-// store comes first: an index rebuilt after the sidecar's failed is
-// there.)
-func (x *memberIndex) loadSidecar(name string) (io.ReaderAt, int64) {
-	sc, head := x.findSidecar(name)
-	if sc == nil {
-		return nil, 0
-	}
-	src, size, err := sc.lookup(name, head)
-	switch {
-	case err != nil:
-		x.m.a.notef("npz: %q: %v; not used", x.m.Name(), err)
-		return nil, 0
-	case src == nil:
-		x.m.a.notef("npz: %q: the index sidecar %s holds no index of it (made for another archive, another version of this one, or other members); not used for it", x.m.Name(), sc.Path())
-		return nil, 0
-	}
-	x.mu.Lock()
-	x.sidecar = sc
-	x.mu.Unlock()
-	if x.s != nil {
-		x.s.loaded.Add(1)
-	}
-	return src, size
-}
-
-// findSidecar is the archive's sidecar (looked for now, the first time,
-// where Options.FindSidecar finds it), and how many of the first bytes
-// of the member's index, saved under name, a reader reads at once.
-func (x *memberIndex) findSidecar(name string) (*IndexSidecar, int64) {
-	head := inflate.IndexHeadLen(x.m.e.Size, x.m.a.opts.SpanSize)
-	// Told to FindSidecar: the sidecar's start, if it begins with this
-	// index, holds its local header and the index's table.
-	return x.m.a.sidecar(int64(zip.LocalHeaderLen+len(path.Base(name))) + head), head
 }
 
 // close closes the saved index's file, if one was opened, once no save
@@ -360,12 +305,16 @@ func (x *memberIndex) closeFileLocked() {
 
 // save writes the complete index in the background (the store's Close
 // waits for it).
-func (x *memberIndex) save() {
+func (x *memberIndex) save(ctx context.Context) {
 	if x.s == nil || x.changed() {
 		return
 	}
 	snap, ok := x.inf.IndexSnapshot()
-	name := x.key() // now: the archive may be closed once this returns
+	name, err := x.key(ctx) // now: the archive may be closed once this returns
+	if err != nil {
+		x.m.a.notef("npz: %q: its index is not saved: cannot read what names it: %v", x.m.Name(), err)
+		return
+	}
 	if !ok || name == "" {
 		return
 	}
@@ -419,14 +368,14 @@ func (x *memberIndex) put(name string, snap *inflate.IndexSnapshot, complete boo
 // not complete, the index so far as a partial index: the archive
 // closes.
 func (x *memberIndex) closing() {
-	x.note()
-	x.savePartial()
+	x.note(context.Background())
+	x.savePartial(context.Background())
 }
 
 // savePartial saves the member's index so far, when the member was not
 // indexed to its end, unless the store holds an index of it that this
 // archive did not load (another process's, which may be complete).
-func (x *memberIndex) savePartial() {
+func (x *memberIndex) savePartial(ctx context.Context) {
 	if x.s == nil || x.changed() {
 		return
 	}
@@ -434,8 +383,8 @@ func (x *memberIndex) savePartial() {
 	if !ok {
 		return
 	}
-	name := x.key()
-	if name == "" {
+	name, err := x.key(ctx)
+	if err != nil || name == "" {
 		return
 	}
 	x.mu.Lock()
@@ -467,7 +416,7 @@ func (x *memberIndex) bad(err error) {
 	if x.s == nil {
 		return
 	}
-	name := x.key()
+	name := x.name // made: the index was loaded from the store under it
 	x.m.a.notef("npz: %q: saved index %s not used: %v", x.m.Name(), x.s.dir.Path()+"/"+name, err)
 	if name != "" {
 		x.s.dir.Remove(name)
@@ -475,7 +424,8 @@ func (x *memberIndex) bad(err error) {
 }
 
 // indexKey is a deflated member's index and its key in a store or
-// sidecar, or "" where it has none (not deflated, not locatable).
+// sidecar, or "" where it has none (not deflated, not locatable, its key
+// not readable now).
 func (m *Member) indexKey(ctx context.Context) (*memberIndex, string) {
 	if m.e.Method != zip.Deflated {
 		return nil, ""
@@ -484,7 +434,8 @@ func (m *Member) indexKey(ctx context.Context) (*memberIndex, string) {
 	if l.err != nil || l.idx == nil {
 		return nil, ""
 	}
-	return l.idx, l.idx.key()
+	name, _ := l.idx.key(ctx)
+	return l.idx, name
 }
 
 // IndexResult is what BuildIndex did for a member.
@@ -529,14 +480,14 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 		for {
 			off := l.inf.Indexed() + partialEvery
 			err = l.inf.IndexTo(ctx, off)
-			x.note()
+			x.note(ctx)
 			if err != nil || off >= l.inf.Size() {
 				break
 			}
 		}
 	}
 	if x != nil {
-		x.note()
+		x.note(ctx)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -571,9 +522,10 @@ func (m *Member) Indexed() int64 {
 // where the archive looks for one, its IndexStore, then its sidecar,
 // without loading it: it reads the member's local header and the ends
 // of its compressed data, which make the index's key, and the sidecar's
-// start or its directory. A sidecar Options.FindSidecar finds is looked
-// for now, the first time: for a remote archive, the requests the
-// member's first read past its first span would make, made sooner.
+// start or its directory. A sidecar Options.SidecarFinder finds is
+// looked for now, and waited for as long as ctx allows: for a remote
+// archive, the requests the member's first read past its first span
+// would make, made sooner.
 func (m *Member) HasSavedIndex(ctx context.Context) bool {
 	x, name := m.indexKey(ctx)
 	if name == "" {
@@ -582,10 +534,11 @@ func (m *Member) HasSavedIndex(ctx context.Context) bool {
 	if x.s != nil && x.s.dir.Has(name) {
 		return true
 	}
-	sc, head := x.findSidecar(name)
-	if sc == nil {
+	head := inflate.IndexHeadLen(m.e.Size, m.a.opts.SpanSize)
+	sc, err := m.a.sidecarWait(ctx, int64(zip.LocalHeaderLen+len(path.Base(name)))+head)
+	if sc == nil || err != nil {
 		return false
 	}
-	src, _, err := sc.lookup(name, head)
+	src, _, err := sc.lookup(ctx, name, head)
 	return err == nil && src != nil
 }

@@ -332,7 +332,7 @@ func (m *Member) locate(ctx context.Context) *location {
 		cache := m.a.spanCache() // makes the window budget too
 		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows, Helpers: m.a.opts.Helpers}
 		var x *memberIndex
-		if m.NeedsIndex() && (m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil || m.a.opts.FindSidecar != nil) {
+		if m.NeedsIndex() && (m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil || m.a.opts.SidecarFinder != nil) {
 			x = &memberIndex{s: m.a.opts.Indexes, m: m, off: l.dataOff}
 			opts.Index = x
 		}
@@ -398,7 +398,7 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 	}
 	n, err := l.inf.ReadAtContext(ctx, p, off)
 	if l.idx != nil {
-		l.idx.note()
+		l.idx.note(ctx)
 	}
 	if n == len(p) {
 		return n, nil

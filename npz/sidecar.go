@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/source"
@@ -31,26 +30,30 @@ import (
 // the one wanted; else the central directory, read once; then the
 // entry's local header, and the index's windows as spans need them. So a
 // remote sidecar costs the requests a read needs, not the file.
+//
+// What is read is read under the context of whoever looks, and kept once
+// read; a read that fails in a way that may pass (a network failing, the
+// look given up) is kept by nothing, so the next look reads again.
 type IndexSidecar struct {
 	r    io.ReaderAt
 	size int64
 	c    io.Closer // r, when it is one
 	path string
 
-	firstOnce sync.Once
-	first     atomic.Pointer[sidecarEntry] // the entry at byte 0, when its local header says all
-
-	dirOnce sync.Once
-	dirErr  error
-	files   map[string]*sidecarEntry // by entry name, KEY.idx
+	mu        sync.Mutex
+	firstRead bool          // the local header at byte 0 was read
+	first     *sidecarEntry // its entry, when that header says all
+	dirRead   bool          // the central directory was read
+	dirErr    error
+	files     map[string]*sidecarEntry // by entry name, KEY.idx
 }
 
 // sidecarEntry is an entry of the sidecar, located on first lookup.
 type sidecarEntry struct {
-	e    zip.Entry
-	once sync.Once
-	off  int64 // where its data starts, once located
-	err  error
+	e       zip.Entry
+	located bool
+	off     int64 // where its data starts, once located
+	err     error
 }
 
 // SidecarPath is where an archive's sidecar lies: beside it, its name
@@ -66,7 +69,7 @@ func OpenIndexSidecar(name string) (*IndexSidecar, error) {
 		return nil, err
 	}
 	s := NewIndexSidecar(f, f.Size(), name)
-	if err := s.dir(); err != nil {
+	if err := s.dir(context.Background()); err != nil { // a local file
 		f.Close()
 		return nil, err
 	}
@@ -86,42 +89,55 @@ func NewIndexSidecar(r io.ReaderAt, size int64, name string) *IndexSidecar {
 	return s
 }
 
-// dir reads the sidecar's central directory, once.
-func (s *IndexSidecar) dir() error {
-	s.dirOnce.Do(func() {
-		s.files = map[string]*sidecarEntry{}
-		z, err := zip.NewReader(s.r, s.size)
-		if err == nil {
-			err = z.Entries(func(e *zip.Entry) {
-				if e.Method != zip.Stored || e.Unusable != "" || !strings.HasSuffix(e.Name, ".idx") {
-					return
-				}
-				se := &sidecarEntry{e: *e}
-				se.e.Name = strings.Clone(e.Name) // e's name is the reader's buffer
-				s.files[se.e.Name] = se
-			})
+// dir reads the sidecar's central directory, once it is read whole (or
+// found not to be one).
+func (s *IndexSidecar) dir(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dirRead {
+		return s.dirErr
+	}
+	files := map[string]*sidecarEntry{}
+	z, err := zip.NewReader(source.WithContext(ctx, s.r), s.size)
+	if err == nil {
+		err = z.Entries(func(e *zip.Entry) {
+			if e.Method != zip.Stored || e.Unusable != "" || !strings.HasSuffix(e.Name, ".idx") {
+				return
+			}
+			se := &sidecarEntry{e: *e}
+			se.e.Name = strings.Clone(e.Name) // e's name is the reader's buffer
+			files[se.e.Name] = se
+		})
+	}
+	if err != nil {
+		err = fmt.Errorf("index sidecar %s: %w", s.path, err)
+		if passing(err) {
+			return err
 		}
-		if err != nil {
-			s.dirErr = fmt.Errorf("index sidecar %s: %w", s.path, err)
-		}
-	})
-	return s.dirErr
+	}
+	s.files, s.dirErr, s.dirRead = files, err, true
+	return err
 }
 
 // firstEntry is the entry at the sidecar's start, from its local header
 // alone, or nil when that does not say all (a sidecar another writer
-// made) or is not a stored index.
-func (s *IndexSidecar) firstEntry() *sidecarEntry {
-	s.firstOnce.Do(func() {
-		e, off, err := zip.LocalEntry(s.r, s.size, 0)
-		if err != nil || e.Method != zip.Stored || e.CompressedSize != e.Size || !strings.HasSuffix(e.Name, ".idx") {
-			return
-		}
-		se := &sidecarEntry{e: e, off: off}
-		se.once.Do(func() {}) // located
-		s.first.Store(se)
-	})
-	return s.first.Load()
+// made) or is not a stored index, or cannot be read now.
+func (s *IndexSidecar) firstEntry(ctx context.Context) *sidecarEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstRead {
+		return s.first
+	}
+	e, off, err := zip.LocalEntry(source.WithContext(ctx, s.r), s.size, 0)
+	if err != nil && passing(err) {
+		return nil
+	}
+	s.firstRead = true
+	if err != nil || e.Method != zip.Stored || e.CompressedSize != e.Size || !strings.HasSuffix(e.Name, ".idx") {
+		return nil
+	}
+	s.first = &sidecarEntry{e: e, off: off, located: true}
+	return s.first
 }
 
 // Close closes the sidecar's source, when it is an io.Closer.
@@ -140,10 +156,12 @@ func (s *IndexSidecar) Path() string { return s.path }
 
 // Len is how many indexes the sidecar holds (its central directory is
 // read for it), 0 for one that cannot be read.
-func (s *IndexSidecar) Len() int {
-	if s.dir() != nil {
+func (s *IndexSidecar) Len(ctx context.Context) int {
+	if s.dir(ctx) != nil {
 		return 0
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return len(s.files)
 }
 
@@ -154,29 +172,49 @@ const localHeaderSlack = 1 << 10
 // lookup returns the index saved under key name (as IndexStore names it:
 // KK/KEY.idx), or nil; head is about how many of its first bytes a
 // reader reads at once (inflate.IndexHeadLen), to prefetch.
-func (s *IndexSidecar) lookup(name string, head int64) (io.ReaderAt, int64, error) {
+func (s *IndexSidecar) lookup(ctx context.Context, name string, head int64) (io.ReaderAt, int64, error) {
 	base := path.Base(name)
-	if f := s.firstEntry(); f != nil && f.e.Name == base {
-		return io.NewSectionReader(s.r, f.off, f.e.Size), f.e.Size, nil
+	if f := s.firstEntry(ctx); f != nil && f.e.Name == base {
+		return source.NewSection(s.r, f.off, f.e.Size), f.e.Size, nil
 	}
-	if err := s.dir(); err != nil {
+	if err := s.dir(ctx); err != nil {
 		return nil, 0, err
 	}
+	s.mu.Lock()
 	se, ok := s.files[base]
+	s.mu.Unlock()
 	if !ok {
 		return nil, 0, nil
 	}
-	se.once.Do(func() {
-		if p, ok := s.r.(source.Prefetcher); ok && head > 0 {
-			n := int64(zip.LocalHeaderLen+len(se.e.Name)+localHeaderSlack) + min(head, se.e.Size)
-			p.Prefetch(context.Background(), []source.Range{{Off: se.e.HeaderOffset, Len: n}})
-		}
-		se.off, se.err = zip.DataOffset(s.r, s.size, &se.e)
-	})
-	if se.err != nil {
-		return nil, 0, fmt.Errorf("index sidecar %s: %w", s.path, se.err)
+	off, err := s.locate(ctx, se, head)
+	if err != nil {
+		return nil, 0, fmt.Errorf("index sidecar %s: %w", s.path, err)
 	}
-	return io.NewSectionReader(s.r, se.off, se.e.Size), se.e.Size, nil
+	return source.NewSection(s.r, off, se.e.Size), se.e.Size, nil
+}
+
+// locate finds where se's data starts, from its local header, once it
+// is read; a source.Prefetcher is first told the header's bytes and the
+// first head bytes of the index, to fetch at once.
+func (s *IndexSidecar) locate(ctx context.Context, se *sidecarEntry, head int64) (int64, error) {
+	s.mu.Lock()
+	if se.located {
+		s.mu.Unlock()
+		return se.off, se.err
+	}
+	s.mu.Unlock()
+	if p, ok := s.r.(source.Prefetcher); ok && head > 0 {
+		n := int64(zip.LocalHeaderLen+len(se.e.Name)+localHeaderSlack) + min(head, se.e.Size)
+		p.Prefetch(ctx, []source.Range{{Off: se.e.HeaderOffset, Len: n}})
+	}
+	off, err := zip.DataOffset(source.WithContext(ctx, s.r), s.size, &se.e)
+	if err != nil && passing(err) {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se.off, se.err, se.located = off, err, true
+	return off, err
 }
 
 // Holds reports whether the sidecar holds a complete index of the
@@ -187,11 +225,11 @@ func (s *IndexSidecar) Holds(ctx context.Context, m *Member) bool {
 	if name == "" {
 		return false
 	}
-	src, size, err := s.lookup(name, inflate.IndexHeadLen(m.e.Size, m.a.opts.SpanSize))
+	src, size, err := s.lookup(ctx, name, inflate.IndexHeadLen(m.e.Size, m.a.opts.SpanSize))
 	if src == nil || err != nil {
 		return false
 	}
-	partial, err := inflate.CheckIndex(src, size, m.e.CompressedSize, m.e.Size, m.e.CRC32)
+	partial, err := inflate.CheckIndex(source.WithContext(ctx, src), size, m.e.CompressedSize, m.e.Size, m.e.CRC32)
 	return err == nil && !partial
 }
 
@@ -209,7 +247,10 @@ func (m *Member) SavedIndex(ctx context.Context) (name string, b []byte, err err
 	if l.idx == nil {
 		return "", nil, errors.New("the archive keeps no indexes")
 	}
-	name = l.idx.key()
+	name, err = l.idx.key(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	if name == "" {
 		return "", nil, errors.New("cannot read the member to name its index")
 	}

@@ -1,8 +1,10 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +79,27 @@ func TestFileNoticesChanges(t *testing.T) {
 	}
 	if _, err := OpenFile(t.TempDir()); err == nil {
 		t.Error("OpenFile of a folder succeeded")
+	}
+}
+
+// TestSection: a section reads its bytes of its source, io.EOF where it
+// ends, and passes a read's context on.
+func TestSection(t *testing.T) {
+	data := []byte("0123456789")
+	s := NewSection(bytes.NewReader(data), 2, 5)
+	b := make([]byte, 4)
+	if n, err := s.ReadAt(b, 0); n != 4 || err != nil || string(b) != "2345" {
+		t.Errorf("ReadAt(0): %d %v %q", n, err, b)
+	}
+	if n, err := s.ReadAt(b, 3); n != 2 || err != io.EOF || string(b[:n]) != "56" {
+		t.Errorf("ReadAt(3): %d %v %q", n, err, b[:n])
+	}
+	if n, err := s.ReadAt(b, 5); n != 0 || err != io.EOF {
+		t.Errorf("ReadAt(5): %d %v", n, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.ReadAtContext(ctx, b, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read whose context is done: %v", err)
 	}
 }

@@ -139,3 +139,39 @@ type Range struct {
 type Prefetcher interface {
 	Prefetch(ctx context.Context, ranges []Range)
 }
+
+// Section is n bytes of r from off, as io.SectionReader is, but for
+// sources: a read with a context (ReadAtContext) passes it on to r when r
+// takes one.
+type Section struct {
+	r      io.ReaderAt
+	off, n int64
+}
+
+// NewSection is bytes [off, off+n) of r.
+func NewSection(r io.ReaderAt, off, n int64) *Section { return &Section{r, off, n} }
+
+// ReadAt reads as ReadAtContext does, with context.Background.
+func (s *Section) ReadAt(p []byte, off int64) (int, error) {
+	return s.ReadAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext reads bytes [off, off+len(p)) of the section, io.EOF
+// where it ends first.
+func (s *Section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 || off >= s.n {
+		return 0, io.EOF
+	}
+	short := false
+	if rest := s.n - off; int64(len(p)) > rest {
+		p, short = p[:rest], true
+	}
+	n, err := ReadAt(ctx, s.r, p, s.off+off)
+	if err == nil && short {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// Size is the section's length.
+func (s *Section) Size() int64 { return s.n }
