@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/npzfs/npzfs/folder"
 	"github.com/npzfs/npzfs/inflate"
@@ -80,9 +79,6 @@ type Dataset struct {
 	closers []io.Closer // closed by Close, last first
 	logf    func(string, ...any)
 	opts    Options // as Open completed them (OpenFile's)
-
-	mu       sync.Mutex
-	indexing *indexing // IndexInBackground's, once started
 }
 
 // Open opens name: a URL (https://, http://, s3://; see IsRemote), a
@@ -99,7 +95,7 @@ func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
 	}
-	if err := checkScheme(name); err != nil {
+	if err := CheckScheme(name); err != nil {
 		return nil, err
 	}
 	// One span cache and window budget for every archive opened, which
@@ -241,9 +237,9 @@ func (d *Dataset) Close() error {
 	return first
 }
 
-// checkScheme refuses a name that looks like a URL of a scheme npzfs does
+// CheckScheme refuses a name that looks like a URL of a scheme npzfs does
 // not read, rather than looking it up as a local path.
-func checkScheme(name string) error {
+func CheckScheme(name string) error {
 	scheme, _, ok := strings.Cut(name, "://")
 	if !ok || IsRemote(name) || scheme == "" {
 		return nil

@@ -1,12 +1,5 @@
 package dataset
 
-import (
-	"sync"
-	"time"
-
-	"github.com/npzfs/npzfs/npz"
-)
-
 // Stats are what a dataset has done since it was opened: what npzfs
 // status shows of a mount. Every count is since Open. The JSON form is
 // documented in README.md ("npzfs status") and kept stable.
@@ -60,7 +53,8 @@ type RemoteStats struct {
 	Listings       int64 `json:"listings,omitempty"` // a remote folder's, each one or more requests
 }
 
-// IndexingStats are background indexing's progress (IndexInBackground).
+// IndexingStats are background indexing's progress (indexer.InBackground),
+// set by the mount.
 type IndexingStats struct {
 	Members     int     `json:"members"`
 	MembersDone int     `json:"members_done"`
@@ -70,40 +64,6 @@ type IndexingStats struct {
 	Rate        float64 `json:"bytes_per_second"`
 	SecondsLeft float64 `json:"seconds_left"`
 	Done        bool    `json:"done"`
-}
-
-// indexing follows a background indexing for Stats.
-type indexing struct {
-	mu      sync.Mutex
-	start   time.Time
-	members []*npz.Member
-	done    int // members done
-	failed  int
-	before  int64 // bytes of the members done
-	end     time.Time
-}
-
-func (ix *indexing) stats() *IndexingStats {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	st := &IndexingStats{Members: len(ix.members), MembersDone: ix.done, Failed: ix.failed, BytesDone: ix.before, Done: !ix.end.IsZero()}
-	for i, m := range ix.members {
-		st.Bytes += m.Size()
-		if i == ix.done && !st.Done {
-			st.BytesDone += m.Indexed()
-		}
-	}
-	end := ix.end
-	if end.IsZero() {
-		end = time.Now()
-	}
-	if secs := end.Sub(ix.start).Seconds(); secs > 0 {
-		st.Rate = float64(st.BytesDone) / secs
-	}
-	if st.Rate > 0 && !st.Done {
-		st.SecondsLeft = float64(st.Bytes-st.BytesDone) / st.Rate
-	}
-	return st
 }
 
 // Stats reports what the dataset has done so far.
@@ -136,12 +96,6 @@ func (d *Dataset) Stats() Stats {
 		if d.listing != nil {
 			st.Remote.Listings = d.listing.Listings()
 		}
-	}
-	d.mu.Lock()
-	ix := d.indexing
-	d.mu.Unlock()
-	if ix != nil {
-		st.Indexing = ix.stats()
 	}
 	return st
 }

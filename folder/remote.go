@@ -34,6 +34,9 @@ type Remote struct {
 	group *remote.Group
 }
 
+// Object is the object at rel.
+func (p *Remote) Object(rel string) remote.Backend { return p.f.Lister().Object(rel) }
+
 // RemoteEntry is what a remote folder's listing item says, as an Entry.
 func RemoteEntry(it remote.Item) Entry {
 	if it.Dir {
@@ -76,7 +79,7 @@ func (p *Remote) Stat(ctx context.Context, rel string) (Entry, error) {
 // 5xx, a 200 to a range, a size that does not add up), however final the
 // same answer is when a mount is made.
 func (p *Remote) Open(ctx context.Context, rel string, e Entry, opts *npz.Options) (*npz.Archive, error) {
-	b := p.f.Lister().Object(rel)
+	b := p.Object(rel)
 	src, err := p.group.Open(ctx, b, remote.Options{TailBytes: smallTail})
 	if err != nil {
 		switch {

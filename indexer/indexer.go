@@ -1,29 +1,32 @@
-package dataset
+// Package indexer builds and saves the indexes of deflated members (what
+// npzfs index does, and a mount's --index in the background): of one
+// archive, or of every archive under a folder, local or remote, with
+// their sidecars when asked.
+package indexer
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/internal/english"
 	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
 	"github.com/npzfs/npzfs/zip"
 )
 
-// IndexOptions tune Index.
-type IndexOptions struct {
+// Options tune Index.
+type Options struct {
 	// Keys name the members of a single archive to index ("images" or
 	// "images.npy"); with none, every deflated member is.
 	Keys []string
@@ -96,8 +99,8 @@ type Failure struct {
 	Err     error
 }
 
-// IndexReport is what Index did.
-type IndexReport struct {
+// Report is what Index did.
+type Report struct {
 	Store    string // the index folder
 	Archives int    // archives looked at
 	Folder   bool   // the name was a folder
@@ -108,7 +111,7 @@ type IndexReport struct {
 	// npz.Member.NeedsIndex); with Verify they are read whole too, and
 	// those that fail to are among Members.
 	Small    int
-	Verified bool // the members were read whole (IndexOptions.Verify)
+	Verified bool // the members were read whole (Options.Verify)
 	Failures []Failure
 	Sidecars []string // sidecars written
 	// SidecarsKept are sidecars beside remote archives that were left as
@@ -119,7 +122,7 @@ type IndexReport struct {
 }
 
 // Bytes is the inflated size of the members.
-func (r *IndexReport) Bytes() int64 {
+func (r *Report) Bytes() int64 {
 	var n int64
 	for _, m := range r.Members {
 		n += m.Size
@@ -129,7 +132,7 @@ func (r *IndexReport) Bytes() int64 {
 
 // inflated is the bytes this run inflated: the members it built or
 // failed to, and with Verified those whose index was already saved too.
-func (r *IndexReport) inflated() int64 {
+func (r *Report) inflated() int64 {
 	var n int64
 	for _, m := range r.Members {
 		if !m.Loaded || r.Verified {
@@ -142,7 +145,7 @@ func (r *IndexReport) inflated() int64 {
 // Counts are the members built, loaded (already saved), split, failed
 // (not indexed) and not saved (indexed, but the index could not be
 // written).
-func (r *IndexReport) Counts() (built, loaded, split, failed, unsaved int) {
+func (r *Report) Counts() (built, loaded, split, failed, unsaved int) {
 	for _, m := range r.Members {
 		switch {
 		case m.Err != nil:
@@ -164,7 +167,7 @@ func (r *IndexReport) Counts() (built, loaded, split, failed, unsaved int) {
 
 // OK reports an Index that did all it was asked: every archive opened,
 // every member indexed and saved, every sidecar written.
-func (r *IndexReport) OK() bool {
+func (r *Report) OK() bool {
 	_, _, _, failed, unsaved := r.Counts()
 	return failed == 0 && unsaved == 0 && len(r.Failures) == 0
 }
@@ -178,12 +181,12 @@ func (r *IndexReport) OK() bool {
 // only when there is nothing to do: no index folder, a name that cannot
 // be opened, keys that do not name deflated members. progress, if not
 // nil, is kept up to date.
-func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions, progress *Progress) (*IndexReport, error) {
-	var o Options
+func Index(ctx context.Context, name string, opts *dataset.Options, xopts *Options, progress *Progress) (*Report, error) {
+	var o dataset.Options
 	if opts != nil {
 		o = *opts
 	}
-	var xo IndexOptions
+	var xo Options
 	if xopts != nil {
 		xo = *xopts
 	}
@@ -197,11 +200,11 @@ func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions,
 	if o.IndexDir == "" {
 		return nil, errors.New("no folder to keep indexes in: give one (--index-dir)")
 	}
-	if err := checkScheme(name); err != nil {
+	if err := dataset.CheckScheme(name); err != nil {
 		return nil, err
 	}
-	isFolder := IsRemoteFolder(name)
-	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !IsRemote(name) {
+	isFolder := dataset.IsRemoteFolder(name)
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !dataset.IsRemote(name) {
 		isFolder = true
 	}
 	switch {
@@ -210,7 +213,7 @@ func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions,
 	case isFolder && xo.SidecarFile != "":
 		return nil, errors.New("a sidecar file is of one archive, not of a folder: give --sidecar to write each beside its archive")
 	}
-	store, err := npz.OpenIndexStore(o.IndexDir, cmp.Or(o.IndexCacheBytes, DefaultIndexCacheBytes))
+	store, err := npz.OpenIndexStore(o.IndexDir, cmp.Or(o.IndexCacheBytes, dataset.DefaultIndexCacheBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -219,17 +222,17 @@ func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions,
 	// The store is open: Open must not open it again. A local archive's
 	// sidecar is not read: the indexes built go to the store. A remote
 	// one's is, so that a sidecar there already is not rebuilt.
-	o.IndexDir, o.Sidecars = "", xo.Sidecar && IsRemote(name)
-	ix := &indexer{opts: &o, xo: &xo, p: progress, rep: &IndexReport{Store: store.Path(), Workers: xo.Workers, Verified: xo.Verify}}
+	o.IndexDir, o.Sidecars = "", xo.Sidecar && dataset.IsRemote(name)
+	ix := &indexer{opts: &o, xo: &xo, p: progress, rep: &Report{Store: store.Path(), Workers: xo.Workers, Verified: xo.Verify}}
 
 	targets := []indexTarget{{path: name}}
 	if isFolder {
-		d, err := Open(ctx, name, &o)
+		d, err := dataset.Open(ctx, name, &o)
 		if err != nil {
 			return nil, err
 		}
 		defer d.Close()
-		if targets, err = archivesOf(ctx, d); err != nil {
+		if targets, err = archivesOf(ctx, d, ix.rep); err != nil {
 			return nil, err
 		}
 		if len(targets) == 0 {
@@ -248,33 +251,38 @@ func Index(ctx context.Context, name string, opts *Options, xopts *IndexOptions,
 
 // indexer is one Index.
 type indexer struct {
-	opts   *Options
-	xo     *IndexOptions
+	opts   *dataset.Options
+	xo     *Options
 	p      *Progress
-	rep    *IndexReport
+	rep    *Report
 	folder bool // a folder is indexed, not one archive
 }
 
 // indexTarget is an archive to index: a file or URL Open takes, or a
 // file of a folder (local or remote).
 type indexTarget struct {
-	path   string     // for Open
-	shown  string     // in the report: the path in the folder indexed, or "" for one archive
-	folder *Dataset   // the folder the file is of
-	file   FolderFile // the file, of a folder
+	path   string             // for dataset.Open, or where a local folder's file lies
+	shown  string             // in the report: the path in the folder indexed, or "" for one archive
+	folder *dataset.Dataset   // the folder the file is of
+	file   dataset.FolderFile // the file, of a folder
 }
 
 // name is the target in messages.
 func (t *indexTarget) name() string { return cmp.Or(t.shown, t.path) }
 
 // archivesOf lists the .npz archives under the folder d serves (see
-// Dataset.Files).
-func archivesOf(ctx context.Context, d *Dataset) ([]indexTarget, error) {
+// dataset.Dataset.Files), and the folders under it that cannot be
+// listed, which the report names.
+func archivesOf(ctx context.Context, d *dataset.Dataset, rep *Report) ([]indexTarget, error) {
 	files, err := d.Files(ctx)
 	var out []indexTarget
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, ".npz") {
-			out = append(out, indexTarget{shown: f.Path, path: f.file, folder: d, file: f})
+		switch {
+		case f.Err != nil:
+			rep.Failures = append(rep.Failures, Failure{Archive: f.Path, Err: fmt.Errorf("cannot be read: %w", f.Err)})
+		case strings.HasSuffix(f.Path, ".npz"):
+			p, _ := d.LocalPath(f)
+			out = append(out, indexTarget{shown: f.Path, path: p, folder: d, file: f})
 		}
 	}
 	return out, err
@@ -372,20 +380,17 @@ func (ix *indexer) open(ctx context.Context, t *indexTarget) (*indexed, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = indexed{a: a, group: d.group, close: func() { a.Close() }}
-		if d.listing != nil {
-			x.backend = d.listing.Lister().Object(t.file.Path)
-		}
+		x = indexed{a: a, backend: d.Object(t.file), group: d.Group(), close: func() { a.Close() }}
 	} else {
-		d, err := Open(ctx, t.path, ix.opts)
+		d, err := dataset.Open(ctx, t.path, ix.opts)
 		if err != nil {
 			return nil, err
 		}
-		if d.Kind() == Folder {
+		if d.Kind() == dataset.Folder {
 			d.Close()
 			return nil, fmt.Errorf("%s is a folder", t.path)
 		}
-		x = indexed{a: d.Archive(), backend: d.backend, group: d.group, close: func() { d.Close() }}
+		x = indexed{a: d.Archive(), backend: d.Backend(), group: d.Group(), close: func() { d.Close() }}
 	}
 	var err error
 	if x.members, x.small, err = pickMembers(x.a.Members(), ix.xo.Keys); err != nil {
@@ -409,11 +414,11 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 	}
 	ix.p.current(members)
 	results := make([]MemberIndex, len(members))
-	workers.Run(context.Background(), len(members), ix.xo.Workers, func(_, i int) {
+	workers.Run(ctx, len(members), ix.xo.Workers, func(_, i int) {
 		m := members[i]
 		res, err := m.BuildIndex(ctx, ix.xo.Workers)
 		if err == nil && ix.xo.Verify {
-			err = readWhole(m, &ix.p.read)
+			err = m.Verify(ctx, &ix.p.read)
 		}
 		results[i] = MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err}
 	})
@@ -421,9 +426,9 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 	ix.rep.Small += len(x.small)
 	if ix.xo.Verify {
 		var mu sync.Mutex
-		workers.Run(context.Background(), len(x.small), ix.xo.Workers, func(_, i int) {
+		workers.Run(ctx, len(x.small), ix.xo.Workers, func(_, i int) {
 			m := x.small[i]
-			if err := readWhole(m, &ix.p.read); err != nil {
+			if err := m.Verify(ctx, &ix.p.read); err != nil {
 				mu.Lock()
 				ix.rep.Members = append(ix.rep.Members, MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), Err: err})
 				mu.Unlock()
@@ -472,29 +477,6 @@ func (ix *indexer) sidecar(ctx context.Context, x *indexed, t *indexTarget) {
 	}
 }
 
-// localFiles lists the .npz and .npy files under dir, in its
-// sub-folders too, as a mount of dir shows them (regular files; links
-// are not followed), in lexical order.
-func localFiles(dir string) ([]string, error) {
-	var names []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if n := d.Name(); d.Type().IsRegular() && isServedFile(n) {
-			names = append(names, path)
-		}
-		return nil
-	})
-	return names, err
-}
-
-// isServedFile reports a file name a folder mount serves: a .npz
-// archive or a .npy file.
-func isServedFile(n string) bool {
-	return strings.HasSuffix(n, ".npz") || strings.HasSuffix(n, ".npy") && n != ".npy"
-}
-
 // pickMembers picks the deflated members to index, all or those keys
 // name, and apart from them those too small to need an index.
 func pickMembers(all []*npz.Member, keys []string) (index, small []*npz.Member, err error) {
@@ -528,33 +510,18 @@ func pickMembers(all []*npz.Member, keys []string) (index, small []*npz.Member, 
 	return index, small, nil
 }
 
-// readWhole reads m from start to end, counting bytes into done.
-func readWhole(m *npz.Member, done *atomic.Int64) error {
-	f := m.File()
-	buf := make([]byte, 4<<20)
-	for off := int64(0); off < m.Size(); {
-		n, err := f.ReadAt(buf[:min(int64(len(buf)), m.Size()-off)], off)
-		off += int64(n)
-		done.Add(int64(n))
-		if err != nil && !(err == io.EOF && off == m.Size()) {
-			return err
-		}
-	}
-	return nil
-}
-
 // Summary is the report in one line, in the form npzfs index prints (see
 // README.md, "npzfs index").
-func (r *IndexReport) Summary() string {
+func (r *Report) Summary() string {
 	built, loaded, split, failed, unsaved := r.Counts()
 	var b strings.Builder
 	if len(r.Members) == 0 {
 		var none []string
 		if r.Stored > 0 {
-			none = append(none, plural(r.Stored, "stored member"))
+			none = append(none, english.Plural(r.Stored, "stored member"))
 		}
 		if r.Small > 0 {
-			none = append(none, plural(r.Small, "small deflated member"))
+			none = append(none, english.Plural(r.Small, "small deflated member"))
 			b.WriteString("no member needs an index: nothing to index")
 		} else {
 			b.WriteString("no deflated members: nothing to index")
@@ -568,9 +535,9 @@ func (r *IndexReport) Summary() string {
 		}
 	} else {
 		secs := r.Elapsed.Seconds()
-		fmt.Fprintf(&b, "indexed %d of %s", built+loaded, plural(len(r.Members), "deflated member"))
+		fmt.Fprintf(&b, "indexed %d of %s", built+loaded, english.Plural(len(r.Members), "deflated member"))
 		if r.Folder {
-			fmt.Fprintf(&b, " of %s", plural(r.Archives, "archive"))
+			fmt.Fprintf(&b, " of %s", english.Plural(r.Archives, "archive"))
 		}
 		fmt.Fprintf(&b, " (%.1f MiB)", float64(r.Bytes())/(1<<20))
 		if n := r.inflated(); n > 0 {
@@ -614,7 +581,7 @@ func (r *IndexReport) Summary() string {
 // Problems are the report's failures, one line each: archives that could
 // not be opened, members that could not be indexed or saved, sidecars
 // that could not be written.
-func (r *IndexReport) Problems() []string {
+func (r *Report) Problems() []string {
 	var out []string
 	for _, f := range r.Failures {
 		out = append(out, prefixed(f.Archive, f.Err.Error()))
@@ -637,53 +604,4 @@ func prefixed(archive, msg string) string {
 		return msg
 	}
 	return archive + ": " + msg
-}
-
-// plural is "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
-
-// IndexInBackground indexes the deflated members of the dataset's
-// archive one after the other, on a thread of the lowest CPU priority,
-// until done or ctx ends (a mount's --index: its reads wait for no more
-// than a span of it), and reports what it did; Stats shows its progress
-// meanwhile. It fails when ctx ends, or for a folder.
-func (d *Dataset) IndexInBackground(ctx context.Context) (*IndexReport, error) {
-	a := d.archive
-	if a == nil {
-		return nil, errors.New("background indexing is for a single archive, not a folder")
-	}
-	runtime.LockOSThread() // the thread dies with the goroutine
-	rep := &IndexReport{Archives: 1, Workers: 1}
-	if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19); err != nil {
-		rep.Failures = append(rep.Failures, Failure{Err: fmt.Errorf("cannot lower its priority: %w", err)})
-	}
-	members, _, _ := pickMembers(a.Members(), nil)
-	ix := &indexing{start: time.Now(), members: members}
-	d.mu.Lock()
-	d.indexing = ix
-	d.mu.Unlock()
-	for _, m := range members {
-		res, err := m.BuildIndex(ctx, 1)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		rep.Members = append(rep.Members, MemberIndex{Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err})
-		ix.mu.Lock()
-		ix.done++
-		ix.before += m.Size()
-		if err != nil {
-			ix.failed++
-		}
-		ix.mu.Unlock()
-	}
-	ix.mu.Lock()
-	ix.end = time.Now()
-	rep.Elapsed = ix.end.Sub(ix.start)
-	ix.mu.Unlock()
-	return rep, nil
 }

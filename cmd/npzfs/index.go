@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/indexer"
 )
 
 // indexFlags are the flags of the index cache, taken by mount and index.
@@ -83,7 +84,7 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("index", stdout, stderr)
 	var xf indexFlags
 	xf.add(fl, false)
-	var xo dataset.IndexOptions
+	var xo indexer.Options
 	fl.BoolVar(&xo.Verify, "verify", false, "read every member whole, checking saved indexes span by span")
 	fl.IntVar(&xo.Workers, "workers", runtime.GOMAXPROCS(0), "inflate with `N` threads: members at once, and parts of a large member (1: each member from its start)")
 	fl.BoolVar(&xo.Sidecar, "sidecar", false, "also write the indexes beside the archive, as ARCHIVE.npzidx (for a dataset to ship; mounts use it): a file beside a local archive, an object put beside an s3:// one (not rebuilt when one there holds them all)")
@@ -138,11 +139,11 @@ func runIndex(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "index", err.Error())
 	}
 	opts := &dataset.Options{IndexDir: xf.dir, IndexCacheBytes: int64(xf.cacheMB) << 20, Remote: ro}
-	var p dataset.Progress
+	var p indexer.Progress
 	ctx, cancel := interruptible()
 	defer cancel()
 	stop := progress(stderr, "indexing", &p, time.Now())
-	rep, err := dataset.Index(ctx, target, opts, &xo, &p)
+	rep, err := indexer.Index(ctx, target, opts, &xo, &p)
 	stop()
 	if err != nil {
 		return fail(stderr, "index", err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/internal/english"
 	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
@@ -82,7 +82,7 @@ type lsOptions struct {
 func (lo *lsOptions) list(ctx context.Context, a *npz.Archive) *listing {
 	var failures map[*npz.Member]string
 	if lo.verify {
-		failures = verifyMembers(a.Members())
+		failures = verifyMembers(ctx, a.Members())
 	}
 	return listArchive(ctx, a, failures)
 }
@@ -158,7 +158,7 @@ func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, s
 	if len(rows) > 0 {
 		writeTable(stdout, append([][]string{append([]string{"ARCHIVE"}, tableHeading...)}, rows...))
 	}
-	fmt.Fprintf(stdout, "%s, %s\n", plural(archives, "archive"), counts.summary(members))
+	fmt.Fprintf(stdout, "%s, %s\n", english.Plural(archives, "archive"), counts.summary(members))
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p)
 	}
@@ -180,16 +180,15 @@ type jsonError struct {
 // checks the CRC-32 of stored ones (the inflater checks deflated ones). It
 // returns why each member that fails does, unless its reason already says
 // it cannot be read.
-func verifyMembers(members []*npz.Member) map[*npz.Member]string {
+func verifyMembers(ctx context.Context, members []*npz.Member) map[*npz.Member]string {
 	out := map[*npz.Member]string{}
 	var mu sync.Mutex
 	forEach(members, func(m *npz.Member) {
-		f := m.File()
-		if !m.Served() || f == nil {
+		if !m.Served() || m.IsDir() {
 			return
 		}
 		var me *npz.MethodError
-		err := readWhole(f, m.Method() == 0 && m.HasCRC(), m.CRC32())
+		err := m.Verify(ctx, nil)
 		if err == nil || errors.As(err, &me) {
 			return
 		}
@@ -198,28 +197,6 @@ func verifyMembers(members []*npz.Member) map[*npz.Member]string {
 		mu.Unlock()
 	})
 	return out
-}
-
-// readWhole reads f to its end with one buffer; with checkCRC it checks
-// the bytes' CRC-32.
-func readWhole(f *npz.File, checkCRC bool, want uint32) error {
-	buf := make([]byte, 1<<20)
-	var crc uint32
-	for off := int64(0); off < f.Size(); {
-		n, err := f.ReadAt(buf, off)
-		crc = crc32.Update(crc, crc32.IEEETable, buf[:n])
-		off += int64(n)
-		if err == io.EOF && off == f.Size() {
-			break
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if checkCRC && crc != want {
-		return fmt.Errorf("CRC-32 of the bytes is %08x, the archive says %08x", crc, want)
-	}
-	return nil
 }
 
 // nameWidth caps the NAME column: a longer name gets a line of its own,
@@ -259,7 +236,7 @@ func (c *listCounts) add(d listCounts) {
 // summary is a listing's last line: how many members are served, and
 // how many are not, by why.
 func (c *listCounts) summary(members int) string {
-	s := fmt.Sprintf("%s, %d served", plural(members, "member"), c.served+c.folders)
+	s := fmt.Sprintf("%s, %d served", english.Plural(members, "member"), c.served+c.folders)
 	for _, part := range []struct {
 		n    int
 		what string
@@ -274,22 +251,6 @@ func (c *listCounts) summary(members int) string {
 		}
 	}
 	return s
-}
-
-// plural is "1 thing" or "n things" (a thing ending in s, x, ch or sh
-// takes "es", in a consonant and y "ies": "2 misses", "3 entries").
-func plural[N ~int | ~int64](n N, thing string) string {
-	switch {
-	case n == 1:
-		return "1 " + thing
-	case strings.HasSuffix(thing, "s") || strings.HasSuffix(thing, "x") || strings.HasSuffix(thing, "ch") || strings.HasSuffix(thing, "sh"):
-		thing += "es"
-	case strings.HasSuffix(thing, "y") && len(thing) > 1 && !strings.ContainsRune("aeiou", rune(thing[len(thing)-2])):
-		thing = thing[:len(thing)-1] + "ies"
-	default:
-		thing += "s"
-	}
-	return fmt.Sprintf("%d %s", n, thing)
 }
 
 type memberRow struct {
@@ -608,7 +569,7 @@ func dtypeString(d *npy.DType) string {
 		return "?"
 	}
 	if d.Record {
-		return fmt.Sprintf("record(%s, %s)", plural(len(d.Fields), "field"), plural(d.ItemSize, "byte"))
+		return fmt.Sprintf("record(%s, %s)", english.Plural(len(d.Fields), "field"), english.Plural(d.ItemSize, "byte"))
 	}
 	if d.Subarray != nil {
 		return fmt.Sprintf("%s%s", dtypeString(d.Subarray.Base), shapeString(d.Subarray.Shape))

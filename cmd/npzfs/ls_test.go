@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/hostile"
+	"github.com/npzfs/npzfs/internal/testfiles"
 )
 
 const corpusDir = "../../npz/testdata/"
@@ -324,18 +325,8 @@ func TestLsJSON(t *testing.T) {
 // cannot open (exit 1), and --json gives each archive's listing.
 func TestLsFolder(t *testing.T) {
 	dir := t.TempDir()
-	copyTo := func(src, rel string) {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, rel), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	copyTo(corpusDir+"numpy_savez.npz", "a.npz")
-	copyTo("../../npy/testdata/good/record_aligned.npy", "sub/rec.npy")
+	testfiles.Copy(t, corpusDir+"numpy_savez.npz", dir, "a.npz")
+	testfiles.Copy(t, "../../npy/testdata/good/record_aligned.npy", dir, "sub/rec.npy")
 	code, out, errs := runCmd("ls", dir)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if code != exitOK || errs != "" || !strings.HasPrefix(strings.Join(strings.Fields(lines[0]), " "), "ARCHIVE NAME DTYPE") {
@@ -370,8 +361,8 @@ func TestLsFolder(t *testing.T) {
 	}
 	// Files whose bytes do not agree with their names are refused as a
 	// mount of the folder refuses them.
-	copyTo("../../npy/testdata/good/record_aligned.npy", "npy.npz")
-	copyTo(corpusDir+"numpy_savez.npz", "zip.npy")
+	testfiles.Copy(t, "../../npy/testdata/good/record_aligned.npy", dir, "npy.npz")
+	testfiles.Copy(t, corpusDir+"numpy_savez.npz", dir, "zip.npy")
 	code, _, errs = runCmd("ls", dir)
 	for _, want := range []string{
 		"npzfs ls: npy.npz: npy.npz is named .npz but holds a .npy file (name it .npy)\n",

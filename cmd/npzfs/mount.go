@@ -24,6 +24,7 @@ import (
 
 	"github.com/npzfs/npzfs/dataset"
 	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/indexer"
 	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/memplan"
 	"github.com/npzfs/npzfs/npz"
@@ -425,7 +426,11 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	}
 	stop := make(chan struct{})
 	go unmountOnSignal(sig, srv, mp.dir, self, stop, logger)
-	if stopStatus, err := serveStatus(ma.statusOf(mp.dir, d, tr, srv)); err != nil {
+	var bg *indexer.Background // made now, for status to show from the start
+	if ma.buildIndex {
+		bg = backgroundIndexing(d, logger)
+	}
+	if stopStatus, err := serveStatus(ma.statusOf(mp.dir, d, tr, srv, bg)); err != nil {
 		logger.Printf("npzfs status will not see this mount: %v", err)
 	} else {
 		defer stopStatus()
@@ -433,8 +438,8 @@ func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
 	mp.unlock()
 	ready(ma.readyStatus(mp, d))
 	logger.Print(mem)
-	if ma.buildIndex {
-		stop := indexInBackground(d, logger)
+	if bg != nil {
+		stop := runInBackground(bg, logger)
 		defer stop()
 	}
 	served := make(chan struct{})
@@ -517,7 +522,7 @@ func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, tr *tree.Tree, lo
 
 // statusOf is what npzfs status is told of the mount on dir, as it is
 // when asked.
-func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *npzfs.Server) func() mountStats {
+func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *npzfs.Server, bg *indexer.Background) func() mountStats {
 	started := time.Now()
 	return func() mountStats {
 		name := dir
@@ -533,6 +538,11 @@ func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv
 		}
 		if open, ok := tr.ArchivesOpen(); ok {
 			st.ArchivesOpen = &open
+		}
+		if bg != nil {
+			p := bg.Progress()
+			st.Indexing = &dataset.IndexingStats{Members: p.Members, MembersDone: p.MembersDone, Failed: p.Failed,
+				Bytes: p.Bytes, BytesDone: p.BytesDone, Rate: p.Rate, SecondsLeft: p.SecondsLeft, Done: p.Done}
 		}
 		served := srv.Stats()
 		st.Served.Reads, st.Served.Pushes, st.Served.Bytes = served.Reads, served.Pushes, served.Bytes
@@ -687,19 +697,24 @@ func untilLive(sig <-chan os.Signal, name string) (ctx context.Context, live fun
 	}
 }
 
-// indexInBackground starts mount --index's indexing of d's deflated
-// members (dataset.IndexInBackground), which logs what it did, and
-// returns what stops it and waits for it.
-func indexInBackground(d *dataset.Dataset, logger *log.Logger) (stop func()) {
+// backgroundIndexing is mount --index's indexing of d's deflated
+// members (indexer.Background), nil for a folder.
+func backgroundIndexing(d *dataset.Dataset, logger *log.Logger) *indexer.Background {
 	if d.Kind() == dataset.Folder {
 		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
-		return func() {}
+		return nil
 	}
+	return indexer.NewBackground(d.Archive())
+}
+
+// runInBackground runs b, which logs what it did, and returns what stops
+// it and waits for it.
+func runInBackground(b *indexer.Background, logger *log.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rep, err := d.IndexInBackground(ctx)
+		rep, err := b.Run(ctx)
 		if err != nil {
 			return // the mount ended first
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/npzfs/npzfs/dataset"
 	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/english"
 	"github.com/npzfs/npzfs/internal/mountinfo"
 	"golang.org/x/sys/unix"
 )
@@ -332,7 +333,7 @@ func writeStatus(w io.Writer, st *mountStats) {
 	line := func(what, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", what, fmt.Sprintf(format, args...))
 	}
-	line("served", "%s in %s and %s", humanSize(st.Served.Bytes), plural(st.Served.Reads, "read"), plural(st.Served.Pushes, "push"))
+	line("served", "%s in %s and %s", humanSize(st.Served.Bytes), english.Plural(st.Served.Reads, "read"), english.Plural(st.Served.Pushes, "push"))
 	if len(st.Served.Requests) > 0 {
 		line("requests", "%s", requestCounts(st.Served.Requests))
 	}
@@ -343,15 +344,15 @@ func writeStatus(w io.Writer, st *mountStats) {
 		line("members", "%d, %d failing (npzfs ls says why)", *st.Members, *st.Failing)
 	}
 	sc := st.SpanCache
-	line("span cache", "%s, %s; %s of %s", plural(sc.Hits, "hit"), plural(sc.Misses, "miss"), humanSize(sc.Bytes), humanSize(sc.Budget))
+	line("span cache", "%s, %s; %s of %s", english.Plural(sc.Hits, "hit"), english.Plural(sc.Misses, "miss"), humanSize(sc.Bytes), humanSize(sc.Budget))
 	if ix := st.Indexes; ix != nil {
 		line("indexes", "%d loaded (%d refused), %d saved, in %s", ix.Loaded, ix.Refused, ix.Saved, ix.Folder)
 	}
 	if r := st.Remote; r != nil {
 		line("remote", "%s (%d retried), %s fetched; blocks: %s, %s, %s in memory",
-			plural(r.Requests, "request"), r.Retries, humanSize(r.BytesFetched), plural(r.BlockHits, "hit"), plural(r.BlockMisses, "miss"), humanSize(r.MemoryBytes))
+			english.Plural(r.Requests, "request"), r.Retries, humanSize(r.BytesFetched), english.Plural(r.BlockHits, "hit"), english.Plural(r.BlockMisses, "miss"), humanSize(r.MemoryBytes))
 		if r.DiskCacheBytes > 0 || r.DiskHits > 0 {
-			line("disk cache", "%s from it; %s in its folder", plural(r.DiskHits, "block"), humanSize(r.DiskCacheBytes))
+			line("disk cache", "%s from it; %s in its folder", english.Plural(r.DiskHits, "block"), humanSize(r.DiskCacheBytes))
 		}
 	}
 	if ix := st.Indexing; ix != nil {

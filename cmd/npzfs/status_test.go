@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/internal/english"
 	"github.com/npzfs/npzfs/npy"
 )
 
@@ -141,8 +142,8 @@ func TestStatusCountsInWords(t *testing.T) {
 		}
 	}
 	for n, want := range map[int]string{0: "0 entries", 1: "1 entry", 2: "2 entries"} {
-		if got := plural(n, "entry"); got != want {
-			t.Errorf("plural(%d, entry) = %q, want %q", n, got, want)
+		if got := english.Plural(n, "entry"); got != want {
+			t.Errorf("english.Plural(%d, entry) = %q, want %q", n, got, want)
 		}
 	}
 	one := &npy.DType{Record: true, Fields: []npy.Field{{Name: "a"}}, ItemSize: 1}
