@@ -5,6 +5,8 @@ import (
 	"context"
 	"hash/crc32"
 	"sync"
+
+	"github.com/npzfs/npzfs/internal/crc"
 )
 
 // frontier grows a reader's index, a span at a time from its last
@@ -320,7 +322,7 @@ func (f *frontier) splice(run *chunkRun, end, seq int64) ([]checkpoint, []byte) 
 		seq++
 		add = append(add, c)
 	}
-	f.crcAcc = crc32Combine(f.crcAcc, run.crc, run.size)
+	f.crcAcc = crc.Combine(f.crcAcc, run.crc, run.size)
 	f.helpSplices.Add(1)
 	if run.next < 0 {
 		return add, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/npzfs/npzfs/internal/crc"
 	"github.com/npzfs/npzfs/internal/workers"
 )
 
@@ -134,7 +135,7 @@ func (f *frontier) helpReached(ctx context.Context, d *decoder, end int64, acc u
 	}
 	run := &p.runs[j]
 	if run.err != nil || len(run.cps) == 0 ||
-		(run.next < 0 && (end+run.size != f.s.size || crc32Combine(acc, run.crc, run.size) != f.s.crc)) {
+		(run.next < 0 && (end+run.size != f.s.size || crc.Combine(acc, run.crc, run.size) != f.s.crc)) {
 		f.stopHelp() // the index grows on from here alone, and finds what is wrong
 		return nil, nil
 	}

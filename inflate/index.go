@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/npzfs/npzfs/internal/crc"
 )
 
 // checkpoint is a place decoding can resume from: the output offset, the
@@ -293,7 +295,7 @@ func (ix *index) dropCheckpoints() bool {
 			freed += int64(len(ix.cps[i].win))
 			// The kept span before it now runs on through it.
 			k := &kept[len(kept)-1]
-			k.sum = crc32Combine(k.sum, ix.cps[i].sum, ix.cps[i+1].out-ix.cps[i].out)
+			k.sum = crc.Combine(k.sum, ix.cps[i].sum, ix.cps[i+1].out-ix.cps[i].out)
 			continue
 		}
 		kept = append(kept, ix.cps[i])
@@ -408,7 +410,7 @@ func (ix *index) loadedSums() uint32 {
 	defer ix.mu.RUnlock()
 	var acc uint32
 	for i := 0; i+1 < len(ix.cps); i++ {
-		acc = crc32Combine(acc, ix.cps[i].sum, ix.cps[i+1].out-ix.cps[i].out)
+		acc = crc.Combine(acc, ix.cps[i].sum, ix.cps[i+1].out-ix.cps[i].out)
 	}
 	return acc
 }

@@ -13,18 +13,6 @@ import (
 	"testing"
 )
 
-func TestCRC32Combine(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	data := randBytes(rng, 300_000)
-	for _, cut := range []int{0, 1, 7, 4096, 65_537, 299_999, 300_000} {
-		a, b := data[:cut], data[cut:]
-		got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), int64(len(b)))
-		if want := crc32.ChecksumIEEE(data); got != want {
-			t.Errorf("cut at %d: %08x, want %08x", cut, got, want)
-		}
-	}
-}
-
 // countingSrc counts the reads of the compressed stream.
 type countingSrc struct {
 	r     io.ReaderAt

@@ -427,60 +427,6 @@ func checkRecord(cp, prev *checkpoint, final byte, tableEnd, size, csize, osize 
 	return nil
 }
 
-// crc32Combine returns the CRC-32 (IEEE) of a‖b from the CRC-32s of a
-// and b and the length of b: the effect of len2 zero bytes on crc1 is a
-// linear map over GF(2), applied by repeated squaring of the one-zero-bit
-// operator (as zlib's crc32_combine does).
-func crc32Combine(crc1, crc2 uint32, len2 int64) uint32 {
-	if len2 <= 0 {
-		return crc1
-	}
-	var even, odd [32]uint32
-	odd[0] = 0xedb88320 // the reflected polynomial: one zero bit
-	row := uint32(1)
-	for n := 1; n < 32; n++ {
-		odd[n] = row
-		row <<= 1
-	}
-	gf2Square(&even, &odd) // two zero bits
-	gf2Square(&odd, &even) // four
-	for {
-		gf2Square(&even, &odd) // one zero byte, then 4, 16, ...
-		if len2&1 != 0 {
-			crc1 = gf2Times(&even, crc1)
-		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
-		}
-		gf2Square(&odd, &even)
-		if len2&1 != 0 {
-			crc1 = gf2Times(&odd, crc1)
-		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
-		}
-	}
-	return crc1 ^ crc2
-}
-
-func gf2Times(mat *[32]uint32, vec uint32) uint32 {
-	var sum uint32
-	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
-		if vec&1 != 0 {
-			sum ^= mat[i]
-		}
-	}
-	return sum
-}
-
-func gf2Square(square, mat *[32]uint32) {
-	for n := range 32 {
-		square[n] = gf2Times(mat, mat[n])
-	}
-}
-
 // IndexHeadLen is about how many bytes an index of a stream of size
 // inflated bytes, with a checkpoint every span bytes, holds before its
 // windows (its header and table, a few checkpoints to spare): what a

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"sync/atomic"
 
+	"github.com/npzfs/npzfs/internal/crc"
 	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/source"
 )
@@ -604,7 +605,7 @@ func (p *parallelPass) record(w *passWorker, res *chunkRun, cp checkpoint, pos i
 func (p *parallelPass) stitch() ([]checkpoint, bool, error) {
 	var cps []checkpoint
 	var size int64
-	var crc uint32
+	var sum uint32
 	runs := 0
 	for i := 0; ; {
 		run := &p.runs[i]
@@ -617,15 +618,15 @@ func (p *parallelPass) stitch() ([]checkpoint, bool, error) {
 			cp.seq = int64(len(cps))
 			cps = append(cps, cp)
 		}
-		crc = crc32Combine(crc, run.crc, run.size)
+		sum = crc.Combine(sum, run.crc, run.size)
 		size += run.size
 		if run.next < 0 {
 			break
 		}
 		i = run.next
 	}
-	if size != p.s.size || crc != p.s.crc {
-		return nil, false, fmt.Errorf("inflate: the parallel pass made %d bytes with CRC-32 %08x", size, crc)
+	if size != p.s.size || sum != p.s.crc {
+		return nil, false, fmt.Errorf("inflate: the parallel pass made %d bytes with CRC-32 %08x", size, sum)
 	}
 	return cps, runs > 1, nil
 }
