@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -5,11 +7,9 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	npzfs "github.com/npzfs/npzfs/fs"
-	"golang.org/x/sys/unix"
 )
 
 // TestHandOn: the daemon gets a handed FUSE device as its next extra
@@ -49,8 +49,7 @@ func TestHandOn(t *testing.T) {
 }
 
 // TestCheckHanded: /dev/fd/N must name a descriptor passed open on the
-// FUSE device. One this process opened itself (as the Go runtime does
-// before main) was not passed, whatever it is open on.
+// FUSE device; mount says so in one line of one that was not.
 func TestCheckHanded(t *testing.T) {
 	own, err := os.Open(os.Args[0])
 	if err != nil {
@@ -61,26 +60,5 @@ func TestCheckHanded(t *testing.T) {
 	code, _, errs := runCmd("mount", "a.npz", mp)
 	if want := "npzfs mount: " + mp + " was not passed to npzfs: the process that mounted the FUSE device must pass its descriptor open\n"; code != exitFail || errs != want {
 		t.Errorf("a descriptor of this process: exit %d, stderr %q; want %q", code, errs, want)
-	}
-	if err := checkHanded(999); err == nil || !strings.Contains(err.Error(), "was not passed") {
-		t.Errorf("a closed descriptor: %v", err)
-	}
-	// As if passed: close-on-exec cleared.
-	if _, err := unix.FcntlInt(own.Fd(), unix.F_SETFD, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkHanded(int(own.Fd())); err == nil || !strings.Contains(err.Error(), "is not a FUSE device") {
-		t.Errorf("a passed plain file: %v", err)
-	}
-	dev, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("cannot open /dev/fuse: %v", err)
-	}
-	defer dev.Close()
-	if _, err := unix.FcntlInt(dev.Fd(), unix.F_SETFD, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkHanded(int(dev.Fd())); err != nil {
-		t.Errorf("a passed /dev/fuse: %v", err)
 	}
 }

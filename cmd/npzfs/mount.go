@@ -1,9 +1,10 @@
+//go:build linux
+
 package main
 
 import (
 	"bufio"
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,8 +24,7 @@ import (
 
 	"github.com/npzfs/npzfs/dataset"
 	npzfs "github.com/npzfs/npzfs/fs"
-	"github.com/npzfs/npzfs/indexer"
-	"github.com/npzfs/npzfs/internal/mountinfo"
+	"github.com/npzfs/npzfs/internal/daemon"
 	"github.com/npzfs/npzfs/memplan"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/remote"
@@ -88,7 +87,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "mount", err.Error())
 	}
 	if fd, handed := npzfs.FDMountpoint(ma.mountpoint); handed {
-		if err := checkHanded(fd); err != nil {
+		if err := daemon.CheckHanded(fd); err != nil {
 			return fail(stderr, "mount", err)
 		}
 	}
@@ -207,9 +206,9 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 	}
 	logger := log.New(logw, "npzfs: ", log.LstdFlags)
 	ma.logTarget = cmp.Or(ma.logFile, "stderr")
-	err := serve(ma, logger, func(st mountStatus) {
-		logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.archive, st.mountpoint)
-		st.indexDir = ma.givenIndexDir()
+	err := ma.serve(logger, func(r daemon.Ready) {
+		st := mountStatus{Ready: r, indexDir: ma.givenIndexDir()}
+		logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.Source, st.Mountpoint)
 		for _, w := range st.warnings() {
 			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 		}
@@ -322,6 +321,33 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 	return exitFail
 }
 
+// handOn passes a handed FUSE device (mount point /dev/fd/N, see
+// fs/fdmount.go) on to the daemon cmd starts: as its next extra file,
+// with the mount point argument renamed to match (runMount has checked
+// the descriptor). Any other mount point is left alone.
+func handOn(cmd *exec.Cmd, mountpoint string) error {
+	fd, ok := npzfs.FDMountpoint(mountpoint)
+	if !ok {
+		return nil
+	}
+	// The mount point is the last argument that names it.
+	for i := len(cmd.Args) - 1; i > 0; i-- {
+		if cmd.Args[i] != mountpoint {
+			continue
+		}
+		// A duplicate, which the caller may close like its other files.
+		dup, err := syscall.Dup(fd)
+		if err != nil {
+			return fmt.Errorf("%s: %v", mountpoint, err)
+		}
+		syscall.CloseOnExec(dup)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(dup), mountpoint))
+		cmd.Args[i] = fmt.Sprintf("/dev/fd/%d", 2+len(cmd.ExtraFiles))
+		return nil
+	}
+	return fmt.Errorf("the mount point %s is not among the daemon's arguments", mountpoint)
+}
+
 // runDaemon is the detached process: it serves and tells the parent how
 // the mount went.
 func runDaemon(ma *mountArgs) int {
@@ -351,220 +377,43 @@ func runDaemon(ma *mountArgs) int {
 	} else {
 		logger = log.New(io.Discard, "", 0)
 	}
-	err := serve(ma, logger, func(st mountStatus) {
+	err := ma.serve(logger, func(r daemon.Ready) {
 		// Logged first, so the log says so once npzfs mount returns.
-		logger.Printf("serving %s on %s", st.archive, st.mountpoint)
-		st.logCreated = logCreated
+		logger.Printf("serving %s on %s", r.Source, r.Mountpoint)
+		st := mountStatus{Ready: r, logCreated: logCreated}
 		fmt.Fprintln(ready, st.readyLine())
 		ready.Close()
 	})
 	if err != nil {
 		logger.Printf("mount failed: %v", err)
-		fmt.Fprintln(ready, oneLine(err.Error()))
+		fmt.Fprintln(ready, strings.Join(strings.Fields(err.Error()), " ")) // one line
 		ready.Close()
 		return exitFail
 	}
 	return exitOK
 }
 
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
-}
-
-// serve checks everything, mounts, calls ready with how the mount went
-// (members that cannot be read) once it is live, and serves until
-// unmounted (by npzfs unmount, or here on SIGINT/SIGTERM).
-func serve(ma *mountArgs, logger *log.Logger, ready func(mountStatus)) error {
-	// Catch the signals before mounting: one that arrives while the
-	// dataset is opened gives up the opening (whatever it waits for: a
-	// server that does not answer); one that arrives while the mount is
-	// being made is handled (unmount, exit 0) once it is live, rather
-	// than killing the process and leaving a dead mount.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	ctx, live := untilLive(sig, ma.archive)
-	defer live()
-	mp, err := takeMountpoint(ma.mountpoint)
-	defer mp.unlock()
-	if err != nil {
-		return err
-	}
+// serve sets the process's memory limit and serves the mount as the
+// flags say (daemon.Serve), logging to logger; ready is told how the
+// mount went once it is live.
+func (ma *mountArgs) serve(logger *log.Logger, ready func(daemon.Ready)) error {
 	mem, err := ma.memory()
 	if err != nil {
 		return err
 	}
-	setMemoryLimit(mem)
 	opts, err := ma.datasetOptions(mem, logger)
 	if err != nil {
 		return err
 	}
-	d, err := dataset.Open(ctx, ma.archive, opts)
-	if err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		return err
-	}
-	defer d.Close() // its problems are already in the log, through Logf
-	tr, err := tree.Of(ctx, d, &tree.Options{MaxOpen: ma.maxOpen})
-	if err != nil {
-		return err
-	}
-	defer tr.Close()
-	srv, err := mp.mount(ma, d, tr, logger)
-	if err != nil {
-		return err
-	}
-	self, _ := mountinfo.Find(mp.dir) // to know the mount once detached
-	if live(); ctx.Err() != nil {
-		// A signal came as the mount was made: it is unmounted now.
-		logger.Printf("%v: unmounting %s", context.Cause(ctx), mp.dir)
-		unmountNow(srv, mp.dir, logger)
-		return context.Cause(ctx)
-	}
-	stop := make(chan struct{})
-	go unmountOnSignal(sig, srv, mp.dir, self, stop, logger)
-	var bg *indexer.Background // made now, for status to show from the start
-	if ma.buildIndex {
-		bg = backgroundIndexing(d, logger)
-	}
-	if stopStatus, err := serveStatus(ma.statusOf(mp.dir, d, tr, srv, bg)); err != nil {
-		logger.Printf("npzfs status will not see this mount: %v", err)
-	} else {
-		defer stopStatus()
-	}
-	mp.unlock()
-	ready(ma.readyStatus(mp, d))
-	logger.Print(mem)
-	if bg != nil {
-		stop := runInBackground(bg, logger)
-		defer stop()
-	}
-	served := make(chan struct{})
-	go func() {
-		srv.Wait()
-		close(served)
-	}()
-	select {
-	case <-served:
-		logger.Printf("unmounted %s", mp.dir)
-	case <-stop:
-	}
-	return nil
-}
-
-// mountpoint is where a mount goes: a folder (locked from its check
-// until the mount is live, so that two mounts started together on it
-// cannot both pass the check and stack) or a FUSE device handed over
-// (/dev/fd/N, see fs/fdmount.go).
-type mountpoint struct {
-	dir    string // absolute, links resolved; or /dev/fd/N
-	handed bool
-	hidden int // entries of the folder the mount hides
-	unlock func()
-}
-
-// takeMountpoint checks that a mount can go on dir and locks it.
-func takeMountpoint(dir string) (*mountpoint, error) {
-	mp := &mountpoint{dir: dir, unlock: func() {}}
-	if _, handed := npzfs.FDMountpoint(dir); handed { // checked by runMount
-		mp.handed = true
-		return mp, nil
-	}
-	mp.unlock = lockMountpoint(dir)
-	var err error
-	if mp.dir, err = checkMountpoint(dir); err != nil {
-		return mp, err
-	}
-	mp.hidden = entriesIn(mp.dir)
-	return mp, nil
-}
-
-// mount mounts d's tree on the mount point, with what the flags ask.
-func (mp *mountpoint) mount(ma *mountArgs, d *dataset.Dataset, tr *tree.Tree, logger *log.Logger) (*npzfs.Server, error) {
-	if d.Kind() == dataset.Folder && !d.Remote() && within(mp.dir, d.Name()) {
-		return nil, fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mp.dir)
-	}
-	if !mp.handed {
-		if err := checkFuse(); err != nil {
-			return nil, err
-		}
-	}
-	srv, err := mountCapturingStderr(mp.dir, tr.Root(), npzfs.Config{
-		Source:      d.Name(),
-		ArchiveSize: tr.Size(),
-		Files:       tr.Nodes(),
-		UID:         uint32(os.Getuid()),
-		GID:         uint32(os.Getgid()),
-		Options:     ma.options,
-		Debug:       ma.debug,
-		Logger:      logger,
-		Local:       !d.Remote(),
+	setMemoryLimit(mem)
+	return daemon.Serve(&daemon.Config{
+		Source: ma.archive, Mountpoint: ma.mountpoint, Dataset: opts, MaxOpen: ma.maxOpen,
+		MountOptions: ma.options, Debug: ma.debug, ReadAheadKB: ma.readAheadKB, Index: ma.buildIndex,
+		Options: ma.shownOptions(), Log: ma.logTarget, Logger: logger,
+	}, func(r daemon.Ready) {
+		ready(r)
+		logger.Print(mem)
 	})
-	if err != nil {
-		// A mount made before a later step failed must not stay.
-		if m, ok := mountinfo.Find(mp.dir); ok && m.FSType == "fuse."+npzfs.FSType && m.Source == d.Name() {
-			npzfs.LazyUnmount(mp.dir)
-		}
-		return nil, err
-	}
-	// Hold no folder busy.
-	os.Chdir("/")
-	if ma.readAheadKB > 0 && os.Geteuid() == 0 && !mp.handed {
-		if err := setReadAhead(mp.dir, ma.readAheadKB); err != nil {
-			logger.Printf("cannot set readahead: %v", err)
-		}
-	}
-	return srv, nil
-}
-
-// statusOf is what npzfs status is told of the mount on dir, as it is
-// when asked.
-func (ma *mountArgs) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *npzfs.Server, bg *indexer.Background) func() mountStats {
-	started := time.Now()
-	return func() mountStats {
-		name := dir
-		if fd, handed := npzfs.FDMountpoint(dir); handed {
-			// Named where the helper mounted it, when that can be
-			// found: the mount table, and status, know it by that.
-			name = cmp.Or(handedDir(fd), dir)
-		}
-		st := mountStats{
-			Mountpoint: name, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
-			Uptime: time.Since(started).Seconds(), Options: ma.shownOptions(), Log: ma.logTarget,
-			Stats: d.Stats(), Answering: true,
-		}
-		if open, ok := tr.ArchivesOpen(); ok {
-			st.ArchivesOpen = &open
-		}
-		if bg != nil {
-			p := bg.Progress()
-			st.Indexing = &dataset.IndexingStats{Members: p.Members, MembersDone: p.MembersDone, Failed: p.Failed,
-				Bytes: p.Bytes, BytesDone: p.BytesDone, Rate: p.Rate, SecondsLeft: p.SecondsLeft, Done: p.Done}
-		}
-		served := srv.Stats()
-		st.Served.Reads, st.Served.Pushes, st.Served.Bytes = served.Reads, served.Pushes, served.Bytes
-		st.Served.Requests = served.Requests
-		return st
-	}
-}
-
-// readyStatus is what npzfs mount says of a mount once it is live.
-func (ma *mountArgs) readyStatus(mp *mountpoint, d *dataset.Dataset) mountStatus {
-	st := mountStatus{archive: d.Name(), mountpoint: mp.dir, hidden: mp.hidden}
-	if a := d.Archive(); a != nil {
-		st.members, st.unreadable = a.Len(), unreadableMembers(a.All())
-		// For a remote archive with such a member, whether it has a
-		// saved index may take a look for its sidecar: requests its
-		// first deep read would make, made now. With --no-index no
-		// saved index would be read: saying to build one is no help.
-		if !ma.buildIndex && !ma.index.none {
-			st.unindexed, st.unindexedBytes = unindexedMembers(context.Background(), a.All())
-		}
-	}
-	return st
 }
 
 // datasetOptions are what the flags ask of the dataset a mount serves.
@@ -640,90 +489,4 @@ func (ma *mountArgs) shownOptions() []string {
 		out = append(out, "-o "+o)
 	}
 	return out
-}
-
-// unmountOnSignal unmounts on the first signal from sig; when the mount
-// self (as the mount table gave it once made) was detached already, it
-// closes stop instead, for the daemon to exit.
-func unmountOnSignal(sig <-chan os.Signal, srv *npzfs.Server, mnt string, self mountinfo.Entry, stop chan<- struct{}, logger *log.Logger) {
-	s, ok := <-sig
-	if !ok {
-		return
-	}
-	if detached(self) {
-		// Nothing to unmount: files still open on it keep the kernel's
-		// end alive, and only the daemon's exit ends it.
-		logger.Printf("%v: %s was detached (lazy unmount): the files still open on it are served no more", s, mnt)
-		close(stop)
-		return
-	}
-	logger.Printf("%v: unmounting %s", s, mnt)
-	unmountNow(srv, mnt, logger)
-}
-
-// unmountNow unmounts srv from mnt, or detaches it when it is busy.
-func unmountNow(srv *npzfs.Server, mnt string, logger *log.Logger) {
-	// fusermount3's errors come over several lines: one line each.
-	if err := srv.Unmount(false); err != nil {
-		logger.Printf("unmount %s: %s; detaching it (lazy unmount)", mnt, oneLine(err.Error()))
-		if err := srv.Unmount(true); err != nil {
-			logger.Printf("lazy unmount %s: %s", mnt, oneLine(err.Error()))
-		}
-	}
-}
-
-// untilLive is the context of what a daemon waits for while it opens
-// name: done, with the cause, at the first signal from sig before live
-// is called. live, called once the mount is made, ends the watch: later
-// signals are left in sig; when live returns, ctx says whether one came
-// before.
-func untilLive(sig <-chan os.Signal, name string) (ctx context.Context, live func()) {
-	ctx, giveUp := context.WithCancelCause(context.Background())
-	stop, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case s := <-sig:
-			giveUp(fmt.Errorf("interrupted (%v) while opening %s", s, name))
-		case <-stop:
-		}
-	}()
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			close(stop)
-			<-watched
-		})
-	}
-}
-
-// backgroundIndexing is mount --index's indexing of d's deflated
-// members (indexer.Background), nil for a folder.
-func backgroundIndexing(d *dataset.Dataset, logger *log.Logger) *indexer.Background {
-	if d.Kind() == dataset.Folder {
-		logger.Printf("--index: background indexing is for a single archive, not a folder; not done")
-		return nil
-	}
-	return indexer.NewBackground(d.Archive())
-}
-
-// runInBackground runs b, which logs what it did, and returns what stops
-// it and waits for it.
-func runInBackground(b *indexer.Background, logger *log.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rep, err := b.Run(ctx)
-		if err != nil {
-			return // the mount ended first
-		}
-		for _, p := range rep.Problems() {
-			logger.Printf("background indexing: %s", p)
-		}
-		if len(rep.Members) > 0 {
-			logger.Printf("background indexing: %s", rep.Summary())
-		}
-	}()
-	return func() { cancel(); <-done }
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -8,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/npzfs/npzfs/internal/daemon"
 )
 
 func TestMountCommandLine(t *testing.T) {
@@ -93,8 +97,8 @@ func TestHelperArgs(t *testing.T) {
 // TestReadyLine: what the daemon tells npzfs mount comes through whole,
 // and a large deflated member without a saved index gets its note.
 func TestReadyLine(t *testing.T) {
-	st := mountStatus{archive: "/data/a.npz", mountpoint: "/mnt/a", members: 3, unreadable: 1, hidden: 2,
-		unindexed: 1, unindexedBytes: 3 << 30, logCreated: "/x/npzfs.log"}
+	st := mountStatus{Ready: daemon.Ready{Source: "/data/a.npz", Mountpoint: "/mnt/a", Members: 3, Unreadable: 1, Hidden: 2,
+		Unindexed: 1, UnindexedBytes: 3 << 30}, logCreated: "/x/npzfs.log"}
 	got, ok := parseReady(st.readyLine())
 	if !ok || got != st {
 		t.Fatalf("parseReady(readyLine()) = %+v, %v; want %+v", got, ok, st)
@@ -105,7 +109,7 @@ func TestReadyLine(t *testing.T) {
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}
 	}
-	got.indexDir, got.archive, got.hidden = "/my indexes", "/data/b.npz", 1
+	got.indexDir, got.Source, got.Hidden = "/my indexes", "/data/b.npz", 1
 	w = strings.Join(got.warnings(), "\n")
 	for _, want := range []string{"npzfs index --index-dir '/my indexes' /data/b.npz", "(1 entry)"} {
 		if !strings.Contains(w, want) {
@@ -160,38 +164,5 @@ func TestLogFileAbsolute(t *testing.T) {
 	wd, _ := os.Getwd()
 	if want := filepath.Join(wd, "run", "npzfs.log"); ma.logFile != want {
 		t.Errorf("--log run/npzfs.log is %q, want %q", ma.logFile, want)
-	}
-}
-
-// TestMountPath: a mount point given through links, relative or absolute,
-// in its parent or as itself, is named as the mount table names it; a
-// loop of links is refused.
-func TestMountPath(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	real := filepath.Join(dir, "real")
-	os.Mkdir(real, 0o755)
-	os.Symlink("real", filepath.Join(dir, "rel"))
-	os.Symlink(filepath.Join(dir, "rel"), filepath.Join(dir, "abs"))
-	os.Symlink(dir, filepath.Join(dir, "up"))
-	os.Symlink("loop2", filepath.Join(dir, "loop1"))
-	os.Symlink("loop1", filepath.Join(dir, "loop2"))
-	for in, want := range map[string]string{
-		real:                              real,
-		filepath.Join(dir, "rel"):         real,
-		filepath.Join(dir, "abs"):         real,
-		filepath.Join(dir, "up", "abs"):   real,
-		filepath.Join(dir, "up", "gone"):  filepath.Join(dir, "gone"),
-		filepath.Join(dir, "rel") + "/":   real,
-		filepath.Join(dir, "real", "..."): filepath.Join(real, "..."),
-	} {
-		if got, err := mountPath(in); got != want || err != nil {
-			t.Errorf("mountPath(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := mountPath(filepath.Join(dir, "loop1")); err == nil || !strings.Contains(err.Error(), "too many levels of symbolic links") {
-		t.Errorf("a loop of links: %v", err)
 	}
 }

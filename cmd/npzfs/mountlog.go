@@ -1,87 +1,65 @@
+//go:build linux
+
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/npzfs/npzfs/npz"
-	"github.com/npzfs/npzfs/zip"
+	"github.com/npzfs/npzfs/internal/daemon"
 )
 
-// mountStatus is what a mount tells its user once it is live.
+// mountStatus is what a mount tells its user once it is live: how it
+// went (daemon.Ready), and the state log file, when the daemon created
+// it.
 type mountStatus struct {
-	archive, mountpoint string // absolute
-	members, unreadable int    // members, and those not served or unreadable
-	hidden              int    // entries of the mount point hidden by the mount
-	logCreated          string // the state log file, when the daemon created it
-	// unindexed counts the deflated members over bigMember bytes that
-	// have no saved index, and their bytes.
-	unindexed      int
-	unindexedBytes int64
+	daemon.Ready
+	logCreated string
 	// indexDir is the mount's --index-dir when not the default, for the
 	// note's npzfs index command (set by npzfs mount, not sent by the
 	// daemon).
 	indexDir string
 }
 
-// bigMember is the size past which a deflated member without a saved
-// index gets a word at mount: a first read deep into it inflates it from
-// its start, about a second a GiB.
-const bigMember = 256 << 20
-
-// unindexedMembers counts the deflated members over bigMember bytes that
-// have no saved index (npz.Member.HasSavedIndex), and their bytes.
-func unindexedMembers(ctx context.Context, members iter.Seq[*npz.Member]) (n int, bytes int64) {
-	for m := range members {
-		if m.Method() == zip.Deflated && m.Served() && m.Size() > bigMember && !m.HasSavedIndex(ctx) {
-			n++
-			bytes += m.Size()
-		}
-	}
-	return n, bytes
-}
-
 // unreadableLine is the one line npzfs mount prints when some members
 // cannot be served or read, or "".
 func (st mountStatus) unreadableLine() string {
-	if st.unreadable == 0 {
+	if st.Unreadable == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d members cannot be served or read: see npzfs ls %s", st.unreadable, st.members, st.archive)
+	return fmt.Sprintf("%d of %d members cannot be served or read: see npzfs ls %s", st.Unreadable, st.Members, st.Source)
 }
 
 // warnings are the lines npzfs mount prints on stderr about a mount that
 // succeeded.
 func (st mountStatus) warnings() []string {
 	var out []string
-	if st.hidden > 0 {
+	if st.Hidden > 0 {
 		entries := "1 entry"
-		if st.hidden > 1 {
-			entries = fmt.Sprintf("%d entries", st.hidden)
+		if st.Hidden > 1 {
+			entries = fmt.Sprintf("%d entries", st.Hidden)
 		}
-		out = append(out, fmt.Sprintf("warning: %s is not empty: what it holds (%s) is hidden while it is mounted", st.mountpoint, entries))
+		out = append(out, fmt.Sprintf("warning: %s is not empty: what it holds (%s) is hidden while it is mounted", st.Mountpoint, entries))
 	}
 	if line := st.unreadableLine(); line != "" {
 		out = append(out, line)
 	}
-	if st.unindexed > 0 {
+	if st.Unindexed > 0 {
 		what := "a deflated member"
-		if st.unindexed > 1 {
-			what = fmt.Sprintf("%d deflated members", st.unindexed)
+		if st.Unindexed > 1 {
+			what = fmt.Sprintf("%d deflated members", st.Unindexed)
 		}
 		index := "npzfs index "
 		if st.indexDir != "" {
 			index += "--index-dir " + shellWord(st.indexDir) + " "
 		}
 		out = append(out, fmt.Sprintf("note: %s of %.1f GiB has no saved index: the first read deep into it inflates it from its start (about a second a GiB); to avoid that, run once: %s%s (or mount with --index)",
-			what, float64(st.unindexedBytes)/(1<<30), index, shellWord(st.archive)))
+			what, float64(st.UnindexedBytes)/(1<<30), index, shellWord(st.Source)))
 	}
 	return out
 }
@@ -89,7 +67,7 @@ func (st mountStatus) warnings() []string {
 // readyLine is what the daemon writes on the readiness pipe once the mount
 // is live: "ok", then tab-separated counts and the log it created.
 func (st mountStatus) readyLine() string {
-	return fmt.Sprintf("ok\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s", st.members, st.unreadable, st.hidden, st.unindexed, st.unindexedBytes, st.archive, st.mountpoint, st.logCreated)
+	return fmt.Sprintf("ok\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s", st.Members, st.Unreadable, st.Hidden, st.Unindexed, st.UnindexedBytes, st.Source, st.Mountpoint, st.logCreated)
 }
 
 // parseReady reads a readyLine; ok is false for anything else (the
@@ -100,36 +78,13 @@ func parseReady(line string) (st mountStatus, ok bool) {
 		return st, false
 	}
 	var errs [5]error
-	st.members, errs[0] = strconv.Atoi(f[1])
-	st.unreadable, errs[1] = strconv.Atoi(f[2])
-	st.hidden, errs[2] = strconv.Atoi(f[3])
-	st.unindexed, errs[3] = strconv.Atoi(f[4])
-	st.unindexedBytes, errs[4] = strconv.ParseInt(f[5], 10, 64)
-	st.archive, st.mountpoint, st.logCreated = f[6], f[7], f[8]
+	st.Members, errs[0] = strconv.Atoi(f[1])
+	st.Unreadable, errs[1] = strconv.Atoi(f[2])
+	st.Hidden, errs[2] = strconv.Atoi(f[3])
+	st.Unindexed, errs[3] = strconv.Atoi(f[4])
+	st.UnindexedBytes, errs[4] = strconv.ParseInt(f[5], 10, 64)
+	st.Source, st.Mountpoint, st.logCreated = f[6], f[7], f[8]
 	return st, errors.Join(errs[:]...) == nil
-}
-
-// unreadableMembers counts the members a mount does not serve or
-// cannot read a byte of (folders aside).
-func unreadableMembers(members iter.Seq[*npz.Member]) int {
-	n := 0
-	for m := range members {
-		if !m.Served() || m.ReadError() != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// entriesIn counts what the folder dir holds, up to 1,000.
-func entriesIn(dir string) int {
-	f, err := os.Open(dir)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1000)
-	return len(names)
 }
 
 // stateDir is where a daemon logs when it has neither --log nor syslog:

@@ -1,8 +1,9 @@
+//go:build linux
+
 package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/internal/daemon"
 	"github.com/npzfs/npzfs/internal/english"
 	"github.com/npzfs/npzfs/npy"
 )
@@ -19,7 +21,7 @@ import (
 // and the document is compared with testdata/status.golden (-update
 // rewrites it).
 func TestStatusJSONGolden(t *testing.T) {
-	st := mountStats{
+	st := daemon.Status{
 		Mountpoint: "/mnt/run", PID: 4242, Started: time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC),
 		Uptime: 61.5, Options: []string{"--cache-mb=64", "--index"}, Log: "/var/log/npzfs.log",
 		Stats: dataset.Stats{
@@ -37,8 +39,8 @@ func TestStatusJSONGolden(t *testing.T) {
 	st.Served.Requests = map[string]int64{"lookup": 40, "ioctl": 12, "read": 3456, "forget": 2}
 	var out bytes.Buffer
 	if err := writeJSON(&out, struct {
-		Mounts []mountStats `json:"mounts"`
-	}{[]mountStats{st}}); err != nil {
+		Mounts []daemon.Status `json:"mounts"`
+	}{[]daemon.Status{st}}); err != nil {
 		t.Fatal(err)
 	}
 	golden := filepath.Join("testdata", "status.golden")
@@ -58,69 +60,10 @@ func TestStatusJSONGolden(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// TestStatusDirIsPrivate: the status folder is made mode 0700, and one
-// that others may enter is refused.
-func TestStatusDirIsPrivate(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	dir, err := statusDir(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("%s: %v %v", dir, fi.Mode(), err)
-	}
-	os.Chmod(dir, 0o755)
-	if _, err := statusDir(false); err == nil || !strings.Contains(err.Error(), "not a private folder") {
-		t.Errorf("a folder others may enter: %v", err)
-	}
-}
-
-// TestServeStatus: a daemon's socket answers with its status, and is gone
-// once stopped.
-func TestServeStatus(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	stop, err := serveStatus(func() mountStats { return mountStats{Mountpoint: "/x", PID: os.Getpid(), Answering: true} })
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := askDaemons()
-	if len(got) != 1 || got[0].Mountpoint != "/x" || !got[0].Answering {
-		t.Errorf("askDaemons: %+v", got)
-	}
-	stop()
-	if got := askDaemons(); len(got) != 0 {
-		t.Errorf("after stop: %+v", got)
-	}
-}
-
-// TestSilentStatusJSON: a mount whose daemon did not answer is given in
-// --json by what is known of it alone, not with zeros for the rest.
-func TestSilentStatusJSON(t *testing.T) {
-	for _, tc := range []struct {
-		st   mountStats
-		want string
-	}{
-		{mountStats{Mountpoint: "/mnt/a&b", PID: 77, Stats: dataset.Stats{Source: "/data/<a>.npz"}, Daemon: daemonStopped},
-			`{"mountpoint":"/mnt/a&b","source":"/data/<a>.npz","pid":77,"answering":false,"daemon":"stopped"}`},
-		{mountStats{Mountpoint: "/mnt/x", Stats: dataset.Stats{Source: "/data/x.npz"}, Daemon: daemonExited},
-			`{"mountpoint":"/mnt/x","source":"/data/x.npz","answering":false,"daemon":"exited"}`},
-	} {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(tc.st); err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.TrimSpace(b.String()); got != tc.want {
-			t.Errorf("got  %s\nwant %s", got, tc.want)
-		}
-	}
-}
-
 // TestStatusCountsInWords: npzfs status says "1 request", "1 hit", "2
 // misses": a count of one takes the singular, others the plural.
 func TestStatusCountsInWords(t *testing.T) {
-	st := mountStats{
+	st := daemon.Status{
 		Mountpoint: "/mnt/run", PID: 4242, Log: "syslog", Answering: true,
 		Stats: dataset.Stats{
 			Source: "s3://bucket/run.npz", Kind: "archive",

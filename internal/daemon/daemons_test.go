@@ -1,8 +1,11 @@
-package main
+//go:build linux
+
+package daemon
 
 import (
 	"os/exec"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,19 +18,19 @@ func TestWaitExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	pidfd := func() []daemon {
+	pidfd := func() []process {
 		fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []daemon{{pid: cmd.Process.Pid, pidfd: fd}}
+		return []process{{pid: cmd.Process.Pid, pidfd: fd}}
 	}
 	if running := waitExit(pidfd(), 0); len(running) != 1 || running[0] != cmd.Process.Pid {
 		t.Errorf("a running process: waitExit says %v running, want [%d]", running, cmd.Process.Pid)
 	}
 	ds := pidfd()
 	cmd.Process.Kill()
-	if running := waitExit(ds, exitWait); len(running) != 0 {
+	if running := waitExit(ds, 5*time.Second); len(running) != 0 {
 		t.Errorf("a killed process: waitExit says %v running", running)
 	}
 	cmd.Wait()

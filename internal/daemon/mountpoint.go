@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package daemon
 
 import (
 	"errors"
@@ -10,9 +12,76 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/npzfs/npzfs/dataset"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
+	"github.com/npzfs/npzfs/tree"
 )
+
+// mountpoint is where a mount goes: a folder (locked from its check
+// until the mount is live, so that two mounts started together on it
+// cannot both pass the check and stack) or a FUSE device handed over
+// (/dev/fd/N, see fs/fdmount.go).
+type mountpoint struct {
+	dir    string // absolute, links resolved; or /dev/fd/N
+	handed bool
+	hidden int // entries of the folder the mount hides
+	unlock func()
+}
+
+// takeMountpoint checks that a mount can go on dir and locks it.
+func takeMountpoint(dir string) (*mountpoint, error) {
+	mp := &mountpoint{dir: dir, unlock: func() {}}
+	if _, handed := npzfs.FDMountpoint(dir); handed { // checked by the caller (CheckHanded)
+		mp.handed = true
+		return mp, nil
+	}
+	mp.unlock = lockMountpoint(dir)
+	var err error
+	if mp.dir, err = checkMountpoint(dir); err != nil {
+		return mp, err
+	}
+	mp.hidden = entriesIn(mp.dir)
+	return mp, nil
+}
+
+// mount mounts d's tree on the mount point, as cfg says.
+func (mp *mountpoint) mount(cfg *Config, d *dataset.Dataset, tr *tree.Tree) (*npzfs.Server, error) {
+	if d.Kind() == dataset.Folder && !d.Remote() && within(mp.dir, d.Name()) {
+		return nil, fmt.Errorf("cannot serve the folder %s on %s: the mount point is inside the folder (mount it elsewhere)", d.Name(), mp.dir)
+	}
+	if !mp.handed {
+		if err := checkFuse(); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := mountCapturingStderr(mp.dir, tr.Root(), npzfs.Config{
+		Source:      d.Name(),
+		ArchiveSize: tr.Size(),
+		Files:       tr.Nodes(),
+		UID:         uint32(os.Getuid()),
+		GID:         uint32(os.Getgid()),
+		Options:     cfg.MountOptions,
+		Debug:       cfg.Debug,
+		Logger:      cfg.Logger,
+		Local:       !d.Remote(),
+	})
+	if err != nil {
+		// A mount made before a later step failed must not stay.
+		if m, ok := mountinfo.Find(mp.dir); ok && m.FSType == "fuse."+npzfs.FSType && m.Source == d.Name() {
+			npzfs.LazyUnmount(mp.dir)
+		}
+		return nil, err
+	}
+	// Hold no folder busy.
+	os.Chdir("/")
+	if cfg.ReadAheadKB > 0 && os.Geteuid() == 0 && !mp.handed {
+		if err := setReadAhead(mp.dir, cfg.ReadAheadKB); err != nil {
+			cfg.Logger.Printf("cannot set readahead: %v", err)
+		}
+	}
+	return srv, nil
+}
 
 // detached reports whether the mount m, as the mount table gave it once
 // made, is gone from the table: detached by a lazy unmount (umount -l,
@@ -29,12 +98,12 @@ func detached(m mountinfo.Entry) bool {
 	return true
 }
 
-// mountPath is dir as the mount table names a mount on it: absolute, with
+// MountPath is dir as the mount table names a mount on it: absolute, with
 // its symbolic links resolved, as mount resolved them. A mount point's
 // daemon may not answer (stopped, or gone), so nothing is looked up on
 // it: the parent's links are resolved, and dir itself is only read as a
 // link (readlink of a mount point fails at once, asking no daemon).
-func mountPath(dir string) (string, error) {
+func MountPath(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return dir, err
@@ -98,6 +167,17 @@ func mountCapturingStderr(mnt string, root npzfs.Entry, cfg npzfs.Config) (*npzf
 		return nil, fmt.Errorf("cannot mount on %s: %s", mnt, strings.TrimSpace(lines[len(lines)-1]))
 	}
 	return nil, fmt.Errorf("cannot mount on %s: %v", mnt, err)
+}
+
+// entriesIn counts what the folder dir holds, up to 1,000.
+func entriesIn(dir string) int {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1000)
+	return len(names)
 }
 
 // lockMountpoint takes an exclusive flock(2) on the folder dir (the folder

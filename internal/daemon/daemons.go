@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package daemon
 
 import (
 	"bytes"
@@ -12,14 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// exitWait is how long npzfs unmount waits for the daemon of a mount it
-// removed to exit (its log closed, its files and indexes written); a
-// daemon takes a few milliseconds.
-const exitWait = 5 * time.Second
-
-// daemon is a process serving a mount, held by a pidfd so that its pid
+// process is a daemon serving a mount, held by a pidfd so that its pid
 // cannot come to name another process meanwhile.
-type daemon struct {
+type process struct {
 	pid   int
 	pidfd int
 	dev   string // the device of the mounts it serves
@@ -32,12 +29,12 @@ type daemon struct {
 // (fuse_connection). It skips a stopped daemon, which would not exit
 // until continued. Where the kernel does not say, or the processes are
 // another user's, it finds none, and unmount does not wait.
-func daemonsOf(dev string) []daemon {
+func daemonsOf(dev string) []process {
 	_, conn, ok := strings.Cut(dev, ":")
 	if !ok {
 		return nil
 	}
-	var out []daemon
+	var out []process
 	for _, pid := range servers(conn) {
 		pidfd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
@@ -49,7 +46,7 @@ func daemonsOf(dev string) []daemon {
 			unix.Close(pidfd)
 			continue
 		}
-		out = append(out, daemon{pid: pid, pidfd: pidfd, dev: dev})
+		out = append(out, process{pid: pid, pidfd: pidfd, dev: dev})
 	}
 	return out
 }
@@ -127,7 +124,7 @@ func isStopped(pid int) bool {
 // mount namespace, and closes the others' pidfds: a daemon serves until
 // its connection's last mount is gone, and a mount bound elsewhere (mount
 // --bind) keeps it.
-func unmounted(ds []daemon) []daemon {
+func unmounted(ds []process) []process {
 	left := map[string]bool{}
 	for _, m := range mountinfo.Read() {
 		left[m.Dev] = true
@@ -145,7 +142,7 @@ func unmounted(ds []daemon) []daemon {
 
 // waitExit waits up to d for the daemons to exit, and closes their
 // pidfds. It returns the pids of those still running.
-func waitExit(ds []daemon, d time.Duration) (running []int) {
+func waitExit(ds []process, d time.Duration) (running []int) {
 	deadline := time.Now().Add(d)
 	for _, dm := range ds {
 		fds := []unix.PollFd{{Fd: int32(dm.pidfd), Events: unix.POLLIN}}

@@ -1,0 +1,251 @@
+//go:build linux
+
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/npzfs/npzfs/dataset"
+	npzfs "github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/internal/mountinfo"
+	"golang.org/x/sys/unix"
+)
+
+// Status is what a daemon says of its mount: who it is, then what
+// its dataset has done (dataset.Stats). Its JSON form is documented in
+// the README and kept stable (cmd/npzfs's TestStatusJSONGolden).
+type Status struct {
+	Mountpoint string    `json:"mountpoint"`
+	PID        int       `json:"pid"`
+	Started    time.Time `json:"started"`
+	Uptime     float64   `json:"uptime_seconds"`
+	Options    []string  `json:"options"`
+	Log        string    `json:"log"`
+	// Served counts the reads answered with data, the small files put in
+	// the kernel's page cache before their reads (pushes), and the bytes
+	// of both; and the FUSE requests the kernel sent, by kind
+	// (npzfs.Stats.Requests).
+	Served struct {
+		Reads    int64            `json:"reads"`
+		Pushes   int64            `json:"pushes"`
+		Bytes    int64            `json:"bytes"`
+		Requests map[string]int64 `json:"requests,omitempty"`
+	} `json:"served"`
+	dataset.Stats
+	// Answering is false for a mount of this user's whose daemon did not
+	// answer: only its mount point and source are known, its daemon's pid
+	// where one was found, and Daemon says what became of it.
+	Answering bool   `json:"answering"`
+	Daemon    string `json:"daemon,omitempty"` // DaemonExited, ...
+	// Detached is set for a mount gone from the mount table (a lazy
+	// unmount) whose daemon still serves the files open in it.
+	Detached bool `json:"detached,omitempty"`
+}
+
+// sameMountNamespace reports whether process pid sees the mount table
+// this process does, so that a mount missing from it is gone.
+func sameMountNamespace(pid int) bool {
+	theirs, err1 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+	ours, err2 := os.Readlink("/proc/self/ns/mnt")
+	return err1 == nil && err2 == nil && theirs == ours
+}
+
+// MarshalJSON gives a mount whose daemon did not answer as what is known
+// of it alone (mountpoint, source, pid where one was found, daemon), not
+// as zeros.
+func (st Status) MarshalJSON() ([]byte, error) {
+	var v any = struct {
+		Mountpoint string `json:"mountpoint"`
+		Source     string `json:"source"`
+		PID        int    `json:"pid,omitempty"`
+		Answering  bool   `json:"answering"`
+		Daemon     string `json:"daemon"`
+	}{st.Mountpoint, st.Source, st.PID, false, st.Daemon}
+	if st.Answering {
+		type plain Status // without this method
+		v = plain(st)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
+}
+
+// What became of a daemon that does not answer (Status.Daemon).
+const (
+	DaemonExited  = "exited"  // no process serves the mount: it is dead
+	DaemonStopped = "stopped" // stopped by a signal or a tracer
+	DaemonSilent  = "silent"  // running, but with no status socket (an older npzfs)
+	DaemonUnknown = "unknown" // none found, and the mount did not say it is dead
+)
+
+// statusDir is the folder of this user's daemons' sockets:
+// $XDG_RUNTIME_DIR/npzfs, else /tmp/npzfs-UID. With create it is made
+// (mode 0700) if missing. A folder that another user owns or others may
+// enter is refused: a socket there could be someone else's.
+func statusDir(create bool) (string, error) {
+	dir := filepath.Join(os.TempDir(), "npzfs-"+strconv.Itoa(os.Getuid()))
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		dir = filepath.Join(x, "npzfs")
+	}
+	if create {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", err
+		}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s is not a private folder of yours (it must be owned by you, mode 0700)", dir)
+	}
+	return dir, nil
+}
+
+// serveStatus answers status requests on a socket of this user's status
+// folder until the returned stop is called: each connection gets the
+// JSON of what status says then, and is closed.
+func serveStatus(status func() Status) (stop func(), err error) {
+	dir, err := statusDir(true)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
+	os.Remove(path) // a dead daemon's with this pid
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(path, 0o600)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			json.NewEncoder(c).Encode(status())
+			c.Close()
+		}
+	}()
+	return func() {
+		l.Close() // removes the socket file
+		<-done
+	}, nil
+}
+
+// Statuses are the statuses of this user's npzfs mounts, by mount point:
+// each daemon's own answer, and what can be told of the mounts in the
+// mount table whose daemon does not answer (Answering false).
+func Statuses() []Status {
+	live := myMounts()
+	var list []Status
+	for _, st := range askDaemons() {
+		// A daemon serving a FUSE device it was handed names the
+		// folder it is mounted on where it can find it, else
+		// /dev/fd/N (a mount in another namespace): listed either way.
+		_, inTable := live[st.Mountpoint]
+		st.Detached = !inTable && !strings.HasPrefix(st.Mountpoint, "/dev/fd/") && sameMountNamespace(st.PID)
+		list = append(list, st)
+		delete(live, st.Mountpoint)
+	}
+	for _, m := range live {
+		list = append(list, silentStatus(m))
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Mountpoint < list[j].Mountpoint })
+	return list
+}
+
+// askDaemons asks every daemon of this user for its status; sockets no
+// daemon answers on any more are removed.
+func askDaemons() []Status {
+	dir, err := statusDir(false)
+	if err != nil {
+		return nil
+	}
+	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+	var out []Status
+	for _, s := range socks {
+		// A stopped daemon would take a connection and never answer
+		// it; silentStatus tells of its mount.
+		if pid, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(s), ".sock")); err == nil && isStopped(pid) {
+			continue
+		}
+		c, err := net.DialTimeout("unix", s, 2*time.Second)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+				os.Remove(s) // its daemon is gone
+			}
+			continue
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var st Status
+		if json.NewDecoder(c).Decode(&st) == nil {
+			st.Answering = true
+			out = append(out, st)
+		}
+		c.Close()
+	}
+	return out
+}
+
+// myMounts are the npzfs mounts of this user in the mount table, by mount
+// point.
+func myMounts() map[string]mountinfo.Entry {
+	out := map[string]mountinfo.Entry{}
+	uid := strconv.Itoa(os.Getuid())
+	for _, m := range mountinfo.Read() {
+		if u, _ := mountinfo.Option(m.Super, "user_id"); m.FSType == "fuse."+npzfs.FSType && u == uid {
+			out[m.Dir] = m
+		}
+	}
+	return out
+}
+
+// silentStatus is what can be told of mount m, whose daemon did not
+// answer: the process serving its FUSE connection and its state, or,
+// where there is none, whether the kernel says the mount is dead.
+func silentStatus(m mountinfo.Entry) Status {
+	st := Status{Mountpoint: m.Dir, Stats: dataset.Stats{Source: m.Source}, Daemon: DaemonUnknown}
+	_, conn, _ := strings.Cut(m.Dev, ":")
+	if pids := servers(conn); len(pids) > 0 {
+		st.PID, st.Daemon = pids[0], DaemonSilent
+		if isStopped(pids[0]) {
+			st.Daemon = DaemonStopped
+		}
+		return st
+	}
+	// A mount whose daemon is gone answers at once with ENOTCONN. One
+	// whose daemon the scan could not see (a kernel that does not name
+	// connections in fdinfo) might not answer at all: the look is given
+	// up after a moment, left to finish in the background.
+	done := make(chan error, 1)
+	go func() {
+		var sb unix.Statfs_t
+		done <- unix.Statfs(m.Dir, &sb)
+	}()
+	select {
+	case err := <-done:
+		if err == unix.ENOTCONN {
+			st.Daemon = DaemonExited
+		}
+	case <-time.After(time.Second):
+	}
+	return st
+}
