@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npzfs/npzfs/dataset"
 	"github.com/npzfs/npzfs/internal/daemon"
 	"github.com/npzfs/npzfs/internal/english"
 	"github.com/npzfs/npzfs/npy"
@@ -24,13 +23,13 @@ func TestStatusJSONGolden(t *testing.T) {
 	st := daemon.Status{
 		Mountpoint: "/mnt/run", PID: 4242, Started: time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC),
 		Uptime: 61.5, Options: []string{"--cache-mb=64", "--index"}, Log: "/var/log/npzfs.log",
-		Stats: dataset.Stats{
+		Dataset: daemon.Dataset{
 			Source: "s3://bucket/run.npz", Kind: "archive", Members: ptr(12), Failing: ptr(1), ArchivesOpen: ptr(0),
-			SpanCache: dataset.CacheStats{Hits: 100, Misses: 7, Bytes: 3 << 20, Budget: 16 << 20},
-			Indexes:   &dataset.IndexesStats{Folder: "/home/me/.cache/npzfs/index/v1", Loaded: 2, Refused: 1, Saved: 1},
-			Remote: &dataset.RemoteStats{Requests: 14, Retries: 1, BytesFetched: 1 << 20, BlockHits: 40,
+			SpanCache: daemon.SpanCache{Hits: 100, Misses: 7, Bytes: 3 << 20, Budget: 16 << 20},
+			Indexes:   &daemon.SavedIndexes{Folder: "/home/me/.cache/npzfs/index/v1", Loaded: 2, Refused: 1, Saved: 1},
+			Remote: &daemon.Remote{Requests: 14, Retries: 1, BytesFetched: 1 << 20, BlockHits: 40,
 				BlockMisses: 12, DiskHits: 3, MemoryBytes: 3 << 18, DiskCacheBytes: 1 << 22},
-			Indexing: &dataset.IndexingStats{Members: 5, MembersDone: 3, Failed: 0, Bytes: 5 << 30,
+			Indexing: &daemon.Indexing{Members: 5, MembersDone: 3, Failed: 0, Bytes: 5 << 30,
 				BytesDone: 3 << 30, Rate: 4e8, SecondsLeft: 5.4, Done: false},
 		},
 		Answering: true,
@@ -65,10 +64,10 @@ func ptr[T any](v T) *T { return &v }
 func TestStatusCountsInWords(t *testing.T) {
 	st := daemon.Status{
 		Mountpoint: "/mnt/run", PID: 4242, Log: "syslog", Answering: true,
-		Stats: dataset.Stats{
+		Dataset: daemon.Dataset{
 			Source: "s3://bucket/run.npz", Kind: "archive",
-			SpanCache: dataset.CacheStats{Hits: 1, Misses: 2},
-			Remote:    &dataset.RemoteStats{Requests: 1, BlockHits: 2, BlockMisses: 1, DiskHits: 1},
+			SpanCache: daemon.SpanCache{Hits: 1, Misses: 2},
+			Remote:    &daemon.Remote{Requests: 1, BlockHits: 2, BlockMisses: 1, DiskHits: 1},
 		},
 	}
 	st.Served.Reads, st.Served.Pushes = 1, 3

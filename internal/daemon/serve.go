@@ -169,15 +169,13 @@ func (cfg *Config) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *
 		st := Status{
 			Mountpoint: name, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
 			Uptime: time.Since(started).Seconds(), Options: cfg.Options, Log: cfg.Log,
-			Stats: d.Stats(), Answering: true,
+			Dataset: datasetStatus(d.Stats()), Answering: true,
 		}
 		if open, ok := tr.ArchivesOpen(); ok {
 			st.ArchivesOpen = &open
 		}
 		if bg != nil {
-			p := bg.Progress()
-			st.Indexing = &dataset.IndexingStats{Members: p.Members, MembersDone: p.MembersDone, Failed: p.Failed,
-				Bytes: p.Bytes, BytesDone: p.BytesDone, Rate: p.Rate, SecondsLeft: p.SecondsLeft, Done: p.Done}
+			st.Indexing = (*Indexing)(bg.Progress())
 		}
 		served := srv.Stats()
 		st.Served.Reads, st.Served.Pushes, st.Served.Bytes = served.Reads, served.Pushes, served.Bytes

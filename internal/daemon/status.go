@@ -23,8 +23,8 @@ import (
 )
 
 // Status is what a daemon says of its mount: who it is, then what
-// its dataset has done (dataset.Stats). Its JSON form is documented in
-// the README and kept stable (cmd/npzfs's TestStatusJSONGolden).
+// its dataset has done. It is what npzfs status --json prints, documented
+// in the README and kept stable (cmd/npzfs's TestStatusJSONGolden).
 type Status struct {
 	Mountpoint string    `json:"mountpoint"`
 	PID        int       `json:"pid"`
@@ -42,7 +42,7 @@ type Status struct {
 		Bytes    int64            `json:"bytes"`
 		Requests map[string]int64 `json:"requests,omitempty"`
 	} `json:"served"`
-	dataset.Stats
+	Dataset
 	// Answering is false for a mount of this user's whose daemon did not
 	// answer: only its mount point and source are known, its daemon's pid
 	// where one was found, and Daemon says what became of it.
@@ -51,6 +51,82 @@ type Status struct {
 	// Detached is set for a mount gone from the mount table (a lazy
 	// unmount) whose daemon still serves the files open in it.
 	Detached bool `json:"detached,omitempty"`
+}
+
+// Dataset is what a mount's dataset has done since it was opened
+// (dataset.Stats, mapped to JSON here), how many of a folder's archives
+// are open, and how far background indexing has got.
+type Dataset struct {
+	Source string `json:"source"`
+	Kind   string `json:"kind"` // "archive", "npy" or "folder"
+	// Members and Failing count an archive's (or a .npy's) members, and
+	// those not served or whose reads fail; ArchivesOpen counts a
+	// folder's archives open now. Each is nil for the other kind.
+	Members      *int `json:"members,omitempty"`
+	Failing      *int `json:"members_failing,omitempty"`
+	ArchivesOpen *int `json:"archives_open,omitempty"`
+	// SpanCache is the cache of inflated spans of deflated members.
+	SpanCache SpanCache `json:"span_cache"`
+	// Indexes count the saved indexes loaded, refused and saved, when
+	// there is an index folder.
+	Indexes *SavedIndexes `json:"saved_indexes,omitempty"`
+	// Remote is the remote sources', for a remote dataset.
+	Remote *Remote `json:"remote,omitempty"`
+	// Indexing is mount --index's progress, once it has started.
+	Indexing *Indexing `json:"background_indexing,omitempty"`
+}
+
+// SpanCache are the span cache's lookups and size (dataset.CacheStats).
+type SpanCache struct {
+	Hits   int64 `json:"hits"`
+	Misses int64 `json:"misses"`
+	Bytes  int64 `json:"bytes"`
+	Budget int64 `json:"budget"`
+}
+
+// SavedIndexes count what was done with the index folder
+// (dataset.IndexesStats).
+type SavedIndexes struct {
+	Folder  string `json:"folder"`
+	Loaded  int64  `json:"loaded"`
+	Refused int64  `json:"refused"`
+	Saved   int64  `json:"saved"`
+}
+
+// Remote count the remote sources' requests and blocks
+// (dataset.RemoteStats).
+type Remote struct {
+	Requests       int64 `json:"requests"`
+	Retries        int64 `json:"retries"`
+	BytesFetched   int64 `json:"bytes_fetched"`
+	BlockHits      int64 `json:"block_hits"`
+	BlockMisses    int64 `json:"block_misses"`
+	DiskHits       int64 `json:"disk_cache_hits"`
+	MemoryBytes    int64 `json:"memory_cache_bytes"`
+	DiskCacheBytes int64 `json:"disk_cache_bytes"`
+	Listings       int64 `json:"listings,omitempty"`
+}
+
+// Indexing is background indexing's progress (indexer.BackgroundProgress).
+type Indexing struct {
+	Members     int     `json:"members"`
+	MembersDone int     `json:"members_done"`
+	Failed      int     `json:"members_failed"`
+	Bytes       int64   `json:"bytes"`
+	BytesDone   int64   `json:"bytes_done"`
+	Rate        float64 `json:"bytes_per_second"`
+	SecondsLeft float64 `json:"seconds_left"`
+	Done        bool    `json:"done"`
+}
+
+// datasetStatus is the dataset's stats as Status gives them. The JSON
+// types have the stats' fields, tagged: each converts from its own.
+func datasetStatus(st dataset.Stats) Dataset {
+	return Dataset{
+		Source: st.Source, Kind: st.Kind, Members: st.Members, Failing: st.Failing,
+		SpanCache: SpanCache(st.SpanCache), Indexes: (*SavedIndexes)(st.Indexes),
+		Remote: (*Remote)(st.Remote),
+	}
 }
 
 // sameMountNamespace reports whether process pid sees the mount table
@@ -222,7 +298,7 @@ func myMounts() map[string]mountinfo.Entry {
 // answer: the process serving its FUSE connection and its state, or,
 // where there is none, whether the kernel says the mount is dead.
 func silentStatus(m mountinfo.Entry) Status {
-	st := Status{Mountpoint: m.Dir, Stats: dataset.Stats{Source: m.Source}, Daemon: DaemonUnknown}
+	st := Status{Mountpoint: m.Dir, Dataset: Dataset{Source: m.Source}, Daemon: DaemonUnknown}
 	_, conn, _ := strings.Cut(m.Dev, ":")
 	if pids := servers(conn); len(pids) > 0 {
 		st.PID, st.Daemon = pids[0], DaemonSilent

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,9 +56,9 @@ func TestSilentStatusJSON(t *testing.T) {
 		st   Status
 		want string
 	}{
-		{Status{Mountpoint: "/mnt/a&b", PID: 77, Stats: dataset.Stats{Source: "/data/<a>.npz"}, Daemon: DaemonStopped},
+		{Status{Mountpoint: "/mnt/a&b", PID: 77, Dataset: Dataset{Source: "/data/<a>.npz"}, Daemon: DaemonStopped},
 			`{"mountpoint":"/mnt/a&b","source":"/data/<a>.npz","pid":77,"answering":false,"daemon":"stopped"}`},
-		{Status{Mountpoint: "/mnt/x", Stats: dataset.Stats{Source: "/data/x.npz"}, Daemon: DaemonExited},
+		{Status{Mountpoint: "/mnt/x", Dataset: Dataset{Source: "/data/x.npz"}, Daemon: DaemonExited},
 			`{"mountpoint":"/mnt/x","source":"/data/x.npz","answering":false,"daemon":"exited"}`},
 	} {
 		var b bytes.Buffer
@@ -70,3 +72,34 @@ func TestSilentStatusJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestDatasetStatus: every count of a dataset's stats is in its status.
+func TestDatasetStatus(t *testing.T) {
+	st := dataset.Stats{
+		Source: "s3://b/a.npz", Kind: "archive", Members: ptr(3), Failing: ptr(1),
+		SpanCache: dataset.CacheStats{Hits: 1, Misses: 2, Bytes: 3, Budget: 4},
+		Indexes:   &dataset.IndexesStats{Folder: "/x", Loaded: 1, Refused: 2, Saved: 3},
+		Remote: &dataset.RemoteStats{Requests: 1, Retries: 2, BytesFetched: 3, BlockHits: 4, BlockMisses: 5,
+			DiskHits: 6, MemoryBytes: 7, DiskCacheBytes: 8, Listings: 9},
+	}
+	var zeros []string
+	var walk func(v reflect.Value, name string)
+	walk = func(v reflect.Value, name string) {
+		switch {
+		case v.Kind() == reflect.Pointer && !v.IsNil():
+			walk(v.Elem(), name)
+		case v.Kind() == reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i), name+"."+v.Type().Field(i).Name)
+			}
+		case v.IsZero():
+			zeros = append(zeros, name)
+		}
+	}
+	walk(reflect.ValueOf(datasetStatus(st)), "Dataset")
+	if want := []string{"Dataset.ArchivesOpen", "Dataset.Indexing"}; !slices.Equal(zeros, want) {
+		t.Errorf("fields left zero: %v, want %v (the tree's and the indexer's, not the dataset's)", zeros, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
