@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -84,4 +85,26 @@ func flagOption(fl *pflag.FlagSet, opt string) (name, value string, ok bool, err
 		value = f.NoOptDefVal
 	}
 	return name, value, true, nil
+}
+
+// mountOptionNames are the values -o completes to: the options passed to
+// the mount and the flags that are options too, sorted.
+func mountOptionNames() []string {
+	var out []string
+	for o := range allowedOptions {
+		out = append(out, o)
+	}
+	fl := flagsOf("mount")
+	fl.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || notOptions[f.Name] {
+			return
+		}
+		name := strings.ReplaceAll(f.Name, "-", "_")
+		if f.Value.Type() != "bool" {
+			name += "="
+		}
+		out = append(out, name)
+	})
+	sort.Strings(out)
+	return out
 }

@@ -126,11 +126,11 @@ func redirectStderr(f *os.File) {
 }
 
 // shellWord is s as one word of a shell command line: as it is when it
-// holds nothing a shell would read otherwise, else quoted.
+// holds nothing a shell would read otherwise, else in single quotes.
 func shellWord(s string) string {
 	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:@%=,", c)) {
-			return shellQuote(s)
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 		}
 	}
 	if s == "" {

@@ -1,7 +1,8 @@
 // Package shellcomp completes command lines in bash, zsh and fish with a
 // completion script loaded, as a user pressing tab would: the tests of
-// the scripts `npzfs completion` writes (cmd/npzfs) and of what they offer
-// on a live mount (integration) share it.
+// the scripts package completion writes, of those `npzfs completion`
+// writes (cmd/npzfs) and of what they offer on a live mount (integration)
+// share it.
 package shellcomp
 
 import (
