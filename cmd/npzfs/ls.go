@@ -3,20 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/npzfs/npzfs/dataset"
 	"github.com/npzfs/npzfs/internal/english"
-	"github.com/npzfs/npzfs/internal/workers"
+	"github.com/npzfs/npzfs/internal/listing"
 	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
 )
@@ -28,6 +26,11 @@ func init() {
 		help:    lsHelp,
 		run:     runLs,
 	})
+}
+
+// lsOptions are ls's flags.
+type lsOptions struct {
+	verify, json, human bool
 }
 
 func runLs(args []string, stdout, stderr io.Writer) int {
@@ -58,37 +61,20 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "ls", err)
 	}
 	defer d.Close()
-	l := lo.list(ctx, d.Archive())
+	l := listing.Of(ctx, d.Archive(), lo.verify)
 	if lo.json {
-		err = l.writeJSON(ctx, stdout, name, lo.verify)
+		err = writeJSON(stdout, l.JSON(ctx, name))
 	} else {
-		l.writeTable(stdout, "", lo.human)
+		writeListing(stdout, l, lo.human)
 	}
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
-	if lo.verify && !l.verified() {
+	if lo.verify && !l.Verified() {
 		return exitFail
 	}
 	return exitOK
 }
-
-// lsOptions are ls's flags.
-type lsOptions struct {
-	verify, json, human bool
-}
-
-// list lists a's members, reading them whole first with verify.
-func (lo *lsOptions) list(ctx context.Context, a *npz.Archive) *listing {
-	var failures map[*npz.Member]string
-	if lo.verify {
-		failures = verifyMembers(ctx, a.Members())
-	}
-	return listArchive(ctx, a, failures)
-}
-
-// verified reports a listing with no member unreadable or failing.
-func (l *listing) verified() bool { return l.counts.unreadable == 0 && l.counts.failed == 0 }
 
 // lsFolder lists the members of every archive and .npy file under dir,
 // a local or remote folder, as a mount of it shows them, one archive
@@ -115,10 +101,10 @@ func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, s
 		return fail(stderr, "ls", err)
 	}
 	code := exitOK
-	doc := jsonFolder{Folder: dir, Archives: []jsonListing{}, Errors: []jsonError{}}
+	doc := listing.FolderJSON{Folder: dir, Archives: []listing.JSON{}, Errors: []listing.ErrorJSON{}}
 	var rows [][]string
 	members, archives := 0, 0
-	var counts listCounts
+	var counts listing.Counts
 	var problems []string
 	for _, f := range files {
 		rel := f.Path
@@ -126,24 +112,24 @@ func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, s
 		if err != nil {
 			code = exitFail
 			if lo.json {
-				doc.Errors = append(doc.Errors, jsonError{Archive: rel, Error: err.Error()})
+				doc.Errors = append(doc.Errors, listing.ErrorJSON{Archive: rel, Error: err.Error()})
 			} else {
 				fmt.Fprintf(stderr, "npzfs ls: %s: %v\n", rel, err)
 			}
 			continue
 		}
-		l := lo.list(ctx, a)
-		if lo.verify && !l.verified() {
+		l := listing.Of(ctx, a, lo.verify)
+		if lo.verify && !l.Verified() {
 			code = exitFail
 		}
 		archives++
-		members += len(l.members)
-		counts.add(l.counts)
+		members += len(l.Rows)
+		counts.Add(l.Counts)
 		if lo.json {
-			doc.Archives = append(doc.Archives, l.json(ctx, rel, lo.verify))
+			doc.Archives = append(doc.Archives, l.JSON(ctx, rel))
 		} else {
-			rows = append(rows, l.rows(quoteName(rel), lo.human)...)
-			for _, p := range l.a.Problems() {
+			rows = append(rows, tableRows(l, quoteName(rel), lo.human)...)
+			for _, p := range l.Archive.Problems() {
 				problems = append(problems, fmt.Sprintf("archive %s: %s", quoteName(rel), p))
 			}
 		}
@@ -158,93 +144,29 @@ func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, s
 	if len(rows) > 0 {
 		writeTable(stdout, append([][]string{append([]string{"ARCHIVE"}, tableHeading...)}, rows...))
 	}
-	fmt.Fprintf(stdout, "%s, %s\n", english.Plural(archives, "archive"), counts.summary(members))
+	fmt.Fprintf(stdout, "%s, %s\n", english.Plural(archives, "archive"), summary(&counts, members))
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p)
 	}
 	return code
 }
 
-type jsonFolder struct {
-	Folder   string        `json:"folder"`
-	Archives []jsonListing `json:"archives"`
-	Errors   []jsonError   `json:"errors"`
-}
-
-type jsonError struct {
-	Archive string `json:"archive"`
-	Error   string `json:"error"`
-}
-
-// verifyMembers reads every served member whole, a few at a time, and
-// checks the CRC-32 of stored ones (the inflater checks deflated ones). It
-// returns why each member that fails does, unless its reason already says
-// it cannot be read.
-func verifyMembers(ctx context.Context, members []*npz.Member) map[*npz.Member]string {
-	out := map[*npz.Member]string{}
-	var mu sync.Mutex
-	forEach(members, func(m *npz.Member) {
-		if !m.Served() || m.IsDir() {
-			return
-		}
-		var me *npz.MethodError
-		err := m.Verify(ctx, nil)
-		if err == nil || errors.As(err, &me) {
-			return
-		}
-		mu.Lock()
-		out[m] = "reading fails: " + bare(err)
-		mu.Unlock()
-	})
-	return out
-}
-
 // nameWidth caps the NAME column: a longer name gets a line of its own,
 // so that one long name does not push every other column aside.
 const nameWidth = 40
 
-// Member states in a listing.
-const (
-	stateServed     = "served"     // in the tree, and read whole if verified
-	stateUnreadable = "unreadable" // in the tree, but no byte can be read
-	stateFailed     = "failed"     // in the tree, but reading it whole failed
-	stateNotServed  = "not served" // not in the tree
-	stateFolder     = "folder"     // a directory entry
-)
-
-// listing is what ls says of an archive, for the table and for JSON.
-type listing struct {
-	a       *npz.Archive
-	members []memberRow
-	counts  listCounts
-}
-
-// listCounts count members by state; folders are counted as served.
-// verified counts the served members that --verify read whole without a
-// fault.
-type listCounts struct{ served, unreadable, failed, notServed, folders, verified int }
-
-func (c *listCounts) add(d listCounts) {
-	c.served += d.served
-	c.unreadable += d.unreadable
-	c.failed += d.failed
-	c.notServed += d.notServed
-	c.folders += d.folders
-	c.verified += d.verified
-}
-
 // summary is a listing's last line: how many members are served, and
 // how many are not, by why.
-func (c *listCounts) summary(members int) string {
-	s := fmt.Sprintf("%s, %d served", english.Plural(members, "member"), c.served+c.folders)
+func summary(c *listing.Counts, members int) string {
+	s := fmt.Sprintf("%s, %d served", english.Plural(members, "member"), c.Served+c.Folders)
 	for _, part := range []struct {
 		n    int
 		what string
 	}{
-		{c.verified, "verified"},
-		{c.unreadable, "unreadable"},
-		{c.failed, "failed verification"},
-		{c.notServed, "not served"},
+		{c.Verified, "verified"},
+		{c.Unreadable, "unreadable"},
+		{c.Failed, "failed verification"},
+		{c.NotServed, "not served"},
 	} {
 		if part.n > 0 {
 			s += fmt.Sprintf(", %d %s", part.n, part.what)
@@ -253,82 +175,25 @@ func (c *listCounts) summary(members int) string {
 	return s
 }
 
-type memberRow struct {
-	m                    *npz.Member
-	state                string
-	dtype, shape, order  string
-	note                 string
-	verifyErr, readError string
-}
-
-// listArchive reads what a listing shows of every member; failures are
-// verifyMembers' findings, nil when not verifying.
-func listArchive(ctx context.Context, a *npz.Archive, failures map[*npz.Member]string) *listing {
-	l := &listing{a: a}
-	members := a.Members()
-	resolveHeaders(ctx, members)
-	for _, m := range members {
-		r := memberRow{m: m, dtype: "-", shape: "-", order: "-"}
-		if m.IsNPY() && m.Served() {
-			if h, err := m.Header(ctx); err == nil {
-				r.dtype, r.shape, r.order = dtypeString(h.DType), shapeString(h.Shape), "C"
-				if h.FortranOrder {
-					r.order = "F"
-				}
-			}
-		}
-		r.verifyErr = failures[m]
-		if err := m.ReadError(); err != nil {
-			r.readError = bare(err)
-		}
-		switch {
-		case !m.Served():
-			r.state = stateNotServed
-			l.counts.notServed++
-		case m.IsDir():
-			r.state = stateFolder
-			l.counts.folders++
-		case r.readError != "":
-			r.state = stateUnreadable
-			l.counts.unreadable++
-		case r.verifyErr != "":
-			r.state = stateFailed
-			l.counts.failed++
-		default:
-			r.state = stateServed
-			l.counts.served++
-		}
-		if failures != nil && (r.state == stateServed || r.state == stateFolder) {
-			l.counts.verified++ // read whole, or a folder: nothing in it to fail
-		}
-		r.note = join(m.Reason(ctx), r.verifyErr)
-		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
-			r.note = join("served as "+quoteName(m.Path()), r.note)
-		}
-		l.members = append(l.members, r)
-	}
-	return l
-}
-
 // tableHeading is the heading of ls's table.
 var tableHeading = []string{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}
 
-// writeTable prints one aligned line per member, the summary, then the
-// archive's own problems.
-func (l *listing) writeTable(w io.Writer, archive string, human bool) {
-	writeTable(w, append([][]string{tableHeading}, l.rows("", human)...))
-	fmt.Fprintln(w, l.counts.summary(len(l.members)))
-	for _, p := range l.a.Problems() {
+// writeListing prints one aligned line per member, the summary, then
+// the archive's own problems.
+func writeListing(w io.Writer, l *listing.Listing, human bool) {
+	writeTable(w, append([][]string{tableHeading}, tableRows(l, "", human)...))
+	fmt.Fprintln(w, summary(&l.Counts, len(l.Rows)))
+	for _, p := range l.Archive.Problems() {
 		fmt.Fprintf(w, "archive: %s\n", p)
 	}
 }
 
-// rows are the table's lines, one per member, after a first column
+// tableRows are the table's lines, one per member, after a first column
 // naming the archive when archive is not "".
-func (l *listing) rows(archive string, human bool) [][]string {
+func tableRows(l *listing.Listing, archive string, human bool) [][]string {
 	var rows [][]string
-	for _, r := range l.members {
-		m := r.m
+	for _, r := range l.Rows {
+		m := r.Member
 		method := npz.MethodName(m.Method())
 		if m.Encrypted() {
 			method += "+encrypted"
@@ -337,14 +202,24 @@ func (l *listing) rows(archive string, human bool) [][]string {
 		if m.Size() > 0 {
 			ratio = strconv.FormatFloat(100*float64(m.CompressedSize())/float64(m.Size()), 'f', 1, 64) + "%"
 		}
-		dtype, size := r.dtype, strconv.FormatInt(m.Size(), 10)
+		dtype, shape, order, size := "-", "-", "-", strconv.FormatInt(m.Size(), 10)
+		if h := r.Header; h != nil {
+			dtype, shape, order = dtypeString(h.DType), shapeString(h.Shape), "C"
+			if h.FortranOrder {
+				order = "F"
+			}
+		}
 		if human {
 			size = humanSize(m.Size())
 		}
 		if m.IsDir() {
 			dtype, method, ratio, size = "(folder)", "-", "-", "-"
 		}
-		row := []string{quoteName(m.Name()), dtype, r.shape, r.order, size, method, ratio, r.note}
+		note := join(r.Reason, r.Verify)
+		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
+			note = join("served as "+quoteName(m.Path()), note)
+		}
+		row := []string{quoteName(m.Name()), dtype, shape, order, size, method, ratio, note}
 		if archive != "" {
 			row = append([]string{archive}, row...)
 		}
@@ -372,107 +247,12 @@ func humanSize(n int64) string {
 	return strconv.FormatFloat(math.Ceil(v), 'f', 0, 64) + suffix
 }
 
-// jsonMember is one member in ls --json, documented in the README.
-type jsonMember struct {
-	Name           string          `json:"name"`
-	Path           string          `json:"path,omitempty"`
-	State          string          `json:"state"`
-	Folder         bool            `json:"folder,omitempty"`
-	Method         string          `json:"method"`
-	Encrypted      bool            `json:"encrypted,omitempty"`
-	Size           int64           `json:"size"`
-	CompressedSize int64           `json:"compressed_size"`
-	CRC32          string          `json:"crc32"`
-	DType          string          `json:"dtype,omitempty"`
-	Descr          json.RawMessage `json:"descr,omitempty"`
-	Shape          *[]int64        `json:"shape,omitempty"`         // [] for a 0-d array
-	FortranOrder   *bool           `json:"fortran_order,omitempty"` // with shape
-	Views          bool            `json:"views"`
-	Reason         string          `json:"reason,omitempty"`
-	ReadError      string          `json:"read_error,omitempty"`
-	Verify         string          `json:"verify,omitempty"`
-}
-
-type jsonListing struct {
-	Archive  string       `json:"archive"`
-	Members  []jsonMember `json:"members"`
-	Problems []string     `json:"problems"`
-	Counts   struct {
-		Members    int `json:"members"`
-		Served     int `json:"served"`
-		Unreadable int `json:"unreadable"`
-		Failed     int `json:"failed"`
-		NotServed  int `json:"not_served"`
-	} `json:"counts"`
-}
-
-// writeJSON prints the listing as one indented JSON document.
-func (l *listing) writeJSON(ctx context.Context, w io.Writer, archive string, verified bool) error {
-	return writeJSON(w, l.json(ctx, archive, verified))
-}
-
 // writeJSON prints v as one indented JSON document.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // dtypes as numpy writes them: "<f4"
 	return enc.Encode(v)
-}
-
-// json is the listing as ls --json gives it (documented in the README).
-func (l *listing) json(ctx context.Context, archive string, verified bool) jsonListing {
-	out := jsonListing{Archive: archive, Members: []jsonMember{}, Problems: l.a.Problems()}
-	if out.Problems == nil {
-		out.Problems = []string{}
-	}
-	for _, r := range l.members {
-		m := r.m
-		j := jsonMember{
-			Name: m.Name(), Path: m.Path(), State: r.state, Folder: m.IsDir(),
-			Method: npz.MethodName(m.Method()), Encrypted: m.Encrypted(),
-			Size: m.Size(), CompressedSize: m.CompressedSize(), CRC32: fmt.Sprintf("%08x", m.CRC32()),
-			Views: m.HasViews(ctx), Reason: m.Reason(ctx), ReadError: r.readError,
-		}
-		if m.IsNPY() && m.Served() {
-			if h, err := m.Header(ctx); err == nil {
-				shape := h.Shape
-				if shape == nil {
-					shape = []int64{}
-				}
-				fortran := h.FortranOrder
-				j.DType, j.Shape, j.FortranOrder = h.DType.Str(), &shape, &fortran
-				if h.DType.Record || h.DType.Subarray != nil {
-					j.Descr = descrJSON(ctx, m)
-				}
-			}
-		}
-		if verified && !m.IsDir() && m.Served() && r.readError == "" {
-			j.Verify = "ok"
-			if r.verifyErr != "" {
-				j.Verify = r.verifyErr
-			}
-		}
-		out.Members = append(out.Members, j)
-	}
-	out.Counts.Members = len(l.members)
-	out.Counts.Served, out.Counts.Unreadable = l.counts.served+l.counts.folders, l.counts.unreadable
-	out.Counts.Failed, out.Counts.NotServed = l.counts.failed, l.counts.notServed
-	return out
-}
-
-// descrJSON is the member's descr as its header.json gives it, or nil.
-func descrJSON(ctx context.Context, m *npz.Member) json.RawMessage {
-	js, err := m.HeaderJSON(ctx)
-	if err != nil {
-		return nil
-	}
-	var h struct {
-		Descr json.RawMessage `json:"descr"`
-	}
-	if json.Unmarshal(js, &h) != nil {
-		return nil
-	}
-	return h.Descr
 }
 
 // writeTable aligns rows in columns two spaces apart; the first row is
@@ -517,23 +297,6 @@ func writeTable(w io.Writer, rows [][]string) {
 		}
 		io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
 	}
-}
-
-// resolveHeaders reads the npy headers of the members with a few
-// goroutines (each member's header is read once, and the reads are
-// independent), so that listing a large archive does not wait on them one
-// by one.
-func resolveHeaders(ctx context.Context, members []*npz.Member) {
-	forEach(members, func(m *npz.Member) {
-		if m.IsNPY() && m.Served() {
-			m.Header(ctx)
-		}
-	})
-}
-
-// forEach calls fn on every member from a few goroutines.
-func forEach(members []*npz.Member, fn func(m *npz.Member)) {
-	workers.Run(context.Background(), len(members), 8, func(_, i int) { fn(members[i]) })
 }
 
 func join(a, b string) string {
@@ -638,9 +401,9 @@ func inspectArchive(ctx context.Context, path, key string, rf *remoteFlags, stdo
 	if err != nil {
 		if a.Bare() {
 			// The member is the file itself: name it once.
-			return fail(stderr, "inspect", fmt.Errorf("%s: %s", path, bare(err)))
+			return fail(stderr, "inspect", fmt.Errorf("%s: %s", path, listing.Message(err)))
 		}
-		return fail(stderr, "inspect", fmt.Errorf("%s: %s: %s", path, m.Name(), bare(err)))
+		return fail(stderr, "inspect", fmt.Errorf("%s: %s: %s", path, m.Name(), listing.Message(err)))
 	}
 	if _, err := stdout.Write(js); err != nil {
 		return fail(stderr, "inspect", err)
@@ -669,14 +432,4 @@ func keyList(a *npz.Archive) string {
 		out += fmt.Sprintf(", and %d more (npzfs ls lists them)", len(keys)-maxKeys)
 	}
 	return out
-}
-
-// bare is an error's message without the package prefix ("npz: ",
-// "zip: ") that a table row about one member does not need.
-func bare(err error) string {
-	s := err.Error()
-	for _, p := range []string{"npz: ", "zip: "} {
-		s = strings.TrimPrefix(s, p)
-	}
-	return s
 }
