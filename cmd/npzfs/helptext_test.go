@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,4 +190,45 @@ func TestPythonFlags(t *testing.T) {
 	var b bytes.Buffer
 	writePythonFlags(&b)
 	golden(t, filepath.Join("..", "..", "python", "npzfs", "_flags.py"), b.Bytes())
+}
+
+// pythonCommands are the commands the Python package runs with keyword
+// arguments for flags.
+var pythonCommands = []string{"index", "ls", "mount", "pack", "serve", "unmount"}
+
+// writePythonFlags writes python/npzfs/_flags.py: for each of
+// pythonCommands, each visible flag's name as a keyword argument, its kind
+// ("bool": given bare when True; "value": one value; "list": repeated for
+// each item) and its one-line usage.
+func writePythonFlags(w io.Writer) {
+	fmt.Fprint(w, `"""The flags of the npzfs commands the Python API runs, keyed by keyword
+argument name: (kind, usage). kind is "bool" (the bare flag, for True),
+"int" (--flag=N), "duration" (--flag=DURATION), "value" (--flag=TEXT) or
+"list" (--flag=TEXT for each item).
+
+Made from the command line's flag definitions by
+go test ./cmd/npzfs -run TestPythonFlags -update: do not edit.
+"""
+
+FLAGS = {
+`)
+	for _, n := range pythonCommands {
+		fmt.Fprintf(w, "    %q: {\n", n)
+		fl := flagsOf(n)
+		for _, r := range flagRows(n, fl, true) {
+			f := fl.Lookup(r.name)
+			kind := "value"
+			switch t := f.Value.Type(); {
+			case t == "bool", t == "duration":
+				kind = t
+			case t == "int", t == "int64", t == "uint":
+				kind = "int"
+			case strings.HasSuffix(t, "Array"), strings.HasSuffix(t, "Slice"):
+				kind = "list"
+			}
+			fmt.Fprintf(w, "        %q: (%q, %q),\n", strings.ReplaceAll(r.name, "-", "_"), kind, r.usage)
+		}
+		fmt.Fprintf(w, "    },\n")
+	}
+	fmt.Fprint(w, "}\n")
 }
