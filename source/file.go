@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -53,25 +52,16 @@ func (s *File) String() string { return s.name }
 
 // Check reports an error wrapping ErrChanged once the file's size or
 // modification time differs from what it was when opened. It runs
-// before every read, so it asks fstat(2) without the allocations of
-// os.File.Stat.
+// before every read (see stat).
 func (s *File) Check() error {
-	rc, err := s.f.SyscallConn()
+	size, mtime, err := s.stat()
 	if err != nil {
 		return err
 	}
-	var st syscall.Stat_t
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = syscall.Fstat(int(fd), &st) }); err != nil {
-		return err
-	}
-	if serr != nil {
-		return &os.PathError{Op: "stat", Path: s.name, Err: serr}
-	}
-	if st.Size == s.size && time.Unix(st.Mtim.Unix()).Equal(s.modTime) {
+	if size == s.size && mtime.Equal(s.modTime) {
 		return nil
 	}
-	return &ChangedError{Was: s.size, Now: st.Size}
+	return &ChangedError{Was: s.size, Now: size}
 }
 
 // ReadAt checks the file (see Check), then reads it.
