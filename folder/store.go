@@ -9,11 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/npzfs/npzfs/fs"
-	"github.com/npzfs/npzfs/internal/mountinfo"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/source"
 )
@@ -95,7 +92,7 @@ func (e Entry) Shown() Shown {
 // Dir is a folder on local disk as a Store. It follows symbolic links,
 // but never to what lies on an npzfs mount (this one's, whose daemon
 // would then read its own files, or another's, which may read this
-// one's), nor to a folder that is the folder it is found in or one above
+// one's: on Linux, the only system with mounts), nor to a folder that is the folder it is found in or one above
 // it in the served tree, or holds one (a loop: a tree without end).
 type Dir struct {
 	root string
@@ -305,40 +302,6 @@ func (d *Dir) Walk(fn func(e Entry)) {
 		fn(Entry{Name: de.Name(), Dir: fi.IsDir(), Size: fi.Size(), ModTime: fi.ModTime()})
 		return nil
 	})
-}
-
-// npzfsMount reports whether dev is the device of an npzfs mount, and
-// its mount point. The mount table is read again when a second old, so
-// that mounts made since (this one among them) are seen.
-func (d *Dir) npzfsMount(dev uint64) (string, bool) {
-	d.mountsMu.Lock()
-	defer d.mountsMu.Unlock()
-	if d.npzfs == nil || time.Since(d.mountsAt) > time.Second {
-		d.npzfs = map[string]string{}
-		for _, m := range mountinfo.Read() {
-			if m.FSType == "fuse."+fs.FSType {
-				d.npzfs[m.Dev] = m.Dir
-			}
-		}
-		d.mountsAt = time.Now()
-	}
-	mnt, ok := d.npzfs[devName(dev)]
-	return mnt, ok
-}
-
-// devOf is the device a file is on.
-func devOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Dev
-	}
-	return 0
-}
-
-// devName is a device number as the mount table writes it, major:minor.
-func devName(dev uint64) string {
-	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
-	minor := dev&0xff | (dev>>12)&^0xff
-	return fmt.Sprintf("%d:%d", major, minor)
 }
 
 // inside reports whether path is dir or inside it.
