@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/npzfs/npzfs/npz"
@@ -47,7 +46,7 @@ func NewBackground(a *npz.Archive) *Background {
 func (b *Background) Run(ctx context.Context) (*Report, error) {
 	runtime.LockOSThread() // the thread dies with the goroutine
 	rep := &Report{Archives: 1, Workers: 1}
-	if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19); err != nil {
+	if err := lowerPriority(); err != nil {
 		rep.Failures = append(rep.Failures, Failure{Err: fmt.Errorf("cannot lower its priority: %w", err)})
 	}
 	for _, m := range b.members {
