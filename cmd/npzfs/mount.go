@@ -3,21 +3,15 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"log/syslog"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -216,7 +210,7 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 			// From now on the Go runtime's own output (a panic, the
 			// goroutine dump of SIGQUIT) goes to the log too, not to
 			// the terminal.
-			redirectStderr(logw.(*os.File))
+			daemon.RedirectStderr(logw.(*os.File))
 		}
 	})
 	if err != nil {
@@ -240,154 +234,52 @@ func (ma *mountArgs) memory() (memplan.Plan, error) {
 		Indexes: int64(ma.indexMB) << 20, Remote: int64(ma.remoteCacheMB) << 20})
 }
 
-// stillOpening is how long npzfs mount waits for its daemon before it
-// says it is still opening the archive (a server that is slow to answer).
-const stillOpening = 5 * time.Second
-
-// startDaemon re-runs this program detached (setsid) with --ready-fd and
-// waits for its one line on the pipe: "ok", or why the mount failed.
+// startDaemon re-runs this program detached (daemon.Start) with
+// --ready-fd and waits for its report: the mount live, or why not.
 func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 	exe, err := os.Executable()
 	if err != nil {
 		return fail(stderr, "mount", fmt.Errorf("cannot find the npzfs program to start the daemon: %v", err))
 	}
-	var out *os.File // the daemon's stdout and stderr; nil is /dev/null
-	if ma.logFile != "" {
-		out, err = os.OpenFile(ma.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return fail(stderr, "mount", fmt.Errorf("cannot open the log file: %v", err))
-		}
-		defer out.Close()
-	}
-	r, w, err := os.Pipe()
+	dargs, env := daemonArgs(args, ma.archive, ma.remote.headers)
+	dargs = append([]string{"mount", fmt.Sprintf("--ready-fd=%d", daemon.ReadyFD)}, dargs...)
+	started, err := daemon.Start(exe, dargs, env, ma.logFile, ma.mountpoint)
 	if err != nil {
 		return fail(stderr, "mount", err)
 	}
-	defer r.Close()
-	dargs, env := daemonArgs(args, ma.archive, ma.remote.headers)
-	cmd := exec.Command(exe, append([]string{"mount", "--ready-fd=3"}, dargs...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.ExtraFiles = []*os.File{w}
-	if err := handOn(cmd, ma.mountpoint); err != nil {
-		w.Close()
-		return fail(stderr, "mount", err)
-	}
-	if out != nil {
-		cmd.Stdout, cmd.Stderr = out, out
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	// Ctrl-C while waiting reaches only us (the daemon has its own
-	// session): pass it on, so the daemon gives up or unmounts at once.
-	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigc)
-	if err := cmd.Start(); err != nil {
-		w.Close()
-		return fail(stderr, "mount", fmt.Errorf("cannot start the daemon: %v", err))
-	}
-	w.Close()
-	var interrupted atomic.Bool
-	go func() {
-		if _, ok := <-sigc; ok {
-			interrupted.Store(true)
-			cmd.Process.Signal(syscall.SIGTERM)
-		}
-	}()
 	// A mount that takes a while says what it waits for, once.
-	slow := time.AfterFunc(stillOpening, func() {
+	r, err := started.Wait(func() {
 		fmt.Fprintf(stderr, "npzfs mount: still opening %s (Ctrl-C gives up)\n", dataset.Redact(ma.archive))
 	})
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	slow.Stop()
-	line = strings.TrimSuffix(line, "\n")
-	if st, ok := parseReady(line); ok && !interrupted.Load() {
-		cmd.Process.Release()
-		if st.logCreated != "" {
-			fmt.Fprintf(stderr, "npzfs mount: no syslog answers here: the daemon's messages go to %s\n", st.logCreated)
-		}
-		st.indexDir = ma.givenIndexDir()
-		for _, w := range st.warnings() {
-			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
-		}
-		return exitOK
+	if err != nil {
+		fmt.Fprintf(stderr, "npzfs mount: %v\n", err)
+		return exitFail
 	}
-	werr := cmd.Wait()
-	if interrupted.Load() {
-		line = "interrupted; nothing was left mounted"
-	} else if line == "" {
-		line = fmt.Sprintf("the daemon exited before mounting (%v); run with -f to see why", werr)
+	if r.LogCreated != "" {
+		fmt.Fprintf(stderr, "npzfs mount: no syslog answers here: the daemon's messages go to %s\n", r.LogCreated)
 	}
-	fmt.Fprintf(stderr, "npzfs mount: %s\n", line)
-	return exitFail
-}
-
-// handOn passes a handed FUSE device (mount point /dev/fd/N, see
-// fs/fdmount.go) on to the daemon cmd starts: as its next extra file,
-// with the mount point argument renamed to match (runMount has checked
-// the descriptor). Any other mount point is left alone.
-func handOn(cmd *exec.Cmd, mountpoint string) error {
-	fd, ok := npzfs.FDMountpoint(mountpoint)
-	if !ok {
-		return nil
+	st := mountStatus{Ready: r, indexDir: ma.givenIndexDir()}
+	for _, w := range st.warnings() {
+		fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 	}
-	// The mount point is the last argument that names it.
-	for i := len(cmd.Args) - 1; i > 0; i-- {
-		if cmd.Args[i] != mountpoint {
-			continue
-		}
-		// A duplicate, which the caller may close like its other files.
-		dup, err := syscall.Dup(fd)
-		if err != nil {
-			return fmt.Errorf("%s: %v", mountpoint, err)
-		}
-		syscall.CloseOnExec(dup)
-		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(dup), mountpoint))
-		cmd.Args[i] = fmt.Sprintf("/dev/fd/%d", 2+len(cmd.ExtraFiles))
-		return nil
-	}
-	return fmt.Errorf("the mount point %s is not among the daemon's arguments", mountpoint)
+	return exitOK
 }
 
 // runDaemon is the detached process: it serves and tells the parent how
 // the mount went.
 func runDaemon(ma *mountArgs) int {
 	fromDaemonEnv(ma)
-	syscall.CloseOnExec(ma.readyFD)
-	ready := os.NewFile(uintptr(ma.readyFD), "ready")
-	signal.Ignore(syscall.SIGHUP)
-	var logger *log.Logger
-	prefix := fmt.Sprintf("npzfs[%d]: ", os.Getpid())
-	logCreated := ""
-	if ma.logFile != "" {
-		// The parent opened the file as our stderr.
-		logger = log.New(os.Stderr, prefix, log.LstdFlags)
-		ma.logTarget = ma.logFile
-	} else if sl, err := syslog.New(syslog.LOG_DAEMON|syslog.LOG_INFO, "npzfs"); err == nil {
-		defer sl.Close()
-		logger = log.New(sl, "", 0)
-		ma.logTarget = "syslog (daemon facility, tag npzfs)"
-	} else if f, created, err := openStateLog(); err == nil {
-		defer f.Close()
-		logger = log.New(f, prefix, log.LstdFlags)
-		ma.logTarget = f.Name()
-		redirectStderr(f) // a panic or SIGQUIT's dump lands there too
-		if created {
-			logCreated = f.Name()
-		}
-	} else {
-		logger = log.New(io.Discard, "", 0)
-	}
-	err := ma.serve(logger, func(r daemon.Ready) {
+	d := daemon.Detach(ma.readyFD, ma.logFile)
+	defer d.Close()
+	ma.logTarget = d.Target
+	err := ma.serve(d.Logger, func(r daemon.Ready) {
 		// Logged first, so the log says so once npzfs mount returns.
-		logger.Printf("serving %s on %s", r.Source, r.Mountpoint)
-		st := mountStatus{Ready: r, logCreated: logCreated}
-		fmt.Fprintln(ready, st.readyLine())
-		ready.Close()
+		d.Logger.Printf("serving %s on %s", r.Source, r.Mountpoint)
+		d.Live(r)
 	})
 	if err != nil {
-		logger.Printf("mount failed: %v", err)
-		fmt.Fprintln(ready, strings.Join(strings.Fields(err.Error()), " ")) // one line
-		ready.Close()
+		d.Logger.Printf("mount failed: %v", err)
+		d.Failed(err)
 		return exitFail
 	}
 	return exitOK

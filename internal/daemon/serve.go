@@ -77,6 +77,9 @@ type Ready struct {
 	// have no saved index, and UnindexedBytes their bytes.
 	Unindexed      int
 	UnindexedBytes int64
+	// LogCreated is the log file a daemon made, where no syslog
+	// answered (Detach), for Started.Wait's caller to tell.
+	LogCreated string
 }
 
 // Serve checks everything, mounts, calls ready with how the mount went
