@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package fs serves a tree of Entry values as a read-only FUSE filesystem
 // with go-fuse's v2 raw protocol API: folders and files, reads spliced
 // from a file where the content says where its bytes lie (a stored

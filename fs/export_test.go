@@ -1,3 +1,5 @@
+//go:build linux
+
 package fs
 
 import "github.com/hanwen/go-fuse/v2/fuse"

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package integration builds the npzfs binary once and drives it through
 // its command line: every mount is a separate daemon process, never this
 // test process (a process that touches its own FUSE mount can deadlock).

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/npzfs/npzfs/npy"
@@ -58,7 +57,7 @@ func TestBareNPY(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("raw.bin Extent: %v %v", ok, err)
 	}
-	if _, err := syscall.Pread(int(fd), spliced, off); err != nil || !bytes.Equal(spliced, data) {
+	if _, err := pread(t, fd, spliced, off); err != nil || !bytes.Equal(spliced, data) {
 		t.Errorf("raw.bin spliced from byte %d: %v", off, err)
 	}
 	js, err := m.HeaderJSON(context.Background())

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"github.com/npzfs/npzfs/zip"
@@ -57,15 +56,6 @@ func BenchmarkOpen100k(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
 		})
 	}
-}
-
-// cpuTime is the user and system CPU time of the process, in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // BenchmarkReadAtDeflated reads 4 KiB at random offsets of a deflated

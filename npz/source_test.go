@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/npzfs/npzfs/source"
@@ -49,7 +48,7 @@ func spliced(t *testing.T, a *Archive, n int) []byte {
 		t.Fatalf("Extent: ok %v, %v", ok, err)
 	}
 	got := make([]byte, n)
-	if _, err := syscall.Pread(int(fd), got, off); err != nil {
+	if _, err := pread(t, fd, got, off); err != nil {
 		t.Fatal(err)
 	}
 	return got

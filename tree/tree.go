@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package tree makes the trees a mount serves (fs.Entry) of what package
 // dataset opens: an archive's, whose nodes are npz's (Archive), or a
 // folder's, whose archives are opened as they are used (Folder).

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pagecache reports which pages of a file the kernel holds in its
 // page cache, reading none of them: for tests that check what npzfs puts
 // there unasked.

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,18 +55,18 @@ func start(t testing.TB, cmd *exec.Cmd, addr, logPath string) {
 	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", cmd.Path, err)
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		stop(cmd.Process, false)
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			stop(cmd.Process, true)
 			<-exited
 		}
 	})
