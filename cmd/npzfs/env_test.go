@@ -19,15 +19,6 @@ func TestHeadersFromEnvironment(t *testing.T) {
 	if want := []string{"X-Flag: 1", "Authorization: Bearer x", "X-Team: a"}; !slices.Equal(rf.headers, want) {
 		t.Errorf("headers %q, want %q", rf.headers, want)
 	}
-	// The daemon takes them so too, and does not take them twice.
-	ma := mountArgs{archive: "https://h/x.npz", remote: remoteFlags{diskCacheMB: 1}}
-	if err := ma.remote.check(); err != nil {
-		t.Fatal(err)
-	}
-	fromDaemonEnv(&ma)
-	if len(ma.remote.headers) != 2 {
-		t.Errorf("the daemon's headers: %q", ma.remote.headers)
-	}
 }
 
 // TestSourceFromEnvironment: NPZFS_SOURCE_URL gives the whole URL of the

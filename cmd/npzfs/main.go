@@ -48,6 +48,10 @@ var commands = map[string]*command{}
 
 var aliases = map[string]string{"umount": "unmount"}
 
+// linuxOnly says, for each command that is not one on this system, why
+// (see nomount.go).
+var linuxOnly = map[string]string{}
+
 func register(name string, c *command) { commands[name] = c }
 
 func init() {
@@ -93,6 +97,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if c, ok := lookup(args[1]); ok {
 				return c.run([]string{"--help"}, stdout, stderr)
 			}
+			if why, ok := linuxOnly[args[1]]; ok {
+				return fail(stderr, args[1], errors.New(why))
+			}
 			return usageError(stderr, "", unknownCommand(args[1]))
 		}
 		printHelp(stdout)
@@ -104,6 +111,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runHelper(args, stdout, stderr)
 	}
 	c, ok := lookup(name)
+	if why, elsewhere := linuxOnly[name]; !ok && elsewhere {
+		return fail(stderr, name, errors.New(why))
+	}
 	if !ok {
 		return usageError(stderr, "", unknownCommand(name))
 	}

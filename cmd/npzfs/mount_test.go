@@ -160,3 +160,17 @@ func TestLogFileAbsolute(t *testing.T) {
 		t.Errorf("--log run/npzfs.log is %q, want %q", ma.logFile, want)
 	}
 }
+
+// TestDaemonHeadersFromEnvironment: the daemon takes the headers npzfs
+// mount passes in NPZFS_HEADERS, and does not take them twice.
+func TestDaemonHeadersFromEnvironment(t *testing.T) {
+	t.Setenv(headerEnv, "Authorization: Bearer x\nX-Team: a")
+	ma := mountArgs{archive: "https://h/x.npz", remote: remoteFlags{diskCacheMB: 1}}
+	if err := ma.remote.check(); err != nil {
+		t.Fatal(err)
+	}
+	fromDaemonEnv(&ma)
+	if len(ma.remote.headers) != 2 {
+		t.Errorf("the daemon's headers: %q", ma.remote.headers)
+	}
+}

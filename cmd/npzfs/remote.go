@@ -142,36 +142,3 @@ func openArchive(ctx context.Context, name string, rf *remoteFlags) (*dataset.Da
 	}
 	return d, nil
 }
-
-// daemonArgs are the daemon's arguments: args without --header (given
-// in headerEnv instead) and with a URL's secrets replaced (the whole URL
-// in sourceEnv), plus what to add to its environment.
-func daemonArgs(args []string, archive string, headers []string) (out, env []string) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--header":
-			i++
-			continue
-		case strings.HasPrefix(a, "--header="):
-			continue
-		case a == archive && dataset.Redact(a) != a:
-			a = dataset.Redact(a)
-			env = append(env, sourceEnv+"="+archive)
-		}
-		out = append(out, a)
-	}
-	if len(headers) > 0 {
-		env = append(env, headerEnv+"="+strings.Join(headers, "\n"))
-	}
-	return out, env
-}
-
-// fromDaemonEnv restores in the daemon what daemonArgs moved to its
-// environment (the headers remoteFlags.check took already), and clears
-// it there.
-func fromDaemonEnv(ma *mountArgs) {
-	ma.archive = fromSourceEnv(ma.archive)
-	os.Unsetenv(headerEnv)
-	os.Unsetenv(sourceEnv)
-}
