@@ -39,6 +39,36 @@ ensure_deps() {
   fi
 }
 
+# CROSS_TARGETS are the systems and architectures npzfs builds for, with
+# CGO_ENABLED=0: mounts on Linux; ls, inspect, index, serve, pack (and so
+# npzfs.open) on each.
+CROSS_TARGETS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64"
+
+# exe_name GOOS: the binary's file name there.
+exe_name() {
+  case "$1" in
+    windows) echo npzfs.exe ;;
+    *) echo npzfs ;;
+  esac
+}
+
+# check_binary FILE GOOS GOARCH: die unless file(1) says FILE is an
+# executable for GOOS on GOARCH (ELF, Mach-O or PE, and the machine).
+check_binary() {
+  local want got
+  case "$2/$3" in
+    linux/amd64) want="ELF 64-bit LSB executable, x86-64," ;;
+    linux/arm64) want="ELF 64-bit LSB executable, ARM aarch64," ;;
+    darwin/amd64) want="Mach-O 64-bit x86_64 executable" ;;
+    darwin/arm64) want="Mach-O 64-bit arm64 executable" ;;
+    windows/amd64) want="PE32+ executable (console) x86-64," ;;
+    windows/arm64) want="PE32+ executable (console) Aarch64," ;;
+    *) die "check_binary: no target $2/$3" ;;
+  esac
+  got=$(file -b "$1")
+  [[ $got == "$want"* ]] || die "$1 is not an executable for $2/$3: file says: $got"
+}
+
 # build_npzfs OUT: build the command line into OUT.
 build_npzfs() {
   go build -buildvcs=auto -trimpath -o "$1" ./cmd/npzfs

@@ -6,7 +6,9 @@
 # 1. installs what is missing when run as root on Debian (fuse3, python3-numpy,
 #    gcc, zip, unzip, nginx-light, zsh, fish), and builds versitygw once into
 #    ~/.cache/npzfs/tools (the servers remote archives are tested against);
-# 2. checks gofmt and go vet;
+# 2. checks gofmt and go vet, and cross-builds the binary for Linux, macOS
+#    and Windows on amd64 and arm64 (CGO_ENABLED=0), each checked by
+#    file(1) and go vet with its GOOS and GOARCH;
 # 3. runs the unit tests under the race detector, package by package, but
 #    those that measure memory or check one goroutine's output (race_skip);
 # 4. runs the unit tests without it, at full size, and the allocation tests
@@ -106,10 +108,11 @@ gotest() {
 }
 
 step "dependencies"
-# zsh and fish: the completion tests drive each shell.
-ensure_deps fuse numpy gcc zip unzip nginx zsh fish
+# zsh and fish: the completion tests drive each shell; file: the
+# cross-builds' check.
+ensure_deps fuse numpy gcc zip unzip nginx zsh fish file
 ensure_versitygw
-echo "fusermount3, numpy $(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'), gcc, zip, unzip, nginx, zsh, fish, versitygw $VERSITYGW_VERSION: present"
+echo "fusermount3, numpy $(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'), gcc, zip, unzip, nginx, zsh, fish, file, versitygw $VERSITYGW_VERSION: present"
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -119,6 +122,20 @@ echo ok
 step "go vet"
 go vet ./...
 echo ok
+
+step "cross-builds (CGO_ENABLED=0): $CROSS_TARGETS"
+# The packages that need Linux (fs, tree, internal/daemon, the
+# integration tests) are left out elsewhere by their build tags; every
+# other one builds, and is vetted with its tests, on each target.
+for target in $CROSS_TARGETS; do
+  os=${target%/*} arch=${target#*/}
+  out="$run_tmp/cross/$os-$arch/$(exe_name "$os")"
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -o "$out" ./cmd/npzfs || die "npzfs does not build for $target"
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go vet ./... || die "go vet fails for $target"
+  check_binary "$out" "$os" "$arch"
+  echo "$target: $(file -b "$out" | cut -d, -f1-2)"
+done
+rm -rf "$run_tmp/cross"
 
 step "unit tests under the race detector (NPZFS_REQUIRE_FUSE=1)"
 # fs mounts a test tree in a subprocess: with NPZFS_REQUIRE_FUSE=1 those
