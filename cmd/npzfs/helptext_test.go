@@ -166,23 +166,6 @@ func TestFlagValueErrors(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"mount", "mount", 0}, {"mout", "mount", 1}, {"muont", "mount", 1},
-		{"cache-mib", "cache-mb", 1}, {"", "ls", 2}, {"abc", "xyz", 3}, {"ca", "abc", 3},
-	} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-		if got := editDistance(tc.b, tc.a); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.b, tc.a, got, tc.want)
-		}
-	}
-}
-
 // TestPythonFlags keeps python/npzfs/_flags.py, the table of flags the
 // Python package checks keyword arguments against, in step with the
 // flags the commands define.
