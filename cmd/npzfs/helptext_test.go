@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/npzfs/npzfs/internal/roff"
 )
 
 // golden compares got with the file at path, or rewrites it under -update.
@@ -95,12 +97,12 @@ func TestManCarriesTheLongText(t *testing.T) {
 		c := commands[name]
 		for _, p := range strings.Split(c.help, "\n\n") {
 			first := strings.TrimSpace(strings.SplitN(p, "\n", 2)[0])
-			if !strings.Contains(man, roffText(first)) {
+			if !strings.Contains(man, roff.Text(first)) {
 				t.Errorf("%s: the man page lacks %q", name, first)
 			}
 		}
 		for _, r := range flagRows(name, flagsOf(name), false) {
-			if !strings.Contains(man, roffText(capitalize(r.usage))) {
+			if !strings.Contains(man, roff.Text(capitalize(r.usage))) {
 				t.Errorf("%s --%s: the man page lacks its usage %q", name, r.name, r.usage)
 			}
 		}

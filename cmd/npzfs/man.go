@@ -1,9 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
+
+	"github.com/npzfs/npzfs/internal/roff"
 )
 
 // The manual page npzfs(1): "npzfs help --man" prints it, and packages
@@ -51,109 +52,55 @@ var manFiles = [][2]string{
 // writeMan writes the manual page in roff (the man macros) for npzfs
 // version.
 func writeMan(w io.Writer, version string) {
-	r := &roff{w: w}
-	r.printf(".\\\" Made by npzfs help --man from the texts of npzfs --help: edit those.\n")
-	r.printf(".TH NPZFS 1 \"\" %s \"User Commands\"\n", roffQuote("npzfs "+version))
-	r.printf(".nh\n.ad l\n") // no hyphenation, ragged right: flags and paths stay whole
-	r.printf(".SH NAME\nnpzfs \\- mount NumPy .npz archives as read\\-only folders\n")
-	r.printf(".SH SYNOPSIS\n")
+	r := roff.New(w)
+	r.Printf(".\\\" Made by npzfs help --man from the texts of npzfs --help: edit those.\n")
+	r.Printf(".TH NPZFS 1 \"\" %s \"User Commands\"\n", roff.Quote("npzfs "+version))
+	r.Printf(".nh\n.ad l\n") // no hyphenation, ragged right: flags and paths stay whole
+	r.Printf(".SH NAME\nnpzfs \\- mount NumPy .npz archives as read\\-only folders\n")
+	r.Printf(".SH SYNOPSIS\n")
 	for _, n := range commandNames() {
-		r.printf(".B npzfs %s\n", n)
+		r.Printf(".B npzfs %s\n", n)
 		if u := commands[n].usage; u != "" {
-			r.printf("%s\n", roffText(u))
+			r.Printf("%s\n", roff.Text(u))
 		}
-		r.printf(".br\n")
+		r.Printf(".br\n")
 	}
-	r.printf(".B npzfs help\n[COMMAND | \\-\\-man]\n")
-	r.printf(".SH DESCRIPTION\n")
-	r.paragraphs(manIntro)
-	r.printf(".SH COMMANDS\n")
+	r.Printf(".B npzfs help\n[COMMAND | \\-\\-man]\n")
+	r.Printf(".SH DESCRIPTION\n")
+	r.Paragraphs(manIntro)
+	r.Printf(".SH COMMANDS\n")
 	for _, n := range commandNames() {
 		c := commands[n]
-		r.printf(".SS %s\n", roffQuote(strings.TrimSpace("npzfs "+n+" "+c.usage)))
-		r.paragraphs(capitalize(c.summary) + ".")
+		r.Printf(".SS %s\n", roff.Quote(strings.TrimSpace("npzfs "+n+" "+c.usage)))
+		r.Paragraphs(capitalize(c.summary) + ".")
 		if c.help != "" {
-			r.paragraphs(c.help)
+			r.Paragraphs(c.help)
 		}
 		if rows := flagRows(n, flagsOf(n), false); len(rows) > 0 {
-			r.printf(".PP\nFlags:\n")
+			r.Printf(".PP\nFlags:\n")
 			for _, row := range rows {
-				r.printf(".TP\n.B %s\n%s\n", roffText(strings.TrimSpace(row.spec)), roffText(capitalize(row.usage)+"."))
+				r.Printf(".TP\n.B %s\n%s\n", roff.Text(strings.TrimSpace(row.spec)), roff.Text(capitalize(row.usage)+"."))
 			}
 		}
 		if ex := examples[n]; len(ex) > 0 {
-			r.printf(".PP\nExamples:\n.PP\n.RS\n.nf\n")
+			r.Printf(".PP\nExamples:\n.PP\n.RS\n.nf\n")
 			for _, e := range ex {
-				r.printf("%s\n", roffText(e))
+				r.Printf("%s\n", roff.Text(e))
 			}
-			r.printf(".fi\n.RE\n")
+			r.Printf(".fi\n.RE\n")
 		}
 	}
-	r.printf(".SS \"npzfs help [COMMAND | \\-\\-man]\"\n")
-	r.paragraphs("Prints the list of commands, or the short help of one, which npzfs COMMAND --help prints too; with --man, this manual page.")
-	r.printf(".SH \"EXIT STATUS\"\n")
-	r.paragraphs("0 success, 1 the operation failed (an unreadable archive, a mount refused, not mounted, ...), 2 the command line is wrong (an unknown command or flag, a missing argument). Every failure is one line on stderr saying what to do.")
-	r.printf(".SH ENVIRONMENT\n")
-	r.defs(manEnvironment)
-	r.printf(".SH FILES\n")
-	r.defs(manFiles)
-	r.printf(".SH \"SEE ALSO\"\n")
-	r.printf(".BR fusermount3 (1),\n.BR mount.fuse3 (8),\n.BR fstab (5),\n.BR mount (8)\n")
-	r.paragraphs("The README of npzfs, and its docs/ folder: header.json, views, archives, guarantees, Python, containers, and serve.md, the protocol of npzfs serve.")
-}
-
-// roff writes roff source.
-type roff struct{ w io.Writer }
-
-func (r *roff) printf(format string, args ...any) { fmt.Fprintf(r.w, format, args...) }
-
-// paragraphs writes text, whose paragraphs are separated by blank lines,
-// filled; runs of lines indented by two spaces stay as they are.
-func (r *roff) paragraphs(text string) {
-	for _, p := range strings.Split(strings.TrimSpace(text), "\n\n") {
-		r.printf(".PP\n")
-		literal := false
-		for _, line := range strings.Split(p, "\n") {
-			indented := strings.HasPrefix(line, "  ")
-			switch {
-			case indented && !literal:
-				r.printf(".RS\n.nf\n")
-			case !indented && literal:
-				r.printf(".fi\n.RE\n")
-			}
-			literal = indented
-			if indented {
-				line = line[2:]
-			}
-			r.printf("%s\n", roffText(line))
-		}
-		if literal {
-			r.printf(".fi\n.RE\n")
-		}
-	}
-}
-
-// defs writes a list of terms and what they mean.
-func (r *roff) defs(items [][2]string) {
-	for _, it := range items {
-		r.printf(".TP\n.B %s\n%s\n", roffText(it[0]), roffText(it[1]))
-	}
-}
-
-// roffText escapes a line of text for roff: backslashes, hyphens (so
-// that flags copy as typed) and a leading control character.
-func roffText(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\e`)
-	s = strings.ReplaceAll(s, "-", `\-`)
-	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
-		s = `\&` + s
-	}
-	return s
-}
-
-// roffQuote is s as one quoted macro argument.
-func roffQuote(s string) string {
-	return `"` + strings.ReplaceAll(roffText(s), `"`, `\(dq`) + `"`
+	r.Printf(".SS \"npzfs help [COMMAND | \\-\\-man]\"\n")
+	r.Paragraphs("Prints the list of commands, or the short help of one, which npzfs COMMAND --help prints too; with --man, this manual page.")
+	r.Printf(".SH \"EXIT STATUS\"\n")
+	r.Paragraphs("0 success, 1 the operation failed (an unreadable archive, a mount refused, not mounted, ...), 2 the command line is wrong (an unknown command or flag, a missing argument). Every failure is one line on stderr saying what to do.")
+	r.Printf(".SH ENVIRONMENT\n")
+	r.Defs(manEnvironment)
+	r.Printf(".SH FILES\n")
+	r.Defs(manFiles)
+	r.Printf(".SH \"SEE ALSO\"\n")
+	r.Printf(".BR fusermount3 (1),\n.BR mount.fuse3 (8),\n.BR fstab (5),\n.BR mount (8)\n")
+	r.Paragraphs("The README of npzfs, and its docs/ folder: header.json, views, archives, guarantees, Python, containers, and serve.md, the protocol of npzfs serve.")
 }
 
 func capitalize(s string) string {
