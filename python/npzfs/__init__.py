@@ -108,7 +108,8 @@ def _need_numpy(function: str) -> None:
 def binary() -> str:
     """The path of the npzfs program this package runs: the one it carries,
     or ``$NPZFS_BINARY`` where that is set (for development)."""
-    prog = os.environ.get("NPZFS_BINARY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "npzfs")
+    name = "npzfs.exe" if sys.platform == "win32" else "npzfs"
+    prog = os.environ.get("NPZFS_BINARY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", name)
     if not os.access(prog, os.X_OK):
         raise Error(f"npzfs: the npzfs program {prog} is missing or not executable: reinstall the npzfs package")
     return prog

@@ -289,6 +289,16 @@ def test_unknown_options_run_nothing(data, nothing_left):
     assert not [c for c in daemon_cmdlines() if any(own in a for a in c)]
 
 
+def test_binary_on_windows(monkeypatch):
+    """On Windows the package runs the npzfs.exe it carries (which the
+    Linux wheel under test lacks)."""
+    monkeypatch.delenv("NPZFS_BINARY", raising=False)
+    assert os.path.basename(npzfs.binary()) == "npzfs"
+    monkeypatch.setattr(sys, "platform", "win32")
+    with pytest.raises(npzfs.Error, match=r"_bin.npzfs\.exe is missing"):
+        npzfs.binary()
+
+
 def test_command(data):
     """The npzfs script and python -m npzfs run the bundled program: same
     output, same exit codes."""
