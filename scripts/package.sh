@@ -2,6 +2,8 @@
 # Builds npzfs's release artifacts into dist/ (git-ignored):
 #
 #   npzfs-VERSION-py3-none-manylinux_2_17_x86_64....whl, ..._aarch64....whl
+#   npzfs-VERSION-py3-none-macosx_12_0_x86_64.whl, ..._arm64.whl
+#   npzfs-VERSION-py3-none-win_amd64.whl
 #                                       wheels, each carrying its binary
 #   npzfs_VERSION_amd64.deb, npzfs_VERSION_arm64.deb
 #   npzfs-VERSION-1.x86_64.rpm, npzfs-VERSION-1.aarch64.rpm
@@ -19,8 +21,15 @@
 # installs what is missing.
 #
 # Environment: NPZFS_DIST (output folder, default dist), NPZFS_ARCHES
-# (default "amd64 arm64"), NPZFS_ONLY (default "wheel deb rpm tar"; the
+# (default "amd64 arm64": Linux's), NPZFS_ONLY (default "wheel
+# wheel-macos wheel-windows deb rpm tar"; "wheel" is Linux's wheels; the
 # Python tests build only the wheel of this machine's architecture).
+#
+# The macOS and Windows wheels carry the binary built for them (no FUSE
+# there: npzfs.open, ls, inspect, index, serve and pack). Their macOS
+# version is the oldest the Go toolchain supports, 12.0 for Go 1.26
+# (Go 1.27 needs 13: golang/go#75836), which its linker writes in the
+# binary's LC_BUILD_VERSION too (scripts/test-packages.sh compares them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
@@ -29,7 +38,7 @@ cd "$(dirname "$0")/.."
 NFPM_VERSION=v2.45.2
 dist=$(realpath -m "${NPZFS_DIST:-dist}")
 arches=${NPZFS_ARCHES:-amd64 arm64}
-only=" ${NPZFS_ONLY:-wheel deb rpm tar} "
+only=" ${NPZFS_ONLY:-wheel wheel-macos wheel-windows deb rpm tar} "
 wants() { [[ $only == *" $1 "* ]]; }
 
 ensure_deps pybuild
@@ -45,9 +54,24 @@ mkdir -p "$stage/common/completions"
 # The commit goes in by -ldflags too: Go records none for a build in a
 # git worktree.
 commit=$(git rev-parse HEAD)
-build() { # GOARCH OUT
-  CGO_ENABLED=0 GOOS=linux GOARCH="$1" GOFLAGS= go build -buildvcs=auto -trimpath \
+build() { # GOARCH OUT [GOOS]
+  CGO_ENABLED=0 GOOS="${3:-linux}" GOARCH="$1" GOFLAGS= go build -buildvcs=auto -trimpath \
     -ldflags "-s -w -X main.version=$version -X main.commit=$commit" -o "$2" ./cmd/npzfs
+}
+
+# wheel BINARY PLATFORM: the wheel of the Python package carrying BINARY
+# (npzfs, or npzfs.exe for Windows) as npzfs/_bin/, tagged
+# py3-none-PLATFORM, into dist.
+wheel() {
+  local py="$stage/python-$2"
+  cp -r python "$py"
+  rm -rf "$py/tests" "$py/build" "$py"/*.egg-info
+  mkdir -p "$py/npzfs/_bin"
+  cp "$1" "$py/npzfs/_bin/"
+  cp "$common/LICENSE" "$common/THIRD_PARTY_NOTICES" "$py/"
+  (cd "$py" && NPZFS_VERSION=$version NPZFS_WHEEL_PLAT=$2 \
+    /usr/bin/python3 -m build --wheel --no-isolation --outdir "$dist" >"$stage/wheel-$2.log" 2>&1) \
+    || { cat "$stage/wheel-$2.log" >&2; die "building the $2 wheel failed"; }
 }
 
 # What every package carries besides the binary, made by this machine's
@@ -97,17 +121,19 @@ for arch in $arches; do
   fi
 
   if wants wheel; then
-    py="$stage/python-$arch"
-    cp -r python "$py"
-    rm -rf "$py/tests" "$py/build" "$py"/*.egg-info
-    mkdir -p "$py/npzfs/_bin"
-    cp "$s/npzfs" "$py/npzfs/_bin/npzfs"
-    cp "$s/LICENSE" "$s/THIRD_PARTY_NOTICES" "$py/"
-    (cd "$py" && NPZFS_VERSION=$version \
-      NPZFS_WHEEL_PLAT="manylinux_2_17_$machine.manylinux2014_$machine.musllinux_1_1_$machine" \
-      /usr/bin/python3 -m build --wheel --no-isolation --outdir "$dist" >"$stage/wheel-$arch.log" 2>&1) \
-      || { cat "$stage/wheel-$arch.log" >&2; die "building the $arch wheel failed"; }
+    wheel "$s/npzfs" "manylinux_2_17_$machine.manylinux2014_$machine.musllinux_1_1_$machine"
   fi
+done
+
+# The wheels of the other systems.
+for target in darwin/amd64:macosx_12_0_x86_64 darwin/arm64:macosx_12_0_arm64 windows/amd64:win_amd64; do
+  os=${target%%/*} arch=${target#*/} plat=${target#*:}
+  arch=${arch%%:*}
+  case $os in darwin) wants wheel-macos ;; windows) wants wheel-windows ;; esac || continue
+  bin="$stage/$os-$arch/$(exe_name "$os")"
+  mkdir -p "$(dirname "$bin")"
+  build "$arch" "$bin" "$os"
+  wheel "$bin" "$plat"
 done
 
 rm -rf "$stage"

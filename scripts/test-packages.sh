@@ -7,8 +7,9 @@
 # scripts/package.sh into a folder of its own, and checks that every
 # artifact is there and listed in SHA256SUMS; that the .deb and .rpm depend
 # on fuse3, recommend bash-completion, and hold the binary, completions,
-# man page and license; that each wheel carries its own architecture's
-# binary. As root on Debian it then installs this machine's .deb with
+# man page and license; that each wheel (Linux, macOS and Windows)
+# carries its own system's and architecture's binary (file(1): ELF,
+# Mach-O or PE), a macOS one made for the macOS version its tag names. As root on Debian it then installs this machine's .deb with
 # dpkg, in a mount namespace whose /usr and /var are overlays on a tmpfs,
 # so that the system (and an npzfs package installed on it) is never
 # touched: npzfs version names the commit, man -w npzfs finds the page,
@@ -18,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
-ensure_deps fuse man bash-completion rpm unzip zsh fish
+ensure_deps fuse man bash-completion rpm unzip zsh fish file
 
 work=$(mktemp -d /tmp/npzfs-packages.XXXXXX)
 mnt="$work/mnt" # in the namespace of try_deb, which unmounts it
@@ -38,7 +39,9 @@ for f in "npzfs_${version}_amd64.deb" "npzfs_${version}_arm64.deb" \
   "npzfs-${version}-1.x86_64.rpm" "npzfs-${version}-1.aarch64.rpm" \
   "npzfs_${version}_linux_amd64.tar.gz" "npzfs_${version}_linux_arm64.tar.gz" \
   "npzfs-${version}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64.whl" \
-  "npzfs-${version}-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64.whl"; do
+  "npzfs-${version}-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64.whl" \
+  "npzfs-${version}-py3-none-macosx_12_0_x86_64.whl" "npzfs-${version}-py3-none-macosx_12_0_arm64.whl" \
+  "npzfs-${version}-py3-none-win_amd64.whl"; do
   [ -s "$d/$f" ] || die "missing $f"
   grep -q "  $f\$" "$d/SHA256SUMS" || die "$f is not in SHA256SUMS"
   size=$(numfmt --to=iec-i --suffix=B "$(stat -c %s -- "$d/$f")")
@@ -73,15 +76,46 @@ for arch in amd64 arm64; do
   for f in $want_files /usr/share/zsh/site-functions/_npzfs /usr/share/licenses/npzfs/LICENSE; do
     grep -qx "$f" <<<"$files" || die "$rpmf lacks $f"
   done
-  step "$arch tarball and wheel"
+  step "$arch tarball"
   tar -tzf "$d/npzfs_${version}_linux_$arch.tar.gz" | grep -q "/npzfs.1$" || die "the $arch tarball lacks the man page"
-  whl=$(ls "$d"/npzfs-"$version"-py3-none-*_$m.*.whl)
-  unzip -o -q "$whl" npzfs/_bin/npzfs 'npzfs-*.dist-info/LICENSE' -d "$work/whl-$arch"
-  file=$(od -A n -t x1 -j 18 -N 2 "$work/whl-$arch/npzfs/_bin/npzfs" | tr -d ' ')
-  case $arch in # ELF e_machine: 0x3e x86-64, 0xb7 AArch64
-    amd64) [ "$file" = 3e00 ] ;;
-    arm64) [ "$file" = b700 ] ;;
-  esac || die "the $arch wheel carries a binary for machine $file"
+  tar -xzf "$d/npzfs_${version}_linux_$arch.tar.gz" -C "$work" "npzfs_${version}_linux_$arch/npzfs"
+  check_binary "$work/npzfs_${version}_linux_$arch/npzfs" linux "$arch"
+done
+
+# macho_minos FILE: the oldest macOS the Mach-O executable FILE runs on,
+# as its LC_BUILD_VERSION load command says (N_M).
+macho_minos() {
+  /usr/bin/python3 -c '
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+off = 32  # the 64-bit header
+for _ in range(struct.unpack_from("<I", b, 16)[0]):
+    cmd, size = struct.unpack_from("<II", b, off)
+    if cmd == 0x32:  # LC_BUILD_VERSION: platform, minos, sdk, ntools
+        minos = struct.unpack_from("<I", b, off + 12)[0]
+        print(f"{minos >> 16}_{(minos >> 8) & 0xff}")
+    off += size
+' "$1"
+}
+
+for w in linux/amd64:manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64 \
+  linux/arm64:manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64 \
+  darwin/amd64:macosx_12_0_x86_64 darwin/arm64:macosx_12_0_arm64 windows/amd64:win_amd64; do
+  os=${w%%/*} plat=${w#*:} arch=${w#*/}
+  arch=${arch%%:*}
+  step "$plat wheel"
+  bin=npzfs/_bin/$(exe_name "$os")
+  whl="$d/npzfs-$version-py3-none-$plat.whl"
+  files=$(unzip -Z1 "$whl")
+  grep -qx "$bin" <<<"$files" || die "$whl lacks $bin"
+  [ "$(grep -c '^npzfs/_bin/' <<<"$files")" = 1 ] || die "$whl carries more than its binary: $(grep '^npzfs/_bin/' <<<"$files")"
+  grep -q '^npzfs-.*\.dist-info/\(licenses/\)\?LICENSE$' <<<"$files" || die "$whl lacks the LICENSE"
+  unzip -o -q "$whl" "$bin" -d "$work/whl-$plat"
+  check_binary "$work/whl-$plat/$bin" "$os" "$arch"
+  if [ "$os" = darwin ]; then
+    minos=$(macho_minos "$work/whl-$plat/$bin")
+    [[ $plat == macosx_${minos}_* ]] || die "$whl is tagged $plat, but its binary needs macOS ${minos/_/.}"
+  fi
 done
 
 if [ "$(id -u)" != 0 ] || ! command -v dpkg >/dev/null; then
