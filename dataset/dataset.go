@@ -114,6 +114,11 @@ func Open(ctx context.Context, name string, opts *Options) (*Dataset, error) {
 			o.Archive.Indexes = s
 		}
 	}
+	if IsRemote(name) && o.Archive.Verify == npz.VerifyAuto {
+		// A remote member is verified by a saved index (a sidecar), or
+		// not before it is served: a pass would fetch it whole.
+		o.Archive.VerifyLimit = -1
+	}
 	d.opts = o
 	var err error
 	if IsRemote(name) {
@@ -146,6 +151,7 @@ func (d *Dataset) openLocal(ctx context.Context, name string, o *Options) error 
 	}
 	ao := o.Archive
 	ao.Sidecars = o.Sidecars
+	ao.LogName = cmp.Or(ao.LogName, filepath.Base(abs))
 	a, err := npz.Open(ctx, abs, &ao)
 	if err != nil {
 		return describe(abs, err)

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -102,6 +103,7 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 	if o.Sidecars {
 		ao.SidecarFinder = folder.SidecarFinder(g, b)
 	}
+	ao.LogName = cmp.Or(ao.LogName, path.Base(src.String()))
 	a, err := npz.New(ctx, src, src.Size(), path.Base(src.String()), &ao)
 	if err != nil {
 		if fe := formatError(err); fe != nil {

@@ -6,7 +6,8 @@ type Stats struct {
 	Source string
 	Kind   string // "archive", "npy" or "folder"
 	// Members and Failing count an archive's (or a .npy's) members, and
-	// those not served or whose reads fail; nil for a folder.
+	// those not served or whose reads fail (known from the directory, or
+	// found by a read or a verification); nil for a folder.
 	Members *int
 	Failing *int
 	// SpanCache is the cache of inflated spans of deflated members.
@@ -54,7 +55,7 @@ func (d *Dataset) Stats() Stats {
 	if a := d.archive; a != nil {
 		members, failing := a.Len(), 0
 		for m := range a.All() {
-			if !m.Served() || m.ReadError() != nil {
+			if !m.Served() || m.ReadError() != nil || m.Failure() != nil {
 				failing++
 			}
 		}

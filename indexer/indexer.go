@@ -88,6 +88,7 @@ type MemberIndex struct {
 	Archive string // its archive's path under the folder indexed, "" for one archive
 	Name    string // its name in the archive
 	Size    int64
+	Stored  bool // a stored member: its index is its block CRC-32s
 	npz.IndexResult
 	Err error // why it could not be indexed (or, with Verify, read)
 }
@@ -407,7 +408,7 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 	members := x.members
 	if len(ix.xo.Keys) == 0 {
 		for _, m := range all {
-			if m.Method() == zip.Stored && m.Served() && !m.IsDir() {
+			if m.Method() == zip.Stored && m.Served() && !m.IsDir() && !m.SavesIndex() {
 				ix.rep.Stored++
 			}
 		}
@@ -420,7 +421,7 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 		if err == nil && ix.xo.Verify {
 			err = m.Verify(ctx, &ix.p.read)
 		}
-		results[i] = MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err}
+		results[i] = MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), Stored: m.Method() == zip.Stored, IndexResult: res, Err: err}
 	})
 	ix.rep.Members = append(ix.rep.Members, results...)
 	ix.rep.Small += len(x.small)
@@ -477,21 +478,22 @@ func (ix *indexer) sidecar(ctx context.Context, x *indexed, t *indexTarget) {
 	}
 }
 
-// pickMembers picks the deflated members to index, all or those keys
-// name, and apart from them those too small to need an index.
+// pickMembers picks the members to index (npz.Member.SavesIndex), all
+// or those keys name, and apart from them the deflated ones too small
+// to need an index; small stored members are left out.
 func pickMembers(all []*npz.Member, keys []string) (index, small []*npz.Member, err error) {
 	add := func(m *npz.Member) {
 		switch {
 		case slices.Contains(index, m) || slices.Contains(small, m):
-		case m.NeedsIndex():
+		case m.SavesIndex():
 			index = append(index, m)
-		default:
+		case m.Method() == zip.Deflated:
 			small = append(small, m)
 		}
 	}
 	if len(keys) == 0 {
 		for _, m := range all {
-			if m.Method() == zip.Deflated && !m.IsDir() && m.Served() && m.Size() > 0 {
+			if (m.Method() == zip.Deflated || m.SavesIndex()) && !m.IsDir() && m.Served() && m.Size() > 0 {
 				add(m)
 			}
 		}
@@ -502,8 +504,8 @@ func pickMembers(all []*npz.Member, keys []string) (index, small []*npz.Member, 
 		if i < 0 {
 			return nil, nil, fmt.Errorf("no member %q in the archive", k)
 		}
-		if all[i].Method() != zip.Deflated {
-			return nil, nil, fmt.Errorf("%s is not deflated: it needs no index", all[i].Name())
+		if all[i].Method() != zip.Deflated && !all[i].SavesIndex() {
+			return nil, nil, fmt.Errorf("%s is stored and smaller than 16 MiB: it needs no index", all[i].Name())
 		}
 		add(all[i])
 	}
@@ -535,7 +537,7 @@ func (r *Report) Summary() string {
 		}
 	} else {
 		secs := r.Elapsed.Seconds()
-		fmt.Fprintf(&b, "indexed %d of %s", built+loaded, english.Plural(len(r.Members), "deflated member"))
+		fmt.Fprintf(&b, "indexed %d of %s", built+loaded, english.Plural(len(r.Members), r.membersNoun()))
 		if r.Folder {
 			fmt.Fprintf(&b, " of %s", english.Plural(r.Archives, "archive"))
 		}
@@ -576,6 +578,17 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "; %d sidecars already there", len(r.SidecarsKept))
 	}
 	return b.String()
+}
+
+// membersNoun is what the members indexed are: "deflated member", or
+// "member" where stored ones are among them (their block CRC-32s).
+func (r *Report) membersNoun() string {
+	for _, m := range r.Members {
+		if m.Stored {
+			return "member"
+		}
+	}
+	return "deflated member"
 }
 
 // Problems are the report's failures, one line each: archives that could

@@ -97,8 +97,18 @@ type Options struct {
 	// deflated member, indexing parts of it ahead at once (see
 	// inflate.Options.Helpers); 0 means none.
 	Helpers int
-	// Logf, when set, is told why a member or view is not served.
-	Logf func(format string, args ...any)
+	// Verify says which members are verified before their first byte
+	// is served (see VerifyMode); VerifyLimit is the largest member
+	// VerifyAuto verifies: 0 means DefaultVerifyLimit, and a negative
+	// limit none (a remote archive, whose members a pass would fetch
+	// whole).
+	Verify      VerifyMode
+	VerifyLimit int64
+	// Logf, when set, is told why a member or view is not served, and
+	// what else goes wrong; LogName names the archive in those lines
+	// ("" for its name).
+	Logf    func(format string, args ...any)
+	LogName string
 }
 
 // Archive is an open .npz archive. It is safe for concurrent use.
@@ -111,6 +121,7 @@ type Archive struct {
 	notesLog                   // what was logged of it
 	side         sidecarLookup // the sidecar Options.SidecarFinder finds
 	spanBudgets                // the span cache and window budget of its deflated members
+	verifier                   // what was verified, and what failed
 
 	modTime time.Time
 	comment string
@@ -603,10 +614,17 @@ func (a *Archive) notef(format string, args ...any) {
 	}
 }
 
+// logf logs a line about the archive, named after the "npz: " every
+// line starts with.
 func (a *Archive) logf(format string, args ...any) {
-	if a.opts.Logf != nil {
-		a.opts.Logf(format, args...)
+	if a.opts.Logf == nil {
+		return
 	}
+	if rest, ok := strings.CutPrefix(format, "npz: "); ok && a.opts.LogName != "" {
+		a.opts.Logf("npz: %s: "+rest, append([]any{a.opts.LogName}, args...)...)
+		return
+	}
+	a.opts.Logf(format, args...)
 }
 
 // spanCache is the archive's one cache of inflated spans, made on first use.

@@ -74,3 +74,17 @@ func (e *InflateError) Unwrap() error { return e.Err }
 func passing(err error) bool {
 	return errors.Is(err, source.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
+
+// TruncatedError reports a .npy whose data ends before its header's
+// shape and dtype say: the file (or member) was cut short.
+type TruncatedError struct {
+	What  string // "file" or "member"
+	Need  int64  // bytes of data the header needs
+	Start int64  // where the data starts
+	End   int64  // where the file or member ends
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("npz: truncated: the header's shape and dtype need %d bytes of data from byte %d, but the %s ends at byte %d (%d bytes missing)",
+		e.Need, e.Start, e.What, e.End, e.Need-(e.End-e.Start))
+}

@@ -70,9 +70,11 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 		}
 	}
 	if err == nil && n < len(want) {
-		var k int
-		k, err = f.m.readAt(ctx, want[n:], f.base+off+int64(n)-f.head)
-		n += k
+		if err = f.m.ready(ctx); err == nil {
+			var k int
+			k, err = f.m.readAt(ctx, want[n:], f.base+off+int64(n)-f.head)
+			n += k
+		}
 	}
 	if err == nil && n < len(p) {
 		err = io.EOF
@@ -102,9 +104,11 @@ func (f *File) Head(ctx context.Context) ([]byte, error) {
 // Extent reports where the bytes of a stored file that follow its head
 // (see Head) lie in the archive file, so the mount can splice them: bytes
 // [len(Head), Size()) of the file are bytes [off, off+Size()-len(Head))
-// of fd. ok is false for deflated members, header.json, unreadable
-// members, and archives whose source is not a source.FileBacked (a local
-// file); err reports a stored member whose local header cannot be
+// of fd. It verifies the member first when the archive's VerifyMode says
+// so. ok is false for deflated members, header.json, unreadable
+// members, members whose reads are checked against block CRC-32s
+// (VerifyStrict), and archives whose source is not a source.FileBacked
+// (a local file); err reports a member that failed verification, a stored member whose local header cannot be
 // resolved, or an archive file that changed since it was opened
 // (ErrChanged), or, for a view the array does not have, why (see
 // Member.viewFile).
@@ -133,6 +137,14 @@ func (f *File) extent(ctx context.Context, check bool) (fd uintptr, off int64, o
 	}
 	a := f.m.a
 	if !a.hasFD {
+		return 0, 0, false, nil
+	}
+	// No byte is served before the member is verified, if it is to be;
+	// reads checked against its block CRC-32s go through ReadAt.
+	if err := f.m.ready(ctx); err != nil {
+		return 0, 0, false, err
+	}
+	if f.m.checkedSums() != nil {
 		return 0, 0, false, nil
 	}
 	// The bytes are read from fd after this returns: check now that the

@@ -211,13 +211,21 @@ func (x *memberIndex) key(ctx context.Context) (string, error) {
 
 // makeKey reads what the member's key is made of, and makes it.
 func (x *memberIndex) makeKey(ctx context.Context) (string, error) {
-	e := &x.m.e
+	return x.m.contentKey(ctx, x.off, "npzfs member index v1\x00", ".idx")
+}
+
+// contentKey is the name, in an IndexStore, of what is saved of the
+// member whose data starts at archive byte dataOff, of a kind told by
+// domain and ext: a SHA-256 of domain, its directory record, its local
+// header and the ends of its compressed data, which it reads.
+func (m *Member) contentKey(ctx context.Context, dataOff int64, domain, ext string) (string, error) {
+	e := &m.e
 	h := sha256.New()
-	h.Write([]byte("npzfs member index v1\x00"))
-	h.Write([]byte(x.m.Name()))
+	h.Write([]byte(domain))
+	h.Write([]byte(m.Name()))
 	var fixed [8 + 4 + 8 + 8 + 2 + 8]byte
 	le := binary.LittleEndian
-	le.PutUint64(fixed[0:], uint64(len(x.m.Name())))
+	le.PutUint64(fixed[0:], uint64(len(m.Name())))
 	le.PutUint32(fixed[8:], e.CRC32)
 	le.PutUint64(fixed[12:], uint64(e.CompressedSize))
 	le.PutUint64(fixed[20:], uint64(e.Size))
@@ -226,23 +234,23 @@ func (x *memberIndex) makeKey(ctx context.Context) (string, error) {
 	h.Write(fixed[:])
 	head := min(indexEdge, e.CompressedSize)
 	tail := min(indexEdge, e.CompressedSize-head)
-	lh := x.off - e.HeaderOffset // the local header, name and extra
+	lh := dataOff - e.HeaderOffset // the local header, name and extra
 	if lh < 0 || lh > 1<<17 {
 		return "", errors.New("npz: the local header makes no sense")
 	}
 	buf := make([]byte, lh+head+tail)
-	r := x.m.a.r.at(ctx)
+	r := m.a.r.at(ctx)
 	if _, err := r.ReadAt(buf[:lh+head], e.HeaderOffset); err != nil {
 		return "", err
 	}
 	if tail > 0 {
-		if _, err := r.ReadAt(buf[lh+head:], x.off+e.CompressedSize-tail); err != nil {
+		if _, err := r.ReadAt(buf[lh+head:], dataOff+e.CompressedSize-tail); err != nil {
 			return "", err
 		}
 	}
 	h.Write(buf)
 	sum := hex.EncodeToString(h.Sum(nil))
-	return sum[:2] + "/" + sum + ".idx", nil
+	return sum[:2] + "/" + sum + ext, nil
 }
 
 // changed reports an archive whose source changed (ErrChanged): its
@@ -446,7 +454,17 @@ type IndexResult struct {
 	SaveErr error // why it could not be written there
 }
 
-// BuildIndex indexes a deflated member to its end (loading its saved
+// SavesIndex reports whether the member has an index saved for it, in
+// an IndexStore or a sidecar: a deflated member that NeedsIndex (its
+// checkpoints), or a stored one of 16 MiB or more (its block CRC-32s,
+// which verify it; see VerifyMode).
+func (m *Member) SavesIndex() bool {
+	return m.NeedsIndex() || m.e.Method == zip.Stored && m.e.Size >= minSavedBlocks && m.HasCRC()
+}
+
+// BuildIndex indexes a stored member that SavesIndex by verifying it,
+// which saves its block CRC-32s, unless they are saved already. It
+// indexes a deflated member to its end (loading its saved
 // index, when the archive has an IndexStore or sidecar that holds one),
 // checking its length and CRC-32 unless the index was loaded; the index
 // is then saved, if the archive has an IndexStore, and BuildIndex waits
@@ -462,6 +480,9 @@ type IndexResult struct {
 // it is.
 func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, error) {
 	var res IndexResult
+	if m.e.Method == zip.Stored && m.SavesIndex() {
+		return m.buildSums(ctx)
+	}
 	if !m.NeedsIndex() {
 		return res, nil
 	}

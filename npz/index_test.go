@@ -83,7 +83,9 @@ func mountWithIndexes(t *testing.T, b []byte, dir string) (*Archive, *IndexStore
 	}
 	cr := &countingReader{r: bytes.NewReader(b)}
 	var log logLinesOf
-	a, err := NewReader(context.Background(), cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf})
+	// Lazy: these tests follow an index as reads grow it, which
+	// verification would build whole at the first read.
+	a, err := NewReader(context.Background(), cr, int64(len(b)), &Options{Indexes: s, Logf: log.logf, Verify: VerifyLazy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +328,7 @@ func TestFindSidecarIsLazy(t *testing.T) {
 		var finds atomic.Int64
 		pr := &prefetchReader{countingReader: countingReader{r: bytes.NewReader(side)}}
 		var log logLinesOf
-		a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), &Options{Logf: log.logf, SidecarFinder: finderFunc(func(int64) (*IndexSidecar, error) {
+		a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), &Options{Logf: log.logf, Verify: VerifyLazy, SidecarFinder: finderFunc(func(int64) (*IndexSidecar, error) {
 			finds.Add(1)
 			return NewIndexSidecar(pr, int64(len(side)), "https://host/x.npzidx"), nil
 		})})
@@ -387,7 +389,7 @@ func TestFindSidecarIsLazy(t *testing.T) {
 	wb := makeZip(t, []zent{{name: "w.npy", data: words, method: 8}})
 	pr = &prefetchReader{countingReader: countingReader{r: bytes.NewReader(sidecarOf(t, wb))}}
 	log = &logLinesOf{}
-	a, err := NewReader(context.Background(), bytes.NewReader(wb), int64(len(wb)), &Options{Logf: log.logf, SidecarFinder: finderFunc(func(int64) (*IndexSidecar, error) {
+	a, err := NewReader(context.Background(), bytes.NewReader(wb), int64(len(wb)), &Options{Logf: log.logf, Verify: VerifyLazy, SidecarFinder: finderFunc(func(int64) (*IndexSidecar, error) {
 		return NewIndexSidecar(pr, pr.r.(*bytes.Reader).Size(), "s3://b/w.npzidx"), nil
 	})})
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npy"
-	"github.com/npzfs/npzfs/source"
 	"github.com/npzfs/npzfs/zip"
 )
 
@@ -356,27 +355,43 @@ func (m *Member) dataOffset(ctx context.Context) (int64, error) {
 }
 
 // readAt reads exactly len(p) bytes at off of the member's uncompressed
-// bytes; the caller keeps off+len(p) within Size. The first failure of a
-// member that could be located is logged (locate logs its own).
+// bytes, for a read served; the caller keeps off+len(p) within Size. A
+// failure is counted (see fail), and the first of a member that could be
+// located is logged (locate logs its own).
 func (m *Member) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, l, err := m.readRaw(ctx, p, off)
+	if err == nil {
+		return n, nil
+	}
+	m.fail(err)
+	if l == nil || l.err != nil {
+		return n, err
+	}
+	if l.idx != nil && l.idx.damaged(err) {
+		return n, err // logged
+	}
+	if !errors.Is(err, ErrChanged) && ctx.Err() == nil && m.st.Or(flagReadFailed)&flagReadFailed == 0 {
+		m.a.notef("npz: %q: read failed: %v", m.Name(), err)
+	}
+	return n, err
+}
+
+// readRaw is readAt without its counting and logging (a verification
+// pass says what it finds itself), and the member's location, nil when
+// it has none.
+func (m *Member) readRaw(ctx context.Context, p []byte, off int64) (int, *location, error) {
 	var l *location
 	if m.e.Method == zip.Stored {
 		dataOff, err := m.dataOffset(ctx)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		l = &location{dataOff: dataOff}
 	} else if l = m.locate(ctx); l.err != nil {
-		return 0, l.err
+		return 0, l, l.err
 	}
 	n, err := m.readData(ctx, l, p, off)
-	if err != nil && l.idx != nil && l.idx.damaged(err) {
-		return n, err // logged
-	}
-	if err != nil && !errors.Is(err, ErrChanged) && ctx.Err() == nil && m.st.Or(flagReadFailed)&flagReadFailed == 0 {
-		m.a.notef("npz: %q: read failed: %v", m.Name(), err)
-	}
-	return n, err
+	return n, l, err
 }
 
 func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64) (int, error) {
@@ -385,20 +400,21 @@ func (m *Member) readData(ctx context.Context, l *location, p []byte, off int64)
 		return 0, nil
 	}
 	if m.e.Method == zip.Stored {
-		n, err := m.a.r.ReadAtContext(source.WithReadLimit(ctx, dataOff+m.e.Size), p, dataOff+off)
-		if n == len(p) {
-			return n, nil
+		if b := m.checkedSums(); b != nil {
+			return m.readChecked(ctx, b, dataOff, p, off)
 		}
-		if err == nil || err == io.EOF {
-			err = &FormatError{Offset: dataOff + off + int64(n),
-				Msg: fmt.Sprintf("archive ends inside %q (changed or truncated since it was opened?)", m.Name()),
-				Err: io.ErrUnexpectedEOF}
-		}
-		return n, err
+		return m.readStored(ctx, dataOff, p, off)
 	}
 	n, err := l.inf.ReadAtContext(ctx, p, off)
 	if l.idx != nil {
 		l.idx.note(ctx)
+	}
+	if m.st.Load()&flagVerified == 0 && m.HasCRC() {
+		// A read that reached the end checked the CRC-32 of a member
+		// inflated whole; a complete saved index checks every span.
+		if pr := l.inf.Progress(); pr.Complete {
+			m.setVerified(pr.Loaded)
+		}
 	}
 	if n == len(p) {
 		return n, nil
@@ -551,8 +567,7 @@ func (m *Member) readNPYFrom(ctx context.Context, head []byte) (*npy.Header, err
 	}
 	dl := h.DataLength(m.e.Size)
 	if dl < 0 || dl > m.e.Size-h.DataOffset {
-		return nil, fmt.Errorf("npz: the header's shape and dtype need %d bytes of data from byte %d, but the %s ends at byte %d (%d bytes missing)",
-			dl, h.DataOffset, m.a.what(), m.e.Size, dl-(m.e.Size-h.DataOffset))
+		return nil, &TruncatedError{What: m.a.what(), Need: dl, Start: h.DataOffset, End: m.e.Size}
 	}
 	return h, nil
 }

@@ -45,7 +45,7 @@ type IndexSidecar struct {
 	first     *sidecarEntry // its entry, when that header says all
 	dirRead   bool          // the central directory was read
 	dirErr    error
-	files     map[string]*sidecarEntry // by entry name, KEY.idx
+	files     map[string]*sidecarEntry // by entry name, KEY.idx or KEY.crc
 }
 
 // sidecarEntry is an entry of the sidecar, located on first lookup.
@@ -101,7 +101,7 @@ func (s *IndexSidecar) dir(ctx context.Context) error {
 	z, err := zip.NewReader(source.WithContext(ctx, s.r), s.size)
 	if err == nil {
 		err = z.Entries(func(e *zip.Entry) {
-			if e.Method != zip.Stored || e.Unusable != "" || !strings.HasSuffix(e.Name, ".idx") {
+			if e.Method != zip.Stored || e.Unusable != "" || !savedName(e.Name) {
 				return
 			}
 			se := &sidecarEntry{e: *e}
@@ -119,6 +119,12 @@ func (s *IndexSidecar) dir(ctx context.Context) error {
 	return err
 }
 
+// savedName reports an entry name a sidecar holds: a deflated member's
+// index, KEY.idx, or a stored member's block CRC-32s, KEY.crc.
+func savedName(name string) bool {
+	return strings.HasSuffix(name, ".idx") || strings.HasSuffix(name, ".crc")
+}
+
 // firstEntry is the entry at the sidecar's start, from its local header
 // alone, or nil when that does not say all (a sidecar another writer
 // made) or is not a stored index, or cannot be read now.
@@ -133,7 +139,7 @@ func (s *IndexSidecar) firstEntry(ctx context.Context) *sidecarEntry {
 		return nil
 	}
 	s.firstRead = true
-	if err != nil || e.Method != zip.Stored || e.CompressedSize != e.Size || !strings.HasSuffix(e.Name, ".idx") {
+	if err != nil || e.Method != zip.Stored || e.CompressedSize != e.Size || !savedName(e.Name) {
 		return nil
 	}
 	s.first = &sidecarEntry{e: e, off: off, located: true}
@@ -219,8 +225,26 @@ func (s *IndexSidecar) locate(ctx context.Context, se *sidecarEntry, head int64)
 
 // Holds reports whether the sidecar holds a complete index of the
 // deflated member m whose header and table hold (see
-// inflate.CheckIndex): one a mount would load.
+// inflate.CheckIndex), or the block CRC-32s of the stored member m: one
+// a mount would load.
 func (s *IndexSidecar) Holds(ctx context.Context, m *Member) bool {
+	if m.e.Method == zip.Stored {
+		name := m.sumsKey(ctx)
+		if name == "" || !m.SavesIndex() {
+			return false
+		}
+		head := int64(sumsHeader + 4*blockCount(m.e.Size) + 4)
+		src, size, err := s.lookup(ctx, name, head)
+		if src == nil || err != nil || size != head {
+			return false
+		}
+		data := make([]byte, size)
+		if _, err := source.ReadAt(ctx, src, data, 0); err != nil {
+			return false
+		}
+		_, err = parseSums(data, m.e.Size, m.e.CRC32)
+		return err == nil
+	}
 	_, name := m.indexKey(ctx)
 	if name == "" {
 		return false
@@ -233,10 +257,21 @@ func (s *IndexSidecar) Holds(ctx context.Context, m *Member) bool {
 	return err == nil && !partial
 }
 
-// SavedIndex returns the complete index of a deflated member (after
-// BuildIndex, say) as an index file, and the name the IndexStore gives
-// it, for WriteIndexSidecar.
+// SavedIndex returns the complete index of a deflated member, or the
+// block CRC-32s of a stored one that SavesIndex (after BuildIndex, say),
+// as a file, and the name the IndexStore gives it, for
+// WriteIndexSidecar.
 func (m *Member) SavedIndex(ctx context.Context) (name string, b []byte, err error) {
+	if m.e.Method == zip.Stored && m.SavesIndex() {
+		sums := m.blockSumsOf()
+		if sums == nil {
+			return "", nil, errors.New("the member is not verified")
+		}
+		if name = m.sumsKey(ctx); name == "" {
+			return "", nil, errors.New("cannot read the member to name its block CRC-32s")
+		}
+		return name, marshalSums(sums, m.e.CRC32), nil
+	}
 	if m.e.Method != zip.Deflated {
 		return "", nil, fmt.Errorf("%s is not deflated", m.Name())
 	}

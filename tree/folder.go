@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,7 +81,9 @@ type Folder struct {
 	said    map[string]bool      // paths whose problem was logged
 	failing map[string]time.Time // paths whose failure that may pass was logged, when
 	started time.Time            // when the tree was made
-	now     func() time.Time     // the clock retries are spaced by (tests set it)
+	// closedVerify is what the archives closed so far verified.
+	closedVerify npz.VerifyStats
+	now          func() time.Time // the clock retries are spaced by (tests set it)
 }
 
 // OpenFolder serves the folder dir on local disk (folder.NewDir). It
@@ -163,6 +166,27 @@ func (t *Folder) Open() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.open.Len()
+}
+
+// VerifyStats is what the folder's archives verified, open and closed
+// alike, and their failing members, each named with its archive's path.
+func (t *Folder) VerifyStats() npz.VerifyStats {
+	t.mu.Lock()
+	vs := t.closedVerify
+	vs.Failing = slices.Clone(vs.Failing)
+	var open []*slot
+	for e := t.open.Front(); e != nil; e = e.Next() {
+		open = append(open, e.Value.(*slot))
+	}
+	t.mu.Unlock()
+	for _, s := range open {
+		s.mu.Lock()
+		if s.a != nil {
+			vs.Add(s.verifyStats())
+		}
+		s.mu.Unlock()
+	}
+	return vs
 }
 
 // Close closes every archive.

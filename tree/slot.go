@@ -205,6 +205,7 @@ func (s *slot) open(ctx context.Context) (over bool) {
 func (s *slot) openFile(ctx context.Context) (*npz.Archive, error) {
 	opts := s.t.opts.Archive
 	opts.Sidecars = s.t.opts.Sidecars
+	opts.LogName = s.rel
 	a, err := s.t.store.Open(ctx, s.rel, s.e, &opts)
 	if err != nil {
 		return nil, err
@@ -237,11 +238,13 @@ func (s *slot) close(force bool) {
 	if s.a == nil || (!force && !s.idle()) {
 		return
 	}
+	vs := s.verifyStats()
 	s.a.Close()
 	s.a = nil
 	t := s.t
 	t.mu.Lock()
 	t.open.Remove(s.elem)
+	t.closedVerify.Add(vs)
 	t.mu.Unlock()
 	s.elem = nil
 }
@@ -270,3 +273,13 @@ func (s *slot) maybeClose() {
 // errStale is what the nodes of an archive replaced or removed since it
 // was seen fail with: they are gone, not broken.
 var errStale = fmt.Errorf("the archive was replaced: %w", source.ErrChanged)
+
+// verifyStats is what the slot's open archive verified, its failing
+// members named with its path in the folder; the slot's lock is held.
+func (s *slot) verifyStats() npz.VerifyStats {
+	vs := s.a.VerifyStats()
+	for i := range vs.Failing {
+		vs.Failing[i].Archive = s.rel
+	}
+	return vs
+}

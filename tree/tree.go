@@ -11,14 +11,16 @@ import (
 
 	"github.com/npzfs/npzfs/dataset"
 	"github.com/npzfs/npzfs/fs"
+	"github.com/npzfs/npzfs/npz"
 )
 
 // Tree is what a mount serves of a dataset.
 type Tree struct {
-	root   fs.Entry
-	folder *Folder // a folder's; nil for an archive
-	size   int64   // bytes of archives, for statfs
-	nodes  uint64  // nodes served at most, for statfs
+	root    fs.Entry
+	archive *npz.Archive // an archive's; nil for a folder
+	folder  *Folder      // a folder's; nil for an archive
+	size    int64        // bytes of archives, for statfs
+	nodes   uint64       // nodes served at most, for statfs
 }
 
 // Of is the tree of d: its archive's, or its folder's, whose archives
@@ -27,7 +29,7 @@ type Tree struct {
 // d.
 func Of(ctx context.Context, d *dataset.Dataset, opts *Options) (*Tree, error) {
 	if a := d.Archive(); a != nil {
-		return &Tree{root: Archive(a), size: a.Size(), nodes: a.MaxIno()}, nil
+		return &Tree{root: Archive(a), archive: a, size: a.Size(), nodes: a.MaxIno()}, nil
 	}
 	var o Options
 	if opts != nil {
@@ -62,6 +64,15 @@ func (t *Tree) ArchivesOpen() (int, bool) {
 		return 0, false
 	}
 	return t.folder.Open(), true
+}
+
+// VerifyStats is what the tree's archives verified: its archive's, or
+// a folder's archives', open and closed.
+func (t *Tree) VerifyStats() npz.VerifyStats {
+	if t.folder != nil {
+		return t.folder.VerifyStats()
+	}
+	return t.archive.VerifyStats()
 }
 
 // Close closes a folder's archives.

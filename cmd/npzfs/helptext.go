@@ -46,6 +46,7 @@ var shortUsage = map[string]string{
 	"mount --readahead-kb":    "readahead (root only)",
 	"mount --max-header-kb":   "longest .npy header read",
 	"mount --max-open":        "for a folder: archives kept open",
+	"--verify":                "verify first: auto, strict, lazy",
 	"mount --remote-cache-mb": "for a URL: memory for blocks (1/2 of it)",
 	"mount --list-ttl":        "remote folder: listings kept",
 	"mount --index":           "index deflated members in the background",

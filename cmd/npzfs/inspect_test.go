@@ -65,7 +65,7 @@ func TestInspectErrors(t *testing.T) {
 		{[]string{"inspect", filepath.Join(dir, "missing.npy")}, exitFail, "does not exist"},
 		{[]string{"inspect"}, exitUsage, "needs FILE.npy, or ARCHIVE KEY"},
 		{[]string{"inspect", "a", "b", "c"}, exitUsage, `unexpected argument "c"`},
-		{[]string{"inspect", short}, exitFail, short + ": the header's shape and dtype need 24 bytes of data from byte 128, but the file ends at byte 136 (16 bytes missing)\n"},
+		{[]string{"inspect", short}, exitFail, short + ": truncated: the header's shape and dtype need 24 bytes of data from byte 128, but the file ends at byte 136 (16 bytes missing)\n"},
 		{[]string{"inspect", corpusDir + "numpy_savez_compressed.npz"}, exitUsage, "is an archive: name one of its keys: "},
 		{[]string{"inspect", corpusDir + "numpy_savez_compressed.npz", "nope"}, exitFail, `no member "nope"; its keys: `},
 		{[]string{"inspect", corpusDir + "names.npz", "up/../evil"}, exitFail, "the member up/../evil.npy is not served (name has a '..' component); its keys: "},

@@ -226,7 +226,7 @@ func TestLsVerify(t *testing.T) {
 	if strings.Contains(plain, "reading fails") {
 		t.Errorf("ls without --verify read the members:\n%s", plain)
 	}
-	for prefix, want := range map[string]string{"flipped.txt ": "CRC-32 of the bytes", "deflated.txt ": "CRC-32 mismatch", "good.txt ": ""} {
+	for prefix, want := range map[string]string{"flipped.txt ": "CRC-32 mismatch: its bytes give", "deflated.txt ": "CRC-32 mismatch", "good.txt ": ""} {
 		found := false
 		for _, l := range strings.Split(out, "\n") {
 			if strings.HasPrefix(l, prefix) {

@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/npzfs/npzfs/memplan"
+	"github.com/npzfs/npzfs/npz"
 	"github.com/spf13/pflag"
 )
 
@@ -198,6 +199,8 @@ func flagValueError(err error) error {
 		want = "a duration such as 90s, 5m or 1h30m"
 	case "bool":
 		want = "true or false, or no value"
+	case "verify":
+		want = "auto, strict or lazy"
 	default:
 		return err
 	}
@@ -256,3 +259,20 @@ func setMemoryLimit(m memplan.Plan) int64 {
 func interruptible() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
+
+// verifyFlag is --verify: when members are verified, an npz.VerifyMode
+// given by name.
+type verifyFlag struct{ mode npz.VerifyMode }
+
+func (v *verifyFlag) String() string { return v.mode.String() }
+func (v *verifyFlag) Type() string   { return "verify" }
+func (v *verifyFlag) Set(s string) error {
+	m, err := npz.ParseVerifyMode(s)
+	v.mode = m
+	return err
+}
+
+// verifyUsage is --verify's help (its --help line is shortUsage's).
+const verifyUsage = "verify members (check their CRC-32 over all of their bytes) before serving their first byte, as `MODE` says: " +
+	"auto (those of a local archive up to 256 MiB, once: a later mount that finds their saved index does not again; larger and remote ones are served unverified, with a log line), " +
+	"strict (every member, and every read of a stored member checked block by block), lazy (none: a deflated member's CRC-32 is checked where a read reaches its end)"

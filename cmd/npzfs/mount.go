@@ -52,6 +52,7 @@ type mountArgs struct {
 	indexMB             int
 	readAheadKB         int
 	maxHeaderKB         int
+	verify              verifyFlag
 	maxOpen             int
 	readyFD             int // daemon mode: report readiness on this fd
 	remoteCacheMB       int
@@ -105,6 +106,7 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	fl.IntVar(&ma.indexMB, "index-mb", 0, "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger (default 1/8 of --memory-mb)")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
+	fl.Var(&ma.verify, "verify", verifyUsage)
 	fl.IntVar(&ma.maxOpen, "max-open", tree.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
 	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive or folder: memory for fetched blocks, in `MiB`, for all its archives (default 1/2 of --memory-mb)")
 	fl.DurationVar(&ma.listTTL, "list-ttl", remote.DefaultListTTL, "for a remote folder (s3://BUCKET/PREFIX/, https://HOST/PATH/): how long a folder's listing is kept before it is listed again (`DURATION`: 60s, 5m, 0s to list at every look)")
@@ -323,6 +325,7 @@ func (ma *mountArgs) datasetOptions(mem memplan.Plan, logger *log.Logger) (*data
 			CacheBytes:   mem.SpanCache,
 			IndexBytes:   mem.Indexes,
 			MaxHeaderLen: ma.maxHeaderKB << 10,
+			Verify:       ma.verify.mode,
 			// A first read deep into a large deflated member has the
 			// other cores index parts of it ahead (all members' helpers
 			// together are bounded by inflate.DefaultHelperBudget).
@@ -355,6 +358,7 @@ func (ma *mountArgs) shownOptions() []string {
 	add("max-open", ma.maxOpen, tree.DefaultMaxOpen)
 	add("remote-cache-mb", ma.remoteCacheMB, 0)
 	add("max-header-kb", ma.maxHeaderKB, npz.DefaultMaxHeaderLen>>10)
+	add("verify", ma.verify.mode, npz.VerifyAuto)
 	add("readahead-kb", ma.readAheadKB, npzfs.MaxRead>>10)
 	add("endpoint", ma.remote.endpoint, "")
 	add("disk-cache", ma.remote.diskCache, "")

@@ -32,6 +32,7 @@ type serveArgs struct {
 	stdio                                     bool
 	memoryMB, cacheMB, indexMB, remoteCacheMB int
 	maxHeaderKB                               int
+	verify                                    verifyFlag
 	remote                                    remoteFlags
 	index                                     indexFlags
 }
@@ -43,6 +44,7 @@ func (sa *serveArgs) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&sa.indexMB, "index-mb", 0, "memory for checkpoints, in `MiB` (1/8 of it)")
 	fl.IntVar(&sa.remoteCacheMB, "remote-cache-mb", 0, "for a URL: memory for blocks, in `MiB` (1/2 of it)")
 	fl.IntVar(&sa.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest .npy header read, in `KiB`")
+	fl.Var(&sa.verify, "verify", verifyUsage)
 	sa.remote.add(fl)
 	sa.index.add(fl, true)
 }
@@ -92,7 +94,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	logger := log.New(stderr, "npzfs serve: ", 0)
 	opts := &dataset.Options{
 		Archive: npz.Options{CacheBytes: mem.SpanCache, IndexBytes: mem.Indexes, MaxHeaderLen: sa.maxHeaderKB << 10,
-			Helpers: runtime.GOMAXPROCS(0) - 1, Logf: logger.Printf},
+			Verify: sa.verify.mode, Helpers: runtime.GOMAXPROCS(0) - 1, Logf: logger.Printf},
 		Remote: ro,
 	}
 	if !sa.index.none {

@@ -3,10 +3,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -116,7 +118,12 @@ func writeStatus(w io.Writer, st *daemon.Status) {
 		line("archives", "%d open", *st.ArchivesOpen)
 	}
 	if st.Members != nil && st.Failing != nil {
-		line("members", "%d, %d failing (npzfs ls says why)", *st.Members, *st.Failing)
+		line("members", "%d, %d failing%s", *st.Members, *st.Failing, failingText(st))
+	} else if v := st.Verification; v != nil && v.FailingCount > 0 {
+		line("failing", "%s%s", english.Plural(v.FailingCount, "member"), failingText(st))
+	}
+	if v := st.Verification; v != nil {
+		line("verified", "%s", verifiedText(v))
 	}
 	sc := st.SpanCache
 	line("span cache", "%s, %s; %s of %s", english.Plural(sc.Hits, "hit"), english.Plural(sc.Misses, "miss"), humanSize(sc.Bytes), humanSize(sc.Budget))
@@ -142,6 +149,42 @@ func writeStatus(w io.Writer, st *daemon.Status) {
 		line("options", "%s", strings.Join(st.Options, " "))
 	}
 	line("log", "%s", st.Log)
+}
+
+// maxFailingShown is how many failing members status names; the rest
+// are counted (status --json lists up to npz.MaxFailures).
+const maxFailingShown = 3
+
+// failingText names a mount's failing members and why, after a colon:
+// ": images.npy of run42.npz, CRC-32 mismatch (2 reads failed)"; or,
+// where none is known by name, where to look.
+func failingText(st *daemon.Status) string {
+	v := st.Verification
+	if v == nil || len(v.Failing) == 0 {
+		if st.Failing != nil && *st.Failing > 0 {
+			return " (npzfs ls says why)"
+		}
+		return ""
+	}
+	var parts []string
+	for _, f := range v.Failing[:min(len(v.Failing), maxFailingShown)] {
+		archive := cmp.Or(f.Archive, path.Base(st.Source))
+		parts = append(parts, fmt.Sprintf("%s of %s, %s (%s failed)", f.Name, archive, f.Reason, english.Plural(f.Reads, "read")))
+	}
+	if more := v.FailingCount - int64(len(parts)); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more (npzfs status --json lists them)", more))
+	}
+	return ": " + strings.Join(parts, "; ")
+}
+
+// verifiedText says what a mount verified: "3 members (2 by a pass, 1
+// by a saved index); 1 served unverified (1.0 GiB); --verify=auto".
+func verifiedText(v *daemon.Verification) string {
+	s := fmt.Sprintf("%s (%d by a pass, %d by a saved index)", english.Plural(v.Passes+v.Saved, "member"), v.Passes, v.Saved)
+	if v.Unverified > 0 {
+		s += fmt.Sprintf("; %d served unverified (%s)", v.Unverified, humanSize(v.UnverifiedBytes))
+	}
+	return s + "; --verify=" + v.Mode
 }
 
 // requestCounts says a mount's FUSE requests by kind, the most sent

@@ -31,6 +31,8 @@ func TestStatusJSONGolden(t *testing.T) {
 				BlockMisses: 12, DiskHits: 3, MemoryBytes: 3 << 18, DiskCacheBytes: 1 << 22},
 			Indexing: &daemon.Indexing{Members: 5, MembersDone: 3, Failed: 0, Bytes: 5 << 30,
 				BytesDone: 3 << 30, Rate: 4e8, SecondsLeft: 5.4, Done: false},
+			Verification: &daemon.Verification{Mode: "auto", Passes: 9, Saved: 1, Unverified: 1, UnverifiedBytes: 1 << 30, FailingCount: 1,
+				Failing: []daemon.FailingMember{{Name: "images.npy", Reason: "CRC-32 mismatch: its bytes give 0badc0de, the archive records 12345678", Reads: 2}}},
 		},
 		Answering: true,
 	}

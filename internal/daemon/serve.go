@@ -177,6 +177,11 @@ func (cfg *Config) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *
 		if open, ok := tr.ArchivesOpen(); ok {
 			st.ArchivesOpen = &open
 		}
+		var mode npz.VerifyMode
+		if cfg.Dataset != nil {
+			mode = cfg.Dataset.Archive.Verify
+		}
+		st.Verification = verificationOf(mode, tr.VerifyStats())
 		if bg != nil {
 			st.Indexing = (*Indexing)(bg.Progress())
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/npzfs/npzfs/dataset"
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/internal/mountinfo"
+	"github.com/npzfs/npzfs/npz"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,6 +75,39 @@ type Dataset struct {
 	Remote *Remote `json:"remote,omitempty"`
 	// Indexing is mount --index's progress, once it has started.
 	Indexing *Indexing `json:"background_indexing,omitempty"`
+	// Verification is what the mount verified (npz.VerifyStats), and
+	// which members fail.
+	Verification *Verification `json:"verification,omitempty"`
+}
+
+// Verification is what a mount's archives verified, and their members
+// whose reads fail because of what they hold (npz.VerifyStats).
+type Verification struct {
+	Mode            string          `json:"mode"` // auto, strict or lazy
+	Passes          int64           `json:"verified_by_pass"`
+	Saved           int64           `json:"verified_by_saved_index"`
+	Unverified      int64           `json:"served_unverified"`
+	UnverifiedBytes int64           `json:"served_unverified_bytes"`
+	FailingCount    int64           `json:"failing"`
+	Failing         []FailingMember `json:"failing_members,omitempty"`
+}
+
+// FailingMember is a member whose reads fail (npz.MemberFailure).
+type FailingMember struct {
+	Archive string `json:"archive,omitempty"` // its archive's path in a folder
+	Name    string `json:"member"`
+	Reason  string `json:"reason"`
+	Reads   int64  `json:"reads_failed"`
+}
+
+// verificationOf is vs as Status gives it, for mode.
+func verificationOf(mode npz.VerifyMode, vs npz.VerifyStats) *Verification {
+	v := &Verification{Mode: mode.String(), Passes: vs.Passes, Saved: vs.Saved,
+		Unverified: vs.Unverified, UnverifiedBytes: vs.UnverifiedBytes, FailingCount: vs.FailingCount}
+	for _, f := range vs.Failing {
+		v.Failing = append(v.Failing, FailingMember(f))
+	}
+	return v
 }
 
 // SpanCache are the span cache's lookups and size (dataset.CacheStats).
