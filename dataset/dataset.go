@@ -156,7 +156,26 @@ func (d *Dataset) openLocal(ctx context.Context, name string, o *Options) error 
 	if err != nil {
 		return describe(abs, err)
 	}
+	if err := truncatedNPY(ctx, a); err != nil {
+		a.Close()
+		return fmt.Errorf("%s: %v", abs, err)
+	}
 	d.setArchive(a)
+	return nil
+}
+
+// truncatedNPY refuses a bare .npy cut short (its data shorter than its
+// header says), which np.load refuses and every read of would fail.
+func truncatedNPY(ctx context.Context, a *npz.Archive) error {
+	if !a.Bare() {
+		return nil
+	}
+	var te *npz.TruncatedError
+	for m := range a.All() {
+		if _, err := m.Header(ctx); errors.As(err, &te) {
+			return errors.New(strings.TrimPrefix(err.Error(), "npz: "))
+		}
+	}
 	return nil
 }
 

@@ -111,6 +111,10 @@ func (d *Dataset) openRemote(ctx context.Context, url string, o *Options) error 
 		}
 		return fmt.Errorf("%s: %w", src, err)
 	}
+	if err := truncatedNPY(ctx, a); err != nil {
+		a.Close()
+		return fmt.Errorf("%s: %v", src, err)
+	}
 	d.setArchive(a)
 	return nil
 }

@@ -32,8 +32,9 @@ type BackgroundProgress struct {
 	Done                         bool
 }
 
-// NewBackground is the background indexing of a's deflated members,
-// picked now; Run runs it.
+// NewBackground is the background indexing of a's members that have
+// saved indexes (npz.Member.SavesIndex: large deflated members, and
+// large stored ones, which it verifies), picked now; Run runs it.
 func NewBackground(a *npz.Archive) *Background {
 	members, _, _ := pickMembers(a.Members(), nil)
 	return &Background{members: members, start: time.Now()}
@@ -54,7 +55,7 @@ func (b *Background) Run(ctx context.Context) (*Report, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		rep.Members = append(rep.Members, MemberIndex{Name: m.Name(), Size: m.Size(), IndexResult: res, Err: err})
+		rep.Members = append(rep.Members, memberIndex("", m, res, err))
 		b.mu.Lock()
 		b.done++
 		b.before += m.Size()

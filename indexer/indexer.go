@@ -93,6 +93,11 @@ type MemberIndex struct {
 	Err error // why it could not be indexed (or, with Verify, read)
 }
 
+// memberIndex is what indexing member m of archive did.
+func memberIndex(archive string, m *npz.Member, res npz.IndexResult, err error) MemberIndex {
+	return MemberIndex{Archive: archive, Name: m.Name(), Size: m.Size(), Stored: m.Method() == zip.Stored, IndexResult: res, Err: err}
+}
+
 // Failure is an archive that could not be opened, or a sidecar that could
 // not be written.
 type Failure struct {
@@ -421,7 +426,7 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 		if err == nil && ix.xo.Verify {
 			err = m.Verify(ctx, &ix.p.read)
 		}
-		results[i] = MemberIndex{Archive: t.shown, Name: m.Name(), Size: m.Size(), Stored: m.Method() == zip.Stored, IndexResult: res, Err: err}
+		results[i] = memberIndex(t.shown, m, res, err)
 	})
 	ix.rep.Members = append(ix.rep.Members, results...)
 	ix.rep.Small += len(x.small)

@@ -29,8 +29,9 @@ type IndexSource interface {
 	//
 	// "None" is final: the reader does not ask again. A *Pending says
 	// the index is being looked for (a request under way that need not
-	// be waited for): the reader inflates from the stream meanwhile, and
-	// asks again once Pending.Ready is closed, at the next span it
+	// be waited for): the read that asked waits for it a little (see
+	// pendingWait), then the reader inflates from the stream meanwhile,
+	// and asks again once Pending.Ready is closed, at the next span it
 	// inflates. Any other error is not final either: the reader
 	// inflates from the stream without the saved index and asks again
 	// at a later read that needs the index to grow, no sooner than
@@ -115,11 +116,36 @@ func (f *frontier) loadSaved(ctx context.Context) error {
 		err := f.ask(ctx)
 		a.mu.Lock()
 		a.answered(err, ctx.Err() != nil && isCancel(err), f.s.hooks.now())
+		ready := a.ready
 		close(a.asking)
 		a.asking = nil
 		a.mu.Unlock()
+		if ready != nil && waitPending(ctx, ready) {
+			continue // ask again: the answer is there
+		}
 		return ctx.Err()
 	}
+}
+
+// pendingWait is how long the read that is answered Pending waits for
+// the answer before it inflates without it: a saved index found in a
+// request's time (a remote sidecar) is used by that read, while one that
+// does not come (a silent server) holds it no longer than this. Reads
+// meanwhile do not wait.
+const pendingWait = 2 * time.Second
+
+// waitPending waits for ready, for pendingWait at most, and reports
+// whether it closed.
+func waitPending(ctx context.Context, ready <-chan struct{}) bool {
+	t := time.NewTimer(pendingWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // waits reports a Pending answer not ready yet, and forgets one that is

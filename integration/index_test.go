@@ -32,6 +32,17 @@ func indexFiles(t *testing.T, dir string) []string {
 	return files
 }
 
+// blockFiles are the stored members' block CRC-32s saved in the index
+// folder dir.
+func blockFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "v1", "*", "*.crc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 // deepRead reads 4 KiB near the end of a mounted file and compares.
 func deepRead(t *testing.T, what, path string, want []byte) {
 	t.Helper()
@@ -139,7 +150,7 @@ func sameFiles(t *testing.T, dir string, files map[string][]byte) {
 // indexedLine is npzfs index's summary (dataset.IndexReport.Summary):
 // members indexed, of how many, built, split, already saved, failed, not
 // saved, stored skipped, and the index folder.
-var indexedLine = regexp.MustCompile(`^indexed (\d+) of (\d+) deflated members? (?:of \d+ archives )?\(.*\)(?: in [\d.]+ s, \d+ MB/s)?: (\d+) built(?: \((\d+) split among (\d+) threads\))?(?:, (\d+) already saved)?(?:, (\d+) failed)?(?:, (\d+) not saved)?(?:, \d+ stored skipped)?; indexes in (.*)\n$`)
+var indexedLine = regexp.MustCompile(`^indexed (\d+) of (\d+) (?:deflated )?members? (?:of \d+ archives )?\(.*\)(?: in [\d.]+ s, \d+ MB/s)?: (\d+) built(?: \((\d+) split among (\d+) threads\))?(?:, (\d+) already saved)?(?:, (\d+) failed)?(?:, (\d+) not saved)?(?:, \d+ stored skipped)?; indexes in (.*)\n$`)
 
 // Submatches of indexedLine.
 const (
@@ -161,11 +172,13 @@ func TestIndexCommand(t *testing.T) {
 	idx := t.TempDir()
 	r := npzfs(t, "index", archive, "--index-dir", idx)
 	m := indexedLine.FindStringSubmatch(r.stdout)
-	if r.code != 0 || m == nil || m[ixIndexed] != "1" || m[ixOf] != "1" || m[ixBuilt] != "1" || m[ixDir] != filepath.Join(idx, "v1") || r.stderr != "" {
+	// The deflated member's index, and the stored member's block
+	// CRC-32s (16 MiB: verified, and saved).
+	if r.code != 0 || m == nil || m[ixIndexed] != "2" || m[ixOf] != "2" || m[ixBuilt] != "2" || m[ixDir] != filepath.Join(idx, "v1") || r.stderr != "" {
 		t.Fatalf("npzfs index: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if n := len(indexFiles(t, idx)); n != 1 {
-		t.Fatalf("%d indexes saved", n)
+	if n, crcs := len(indexFiles(t, idx)), len(blockFiles(t, idx)); n != 1 || crcs != 1 {
+		t.Fatalf("%d indexes and %d block CRC-32 files saved", n, crcs)
 	}
 	// Again: the saved index is loaded and checked, and stays.
 	r = npzfs(t, "index", archive, "--index-dir", idx, "deflated")
@@ -176,14 +189,12 @@ func TestIndexCommand(t *testing.T) {
 	deepRead(t, "after npzfs index", filepath.Join(dir, "deflated", "raw.bin"), files["deflated/raw.bin"])
 	clear(t, dir)
 
-	for _, tc := range []struct{ key, want string }{
-		{"stored", "not deflated"},
-		{"nothere", `no member "nothere"`},
-	} {
-		r := npzfs(t, "index", archive, "--index-dir", idx, tc.key)
-		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("npzfs index %s: exit %d, %q", tc.key, r.code, r.stderr)
-		}
+	// A stored member of 16 MiB has its block CRC-32s saved already.
+	if r := npzfs(t, "index", archive, "--index-dir", idx, "stored"); r.code != 0 || !strings.Contains(r.stdout, "indexed 1 of 1 member (") || !strings.Contains(r.stdout, "1 already saved") {
+		t.Errorf("npzfs index stored: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	if r := npzfs(t, "index", archive, "--index-dir", idx, "nothere"); r.code != 1 || !strings.Contains(r.stderr, `no member "nothere"`) {
+		t.Errorf("npzfs index nothere: exit %d, %q", r.code, r.stderr)
 	}
 
 	// --sidecar: the indexes beside the archive, which a mount with an
@@ -344,7 +355,7 @@ func TestMountIndexInBackground(t *testing.T) {
 	deepRead(t, "while indexing", filepath.Join(dir, "deflated", "raw.bin"), files["deflated/raw.bin"])
 	eventually(t, "the background indexing is logged", func() bool {
 		b, _ := os.ReadFile(log)
-		return bytes.Contains(b, []byte("background indexing: indexed 1 of 1 deflated member (")) && bytes.Contains(b, []byte(": 1 built"))
+		return bytes.Contains(b, []byte("background indexing: indexed 2 of 2 members (")) && bytes.Contains(b, []byte(": 2 built"))
 	})
 	sameFiles(t, dir, files)
 	clear(t, dir)
@@ -381,7 +392,7 @@ func TestIndexCommandCannotSave(t *testing.T) {
 
 	r := npzfs(t, "index", archive, "--index-dir", idx)
 	m := indexedLine.FindStringSubmatch(r.stdout)
-	if r.code != 1 || m == nil || m[ixBuilt] != "1" || m[ixUnsaved] != "1" || !strings.Contains(r.stderr, "cannot save its index") {
+	if r.code != 1 || m == nil || m[ixBuilt] != "2" || m[ixUnsaved] != "2" || !strings.Contains(r.stderr, "cannot save its index") {
 		t.Errorf("npzfs index into a full folder: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 
@@ -389,11 +400,11 @@ func TestIndexCommandCannotSave(t *testing.T) {
 	dir := mount(t, archive, "--index", "--index-dir", idx, "--log", log)
 	eventually(t, "the background indexing is logged", func() bool {
 		b, _ := os.ReadFile(log)
-		return bytes.Contains(b, []byte("background indexing: indexed 1 of 1 deflated member ("))
+		return bytes.Contains(b, []byte("background indexing: indexed 2 of 2 members ("))
 	})
 	sameFiles(t, dir, files)
 	clear(t, dir)
-	if b, _ := os.ReadFile(log); !bytes.Contains(b, []byte(", 1 not saved")) || !bytes.Contains(b, []byte("cannot save its index")) {
+	if b, _ := os.ReadFile(log); !bytes.Contains(b, []byte(", 2 not saved")) || !bytes.Contains(b, []byte("cannot save its index")) {
 		t.Errorf("mount --index into a full folder did not say what it could not save:\n%s", b)
 	}
 }

@@ -101,6 +101,21 @@ func (a *Archive) sidecar(head int64) (*IndexSidecar, error) {
 	return nil, sidecarPending(l.running)
 }
 
+// hasNoSidecar reports an archive known to have no sidecar: none given
+// and no finder, or the finder's answer was none. It starts no lookup.
+func (a *Archive) hasNoSidecar() bool {
+	if a.opts.Sidecar != nil {
+		return false
+	}
+	if a.opts.SidecarFinder == nil {
+		return true
+	}
+	l := &a.side
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.none
+}
+
 // lookForSidecar asks the archive's SidecarFinder, in the background,
 // and records the answer; running is closed once it is.
 func (a *Archive) lookForSidecar(ctx context.Context, head int64, running chan struct{}) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"runtime"
 	"slices"
@@ -62,10 +61,11 @@ func ParseVerifyMode(s string) (VerifyMode, error) {
 }
 
 // DefaultVerifyLimit is the largest member VerifyAuto verifies before
-// serving it: verifying one costs at most about a read of it from the
-// page cache (stored) or its parallel first pass (deflated), a fraction
-// of a second at this size.
-const DefaultVerifyLimit = 256 << 20
+// serving it: an array of 256 MiB with its npy header (up to 64 KiB).
+// Verifying one costs about a read of it from the page cache (stored) or
+// its parallel first pass (deflated), a fraction of a second at this
+// size (BENCHMARKS.md).
+const DefaultVerifyLimit = 256<<20 + 64<<10
 
 // CRCError reports a member whose bytes do not have the CRC-32 its
 // archive records for them: they are not what was written. Its message
@@ -313,7 +313,7 @@ func (m *Member) servedUnverified() {
 		return
 	}
 	if a.opts.VerifyLimit < 0 {
-		if _, err := a.sidecar(0); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if !a.hasNoSidecar() {
 			return // a sidecar may cover it: its index is looked for as it is read
 		}
 		a.notef("npz: %q: served unverified (%s): the archive is remote and no saved index covers it; --verify=strict fetches it whole first", m.Name(), sizeText(m.e.Size))
@@ -323,11 +323,20 @@ func (m *Member) servedUnverified() {
 	if m.e.Method == zip.Stored {
 		what = "npzfs ls --verify checks its CRC-32"
 	}
-	a.notef("npz: %q: served unverified (%s, over the %s --verify=auto checks first): %s; --verify=strict verifies every member", m.Name(), sizeText(m.e.Size), sizeText(a.verifyLimit()), what)
+	a.notef("npz: %q: served unverified (%s, over the %s --verify=auto checks first): %s; --verify=strict verifies every member", m.Name(), sizeText(m.e.Size), limitText(a.verifyLimit()), what)
 }
 
 // verifyLimit is the largest member VerifyAuto verifies by a pass.
 func (a *Archive) verifyLimit() int64 { return cmp.Or(a.opts.VerifyLimit, DefaultVerifyLimit) }
+
+// limitText says VerifyAuto's limit: in whole MiB (the default's header
+// allowance left out) from 1 MiB on.
+func limitText(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return sizeText(n)
+}
 
 // sizeText says a size in bytes as people read it.
 func sizeText(n int64) string {

@@ -46,9 +46,9 @@ gotime=${BENCH_GOTIME:-200ms}
 # Every npzfs step is bounded too, so a hung mount cannot hang the run.
 guard=(timeout "${BENCH_GUARD:-300}")
 case "$size" in
-  full) params='{"stored_bytes":1073741824,"deflated_bytes":268435456,"bigdefl_bytes":1073741824,"many_count":100000,"million_count":1000000,"manydefl_count":20000}'
+  full) params='{"stored_bytes":1073741824,"deflated_bytes":268435456,"bigdefl_bytes":1073741824,"many_count":100000,"million_count":1000000,"manydefl_count":20000,"verify_bytes":268435456}'
         write_md=${BENCH_WRITE:-1} ;;
-  small) params='{"stored_bytes":67108864,"deflated_bytes":33554432,"bigdefl_bytes":67108864,"many_count":10000,"million_count":100000,"manydefl_count":5000}'
+  small) params='{"stored_bytes":67108864,"deflated_bytes":33554432,"bigdefl_bytes":67108864,"many_count":10000,"million_count":100000,"manydefl_count":5000,"verify_bytes":33554432}'
         write_md=${BENCH_WRITE:-0} ;;
   *) die "BENCH_SIZE must be full or small" ;;
 esac
@@ -268,7 +268,7 @@ rec meta.load "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 say "data in $data"
 gen_pids=()
-for name in stored deflated bigdefl many million manydefl; do
+for name in stored deflated bigdefl many million manydefl verify; do
   if "$py" scripts/bench/gen.py --check "$data" "$name" "$params"; then
     continue
   fi
@@ -859,6 +859,83 @@ for r in $(seq "$rounds5"); do
   npzfs_flags=(--no-index)
 done
 rm -rf "$work/index-5d"
+
+# ------------------------------------------------------ 5e. verification
+
+say "5e. verification: stored and deflated 256 MiB members verified before their first byte"
+# A fresh mount with an empty index folder verifies a member at its first
+# read: the time of reading its first 4 KiB, against reading its bytes
+# once from the page cache (stored) and the parallel first pass over its
+# stream on every core (deflated, inflatebench -pass on the same bytes
+# as a gzip file). A second mount with the same index folder finds the
+# saved CRC-32s (or index) and makes no pass. Then the whole stored array
+# read with --verify=strict (each read checked) against auto.
+verify="$data/verify.npz"
+vgz="$data/deflated-member.gz"
+if [ ! -s "$vgz" ] || [ "$vgz" -ot "$deflated" ]; then
+  "$py" - "$deflated" "$vgz.tmp" <<'EOF'
+import struct, sys, zipfile
+src, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(src) as z:
+    info = z.infolist()[0]
+with open(src, "rb") as f, open(out, "wb") as g:
+    f.seek(info.header_offset)
+    lh = f.read(30)
+    f.seek(info.header_offset + 30 + struct.unpack("<H", lh[26:28])[0] + struct.unpack("<H", lh[28:30])[0])
+    g.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")  # a gzip header around the member's deflate stream
+    left = info.compress_size
+    while left:
+        b = f.read(min(left, 1 << 22))
+        g.write(b)
+        left -= len(b)
+    g.write(struct.pack("<II", info.CRC, info.file_size & 0xFFFFFFFF))
+EOF
+  mv "$vgz.tmp" "$vgz"
+fi
+# verification MNT: what status says the mount verified.
+verification() {
+  "$npzfs" status --json "$1" 2>/dev/null | "$py" -c 'import json, sys
+v = json.load(sys.stdin)["mounts"][0].get("verification", {})
+print("passes=%d saved=%d unverified=%d failing=%d" % (v.get("verified_by_pass", -1), v.get("verified_by_saved_index", -1), v.get("served_unverified", -1), v.get("failing", -1)))' || true
+}
+# first_4k KEY ARCHIVE FILE: a fresh mount of ARCHIVE (npzfs_flags), the
+# time of reading FILE's first 4 KiB, and what it verified.
+first_4k() {
+  local t0
+  if start_fs npzfs "$2" "$mnt"; then
+    t0=$EPOCHREALTIME
+    if "${guard[@]}" head -c 4096 "$mnt/$3" >/dev/null; then
+      rec "$1" "secs=$(elapsed "$t0" "$EPOCHREALTIME") $(verification "$mnt")"
+    else
+      rec "$1.err" "reading $3 failed"
+    fi
+    stop_fs "$mnt"
+  fi
+}
+warm "$verify"; warm "$deflated"; warm "$vgz"
+v_off=$(layout verify npy_offset) v_size=$(layout verify npy_size)
+for r in $(seq "$rounds"); do
+  run_rd s5e.stored.direct "${guard[@]}" "$rd" seq "$verify" "$v_off" "$v_size" 1048576 >/dev/null || true
+  out=$("${guard[@]}" "$work/inflatebench" -pass "$(nproc)" "$vgz" 2>"$work/err") \
+    && rec s5e.defl.pass "$out" || rec s5e.defl.pass.err "$(head -n 1 "$work/err")"
+  for kind in stored defl; do
+    arch=$verify file=v.npy
+    [ "$kind" = defl ] && arch=$deflated file=y.npy
+    rm -rf "$work/index-5e"
+    npzfs_flags=(--index-dir "$work/index-5e")
+    first_4k "s5e.$kind.first" "$arch" "$file"
+    first_4k "s5e.$kind.second" "$arch" "$file"
+  done
+  for mode in auto strict; do
+    npzfs_flags=(--no-index "--verify=$mode")
+    if start_fs npzfs "$verify" "$mnt"; then
+      run_rd "s5e.read.$mode" "${guard[@]}" "$rd" seq "$mnt/v/raw.bin" 0 -1 1048576 >/dev/null || true
+      stop_fs "$mnt"
+    fi
+  done
+  npzfs_flags=(--no-index)
+done
+rm -rf "$work/index-5e"
 
 # ------------------------------------------- 6. the other FUSE mounters
 

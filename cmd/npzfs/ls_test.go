@@ -14,6 +14,7 @@ import (
 
 	"github.com/npzfs/npzfs/internal/hostile"
 	"github.com/npzfs/npzfs/internal/testfiles"
+	"github.com/npzfs/npzfs/npy"
 )
 
 const corpusDir = "../../npz/testdata/"
@@ -419,5 +420,24 @@ func TestLsCountsFolderEntries(t *testing.T) {
 	}
 	if c := doc.Counts; c["members"] != 2 || c["served"] != 2 || c["unreadable"]+c["failed"]+c["not_served"] != 0 {
 		t.Errorf("ls --json counts %v, want 2 members, 2 served", c)
+	}
+}
+
+// TestLsTruncatedNPY: ls, with --verify or not, of a .npy cut short
+// says so in one line and exits 1 (it used to list it, "1 verified").
+func TestLsTruncatedNPY(t *testing.T) {
+	hdr, err := npy.EncodeHeader("<f8", false, []int64{100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "t.npy")
+	if err := os.WriteFile(path, append(hdr, make([]byte, 784)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ls", path}, {"ls", "--verify", path}} {
+		code, out, errs := runCmd(args...)
+		if code != exitFail || out != "" || !strings.Contains(errs, "truncated: the header's shape and dtype need 800 bytes of data from byte 128, but the file ends at byte 912 (16 bytes missing)") || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
 	}
 }

@@ -389,10 +389,11 @@ class Archive(Mapping):
     already taken stay readable until they are dropped.
     """
 
-    def __init__(self, source: Source, options: dict) -> None:
+    def __init__(self, source: Source, options: dict, allow_pickle: bool = False) -> None:
         _flags("mount", "load", options)  # unknown options raise now
         self._source = source
         self._options = options
+        self.allow_pickle = allow_pickle
         self._mount: Optional[Mount] = None
         self._paths: dict = {}
         self._closed = False
@@ -431,11 +432,19 @@ class Archive(Mapping):
         self._open()
         return list(self._paths)
 
+    def _key(self, key: object) -> str:
+        """The key of key as np.load takes it: a key, or a member's name
+        (``x.npy`` for the key ``x``)."""
+        self._open()
+        if isinstance(key, str) and key not in self._paths and key.endswith(".npy") and key[:-4] in self._paths:
+            return key[:-4]
+        if not isinstance(key, str) or key not in self._paths:
+            raise KeyError(f"{key} is not a file in the archive")
+        return key
+
     def __getitem__(self, key: str) -> Any:
         m = self._open()
-        if key not in self._paths:
-            raise KeyError(f"{key} is not a file in the archive")
-        path = m.path / self._paths[key]
+        path = m.path / self._paths[self._key(key)]
         with builtins.open(path, "rb") as f:
             magic = f.read(6)
         if magic != b"\x93NUMPY":
@@ -445,9 +454,12 @@ class Archive(Mapping):
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as e:
-            if "Python objects" in str(e):  # as np.load of the .npz says it
+            if "Python objects" not in str(e):
+                raise
+            if not self.allow_pickle:  # as np.load of the .npz says it
                 raise ValueError("Object arrays cannot be loaded when allow_pickle=False") from None
-            raise
+        # An object array is a pickle: read whole, as np.load reads it.
+        return np.load(path, allow_pickle=True)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.files)
@@ -456,8 +468,11 @@ class Archive(Mapping):
         return len(self.files)
 
     def __contains__(self, key: object) -> bool:
-        self._open()
-        return key in self._paths
+        try:
+            self._key(key)
+        except KeyError:
+            return False
+        return True
 
     def close(self) -> None:
         """Unmounts the archive (detached while its arrays are mapped)."""
@@ -475,12 +490,14 @@ class Archive(Mapping):
         return f"<npzfs.Archive {os.fspath(self._source)!r}{' closed' if self._closed else ''}>"
 
 
-def load(source: Source, **options: Any) -> "Archive | OpenArchive":
+def load(source: Source, *, allow_pickle: bool = False, **options: Any) -> "Archive | OpenArchive":
     """Like ``np.load`` of an .npz, but every array is a read-only
     ``np.memmap``: returns an :class:`Archive`, mounted on first use and
     unmounted by its ``close()``. options are ``npzfs mount``'s flags as
-    keyword arguments, checked now. A key that is not in the archive raises
-    KeyError, and an object array ValueError, as ``np.load`` would.
+    keyword arguments, checked now (``verify="strict"``, say). A key, or a
+    member's name (``x.npy``), that is not in the archive raises KeyError,
+    and an object array ValueError unless allow_pickle (then it is read
+    whole, as ``np.load`` reads it), as ``np.load`` would.
     Without numpy it raises :class:`Error` at once, saying how to install
     it.
 
@@ -489,14 +506,14 @@ def load(source: Source, **options: Any) -> "Archive | OpenArchive":
     options ``npzfs serve`` takes (the mount's others are left out)."""
     _need_numpy("load")
     if sys.platform.startswith("linux") and os.path.exists("/dev/fuse"):
-        return Archive(source, options)
+        return Archive(source, options, allow_pickle)
     _flags("mount", "load", options)  # unknown options raise here too
     global _warned
     if not _warned:
         _warned = True
         warnings.warn("npzfs.load: FUSE is not available here (no /dev/fuse): reading with npzfs.open instead, "
                       "stored arrays of local archives as memory maps and the others as lazy arrays", RuntimeWarning, stacklevel=2)
-    return open(source, **{k: v for k, v in options.items() if k in FLAGS["serve"]})
+    return open(source, allow_pickle=allow_pickle, **{k: v for k, v in options.items() if k in FLAGS["serve"]})
 
 
 _warned = False  # load has said that FUSE is not available
@@ -519,8 +536,11 @@ def open(source: Source, *, allow_pickle: bool = False, max_header_size: int = 1
     source is a local ``.npz`` or ``.npy`` file, or an ``https://``,
     ``http://`` or ``s3://`` URL; options are ``npzfs serve``'s flags as
     keyword arguments (``cache_mb=64``, ``index_dir=...``,
-    ``header=[...]``, ``endpoint=...``), checked now. allow_pickle and
-    max_header_size are np.load's. Use it as a context manager, or call
+    ``header=[...]``, ``endpoint=...``), checked now. ``verify`` says
+    which members are verified (their CRC-32 checked) before they are
+    returned, as a mount's ``--verify`` does: "auto" (the default: members
+    of a local archive up to 256 MiB), "strict" (all) or "lazy" (none).
+    allow_pickle and max_header_size are np.load's. Use it as a context manager, or call
     ``close()``. Without numpy it raises :class:`Error` at once, saying how
     to install it."""
     _need_numpy("open")

@@ -42,6 +42,10 @@ _REMOTE = ("http", "https", "s3")
 _LOCAL_HEADER = 30
 # numpy's .npy reader, whose stubs leave it untyped.
 _fmt: Any = np.lib.format
+# The largest stored member verify="auto" checks before mapping it
+# (npz.DefaultVerifyLimit), and how much of it is read at a time.
+_VERIFY_LIMIT = 256 << 20
+_VERIFY_CHUNK = 4 << 20
 
 
 class _State:
@@ -92,6 +96,8 @@ class OpenArchive(Mapping[str, Any], _Source):
 
     def __init__(self, source: Source, options: Dict[str, Any], allow_pickle: bool, max_header_size: int) -> None:
         argv, env = _option_flags("serve", "open", options)
+        self._verify = str(options.get("verify", "auto"))
+        self._verified: set = set()  # the stored members checked, by their start
         src, src_env = _source(source)
         env.update(src_env)
         self._argv = ["serve", "--stdio", *argv, "--", src]
@@ -190,7 +196,7 @@ class OpenArchive(Mapping[str, Any], _Source):
             raise ValueError("the archive is closed")
         i = self._index(key)
         if self._bare:
-            return self._stored(0, os.fstat(self._fp().fileno()).st_size, self._names[0], None)
+            return self._stored(0, os.fstat(self._fp().fileno()).st_size, self._names[0], None, None)
         if self._entries:
             return self._from_entry(i)
         return self._from_zip(i)
@@ -240,7 +246,7 @@ class OpenArchive(Mapping[str, Any], _Source):
                 raise Error(f"npzfs: {self._shown}: {e.name}: cannot read: encrypted")
             if e.method == zipfile.ZIP_STORED:
                 start = self._data_start(e)
-                return self._stored(start, e.file_size, e.name, lambda: self._crc_checked(e, self._pread(start, e.file_size)))
+                return self._stored(start, e.file_size, e.name, lambda: self._crc_checked(e, self._pread(start, e.file_size)), e.crc)
             if e.method == zipfile.ZIP_DEFLATED:
                 start = self._data_start(e)
                 if zlib.decompressobj(-15).decompress(self._pread(start, min(e.compress_size, 1024)), len(_MAGIC)) != _MAGIC:
@@ -300,9 +306,11 @@ class OpenArchive(Mapping[str, Any], _Source):
             raise Error(f"npzfs: {self._shown}: {e.name}: the archive ends inside it (or its sizes cannot be right)")
         return start
 
-    def _stored(self, start: int, size: int, name: str, whole: Optional[Callable[[], bytes]]) -> Any:
+    def _stored(self, start: int, size: int, name: str, whole: Optional[Callable[[], bytes]], crc: Optional[int]) -> Any:
         """A stored member of a local archive from byte start of the
-        file: an array as a memory map of the file, else its bytes."""
+        file: an array as a memory map of the file, else its bytes. A
+        member with a CRC-32 (crc; a bare .npy has none) is verified
+        first, as verify says."""
         head = _parse(self._pread(start, min(size, _HEAD)), lambda n: self._pread(start, n), size, self._header_bound())
         if head is None:
             return whole() if whole is not None else self._pread(start, size)
@@ -310,9 +318,30 @@ class OpenArchive(Mapping[str, Any], _Source):
         if dtype.hasobject:
             if not self.allow_pickle:
                 raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
-            return _fmt.read_array(io.BytesIO(self._pread(start, size)), allow_pickle=True)
+            b = self._pread(start, size)
+            if crc is not None and zlib.crc32(b) != crc:
+                raise Error(f"npzfs: {self._shown}: {name}: bad CRC-32")
+            return _fmt.read_array(io.BytesIO(b), allow_pickle=True)
         _fits(self._shown, name, data, shape, dtype, size)
+        if crc is not None:
+            self._verify_stored(start, size, name, crc)
         return np.memmap(self._fp(), dtype=dtype, mode="r", offset=start + data, shape=shape, order="F" if fortran else "C")
+
+    def _verify_stored(self, start: int, size: int, name: str, crc: int) -> None:
+        """Checks the CRC-32 of a stored member before it is mapped, once:
+        verify="auto" those up to 256 MiB, "strict" all, "lazy" none (as
+        a mount verifies them: docs/guarantees.md)."""
+        if start in self._verified or self._verify == "lazy" or (self._verify == "auto" and size > _VERIFY_LIMIT):
+            return
+        got = 0
+        for off in range(0, size, _VERIFY_CHUNK):
+            b = self._pread(start + off, min(_VERIFY_CHUNK, size - off))
+            if not b:
+                raise Error(f"npzfs: {self._shown}: {name}: the archive ends inside it")
+            got = zlib.crc32(b, got)
+        if got != crc:
+            raise Error(f"npzfs: {self._shown}: {name}: CRC-32 mismatch: its bytes give {got:08x}, the archive records {crc:08x}")
+        self._verified.add(start)
 
     def _header_bound(self) -> int:
         return 2**64 if self.allow_pickle else self.max_header_size  # np.load trusts a pickled file's header
@@ -328,9 +357,9 @@ class OpenArchive(Mapping[str, Any], _Source):
             return b""  # as np.load reads a folder entry
         if e.get("method") == "stored" and self._path is not None and e.get("readable"):
             e = self._entry(i, headers=True)
-            start = e.get("archive_offset")
+            start, crc = e.get("archive_offset"), e.get("crc32")
             if isinstance(start, int):
-                return self._stored(start, int(e["size"]), str(e["name"]), None)
+                return self._stored(start, int(e["size"]), str(e["name"]), None, crc if isinstance(crc, int) else None)
         return self._served(i, str(e["name"]))
 
     def _entry(self, i: int, headers: bool = False) -> Dict[str, Any]:

@@ -143,6 +143,42 @@ def test_load_http_and_others(data, nginx):
         assert z["notes.txt"] == b"not an array\n"  # as np.load gives a member that is not an array
         with pytest.raises(ValueError, match="Object arrays cannot be loaded when allow_pickle=False"):
             z["objs"]
+    with npzfs.load(data / "objects.npz", allow_pickle=True) as z:
+        objs = z["objs"]
+        assert objs.dtype == object and list(objs) == [1, "a", None]
+        same(z["ok.npy"], np.arange(3))  # a member's name, as np.load takes it
+        assert "ok.npy" in z and "ok" in z and "nope.npy" not in z
+
+
+def flipped_copy(src, dst, key):
+    """A copy of archive src with one bit flipped in the data of member
+    KEY.npy, where np.load finds it (Bad CRC-32)."""
+    b = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as z:
+        info = z.getinfo(key + ".npy")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    b[start + info.compress_size // 2] ^= 0x10
+    dst.write_bytes(bytes(b))
+    with pytest.raises(zipfile.BadZipFile, match="Bad CRC-32"):
+        np.load(dst)[key]
+    return dst
+
+
+@pytest.mark.parametrize("name", ["stored.npz", "deflated.npz"])
+def test_load_never_serves_a_bad_crc(data, tmp_path, name):
+    """Where np.load raises Bad CRC-32, npzfs.load and npzfs.open raise
+    too (verify="auto"); verify="lazy" maps what is there."""
+    bad = flipped_copy(data / name, tmp_path / name, "labels")
+    with npzfs.load(bad) as z:
+        with pytest.raises(OSError):
+            np.asarray(z["labels"]).sum()
+        same(z["images"], ARRAYS["images"])
+    with npzfs.open(bad) as z:
+        with pytest.raises(npzfs.Error, match="CRC-32"):
+            np.asarray(z["labels"]).sum()
+    if name == "stored.npz":
+        with npzfs.open(bad, verify="lazy") as z:
+            assert not np.array_equal(np.asarray(z["labels"]), ARRAYS["labels"])
 
 
 def test_ls(data):

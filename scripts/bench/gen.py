@@ -12,6 +12,9 @@ NAME is one of:
   million    np.savez(a0000000=float32[4], ...)     1,000,000 small arrays
   manydefl   np.savez_compressed(b00000=float32[300], ...)  20,000 small deflated
                                                     arrays (1.3 KB each)
+  verify     np.savez(v=float32[n])                 normal noise, 256 MiB at full size:
+                                                    the largest stored array
+                                                    verified by default
 
 PARAMS_JSON holds the sizes ({"stored_bytes": ..., ...}). Each archive gets a
 sidecar OUTDIR/NAME.json recording the parameters it was written with, its
@@ -71,6 +74,9 @@ def write(outdir, name, p):
         k = p["manydefl_count"]
         vals = (np.round(rng.standard_normal((k, 300)) * 16) / 16).astype(np.float32)
         np.savez_compressed(tmp, **{"b%05d" % i: vals[i] for i in range(k)})
+    elif name == "verify":
+        rng = np.random.default_rng(7)
+        np.savez(tmp, v=rng.standard_normal(p["verify_bytes"] // 4, dtype=np.float32))
     else:
         raise SystemExit("gen.py: unknown archive " + name)
     os.replace(tmp, path)
@@ -124,7 +130,7 @@ def main(argv):
     # Only the parameters this archive depends on decide whether it is reused.
     keys = {"stored": ["stored_bytes"], "deflated": ["deflated_bytes"],
             "bigdefl": ["bigdefl_bytes"], "many": ["many_count"], "million": ["million_count"],
-            "manydefl": ["manydefl_count"]}[name]
+            "manydefl": ["manydefl_count"], "verify": ["verify_bytes"]}[name]
     params = {k: params[k] for k in keys}
     if check:
         return 0 if sidecar_ok(outdir, name, params) else 1

@@ -431,7 +431,34 @@ def build(r, gobench):
     nf = r.max("s5d.indexfiles", "files")
     row("5d", "  index files the reads wrote", nf, "s5d.indexfiles", "", None, None, None, None, None, "0",
         None if nf is None else nf == 0, digits=0)
+    verify_rows(r, row, div)
     return rows
+
+
+def verify_rows(r, row, div):
+    """Step 5e: what verification costs a member's first read, and its
+    second mount; stored reads checked (strict) against auto."""
+    vh = human(r.med("s5e.stored.direct", "bytes"))
+    n, d = r.med("s5e.stored.first", "secs"), r.med("s5e.stored.direct", "secs")
+    q = div(n, d)
+    row("5e", "stored %s: first 4 KiB of v.npy, fresh mount, empty index folder (the member verified first)" % vh,
+        None if n is None else n * 1e3, "s5e.stored.first", "ms", None if d is None else d * 1e3, "s5e.stored.direct",
+        "ms", "reading its bytes once from the page cache", div(d, n), "<= 1.5x as long", None if q is None else q <= 1.5)
+    n, d = r.med("s5e.defl.first", "secs"), r.med("s5e.defl.pass", "secs")
+    q = div(n, d)
+    row("5e", "deflated %s: first 4 KiB of y.npy, fresh mount, empty index folder (the member verified first)"
+        % human(r.med("s5e.defl.pass", "bytes")), None if n is None else n * 1e3, "s5e.defl.first", "ms",
+        None if d is None else d * 1e3, "s5e.defl.pass", "ms", "the parallel first pass over its stream",
+        div(d, n), "<= 1x as long", None if q is None else q <= 1.0)
+    for kind, name in (("stored", "v.npy"), ("defl", "y.npy")):
+        key = "s5e.%s.second" % kind
+        n, passes = r.med(key, "secs"), r.med(key, "passes")
+        row("5e", "  %s: second mount, same index folder: first 4 KiB (verification passes: %s)"
+            % (name, "?" if passes is None else "%d" % passes), None if n is None else n * 1e3, key, "ms",
+            None, None, None, None, None, "no pass", None if passes is None else passes == 0)
+    n, d = r.med("s5e.read.strict", "mbps"), r.med("s5e.read.auto", "mbps")
+    row("5e", "  v/raw.bin read whole, 1 MiB reads, --verify=strict (every read checked)", n, "s5e.read.strict",
+        "MiB/s", d, "s5e.read.auto", "MiB/s", "--verify=auto (verified once, then spliced)", div(n, d), "—", None)
 
 
 def per_file(r, key, field="secs"):
