@@ -273,7 +273,14 @@ for i in range(n):
 		t.Fatalf("writing the archives: %v: %s", err, out)
 	}
 	const maxOpen = 64
-	mnt := mount(t, src, "--max-open", strconv.Itoa(maxOpen))
+	logFile := filepath.Join(t.TempDir(), "npzfs.log")
+	mnt := mount(t, src, "--max-open", strconv.Itoa(maxOpen), "--log", logFile)
+	defer func() {
+		if t.Failed() { // what the daemon said of it
+			b, _ := os.ReadFile(logFile)
+			t.Logf("the daemon's log:\n%s", b)
+		}
+	}()
 	pids := daemons(mnt)
 	if len(pids) != 1 {
 		t.Fatalf("daemons %v", pids)

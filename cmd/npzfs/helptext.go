@@ -50,6 +50,8 @@ var shortUsage = map[string]string{
 	"mount --remote-cache-mb": "for a URL: memory for blocks (1/2 of it)",
 	"mount --list-ttl":        "remote folder: listings kept",
 	"mount --index":           "index deflated members in the background",
+	"mount --owner":           "unmount once process PID exits",
+	"mount --rmdir":           "remove MOUNTPOINT once unmounted",
 	"--header":                "for http(s): send a header (repeatable)",
 	"--endpoint":              "for s3://: an S3-compatible server",
 	"--no-sign-request":       "for s3://: send unsigned requests",

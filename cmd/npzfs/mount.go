@@ -60,6 +60,8 @@ type mountArgs struct {
 	listTTL             time.Duration
 	index               indexFlags
 	buildIndex          bool
+	owner               int
+	rmdir               bool
 	logTarget           string // where the daemon's messages go, for npzfs status
 }
 
@@ -113,6 +115,8 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	ma.remote.add(fl)
 	ma.index.add(fl, true)
 	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
+	fl.IntVar(&ma.owner, "owner", 0, "unmount once process `PID` exits, however it ends (npzfs.mount gives its Python's)")
+	fl.BoolVar(&ma.rmdir, "rmdir", false, "remove MOUNTPOINT, an empty folder made for the mount, once it is unmounted (npzfs.mount's temporary folder)")
 	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
 }
@@ -165,6 +169,8 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 		return errors.New("--max-open must be at least 1")
 	case ma.listTTL < 0:
 		return errors.New("--list-ttl must not be negative")
+	case ma.owner < 0:
+		return errors.New("--owner must be a process id")
 	}
 	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
 		if v, _ := fl.GetInt(f); fl.Changed(f) && v < 1 {
@@ -303,7 +309,7 @@ func (ma *mountArgs) serve(logger *log.Logger, ready func(daemon.Ready)) error {
 	return daemon.Serve(&daemon.Config{
 		Source: ma.archive, Mountpoint: ma.mountpoint, Dataset: opts, MaxOpen: ma.maxOpen,
 		MountOptions: ma.options, Debug: ma.debug, ReadAheadKB: ma.readAheadKB, Index: ma.buildIndex,
-		Options: ma.shownOptions(), Log: ma.logTarget, Logger: logger,
+		Options: ma.shownOptions(), Log: ma.logTarget, Logger: logger, Owner: ma.owner, RemoveMountpoint: ma.rmdir,
 	}, func(r daemon.Ready) {
 		ready(r)
 		logger.Print(mem)
@@ -374,6 +380,10 @@ func (ma *mountArgs) shownOptions() []string {
 	}
 	if ma.buildIndex {
 		out = append(out, "--index")
+	}
+	add("owner", ma.owner, 0)
+	if ma.rmdir {
+		out = append(out, "--rmdir")
 	}
 	if ma.remote.noSign {
 		out = append(out, "--no-sign-request")

@@ -104,6 +104,9 @@ func writeStatus(w io.Writer, st *daemon.Status) {
 	}
 	up := time.Duration(st.Uptime * float64(time.Second)).Round(time.Second)
 	fmt.Fprintf(w, "%s: %s (%s), pid %d, up %v\n", st.Mountpoint, st.Source, st.Kind, st.PID, up)
+	if st.Owner != 0 {
+		fmt.Fprintf(w, "  %-11s pid %d: unmounted once it exits\n", "owner", st.Owner)
+	}
 	if st.Detached {
 		fmt.Fprintf(w, "  %-11s %s\n", "detached", "unmounted lazily: it serves the files still open in it, then exits")
 	}

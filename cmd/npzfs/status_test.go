@@ -22,7 +22,7 @@ import (
 func TestStatusJSONGolden(t *testing.T) {
 	st := daemon.Status{
 		Mountpoint: "/mnt/run", PID: 4242, Started: time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC),
-		Uptime: 61.5, Options: []string{"--cache-mb=64", "--index"}, Log: "/var/log/npzfs.log",
+		Uptime: 61.5, Options: []string{"--cache-mb=64", "--index"}, Log: "/var/log/npzfs.log", Owner: 4100,
 		Dataset: daemon.Dataset{
 			Source: "s3://bucket/run.npz", Kind: "archive", Members: ptr(12), Failing: ptr(1), ArchivesOpen: ptr(0),
 			SpanCache: daemon.SpanCache{Hits: 100, Misses: 7, Bytes: 3 << 20, Budget: 16 << 20},

@@ -14,6 +14,7 @@ package daemon
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"log"
@@ -65,6 +66,14 @@ type Config struct {
 	Log     string
 	// Logger takes the daemon's messages.
 	Logger *log.Logger
+	// Owner, when not 0, is a process the mount lives no longer than:
+	// once it exits (however it ends), the mount is unmounted, as on
+	// SIGTERM (npzfs.mount gives its Python's pid).
+	Owner int
+	// RemoveMountpoint has the daemon remove the mount point, an empty
+	// folder made for the mount (npzfs.mount's temporary folder), once
+	// it is unmounted.
+	RemoveMountpoint bool
 }
 
 // Ready is how a mount went, once it is live: what npzfs mount says of
@@ -94,9 +103,17 @@ func Serve(cfg *Config, ready func(Ready)) error {
 	// server that does not answer); one that arrives while the mount is
 	// being made is handled (unmount, exit 0) once it is live, rather
 	// than killing the process and leaving a dead mount.
-	sig := make(chan os.Signal, 1)
+	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	if cfg.Owner != 0 {
+		if err := watchOwner(cfg.Owner, sig); err != nil {
+			return err
+		}
+	}
+	if cfg.RemoveMountpoint {
+		defer removeMountpoint(cfg.Mountpoint, logger)
+	}
 	ctx, live := untilLive(sig, cfg.Source)
 	defer live()
 	mp, err := takeMountpoint(cfg.Mountpoint)
@@ -172,7 +189,7 @@ func (cfg *Config) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *
 		st := Status{
 			Mountpoint: name, PID: os.Getpid(), Started: started.UTC().Truncate(time.Second),
 			Uptime: time.Since(started).Seconds(), Options: cfg.Options, Log: cfg.Log,
-			Dataset: datasetStatus(d.Stats()), Answering: true,
+			Dataset: datasetStatus(d.Stats()), Answering: true, Owner: cfg.Owner,
 		}
 		if open, ok := tr.ArchivesOpen(); ok {
 			st.ArchivesOpen = &open
@@ -206,6 +223,14 @@ func (cfg *Config) readyStatus(mp *mountpoint, d *dataset.Dataset) Ready {
 		}
 	}
 	return st
+}
+
+// removeMountpoint removes the folder dir the mount was made on, once
+// the mount is gone, if it is empty (what else is there is not ours).
+func removeMountpoint(dir string, logger *log.Logger) {
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		logger.Printf("cannot remove the mount point %s: %v", dir, err)
+	}
 }
 
 // unmountOnSignal unmounts on the first signal from sig; when the mount

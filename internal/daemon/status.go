@@ -33,6 +33,9 @@ type Status struct {
 	Uptime     float64   `json:"uptime_seconds"`
 	Options    []string  `json:"options"`
 	Log        string    `json:"log"`
+	// Owner is the process the mount lives no longer than (--owner), or
+	// 0.
+	Owner int `json:"owner,omitempty"`
 	// Served counts the reads answered with data, the small files put in
 	// the kernel's page cache before their reads (pushes), and the bytes
 	// of both; and the FUSE requests the kernel sent, by kind

@@ -299,7 +299,10 @@ def mount(source: Source, mountpoint: Optional[Union[str, "os.PathLike[str]"]] =
     """Mounts source read-only and returns once the mount is live.
 
     With no mountpoint, a private temporary folder is made (under
-    ``tempfile.gettempdir()``) and removed when the mount is. options are
+    ``tempfile.gettempdir()``) and removed when the mount is. The mount
+    lives no longer than this Python process: its daemon unmounts it
+    once the process exits, however it ends (``owner=PID`` names another
+    process instead). options are
     ``npzfs mount``'s flags as keyword arguments (``cache_mb=256``,
     ``index=True``, ``options=["allow_other"]``, ``header=[...]``; see
     ``npzfs mount --help``). A mount that fails raises :class:`Error` and
@@ -315,6 +318,13 @@ def mount(source: Source, mountpoint: Optional[Union[str, "os.PathLike[str]"]] =
     # The mount table names the folder with its links resolved: so does
     # the Mount, or it could not find its own mount to unmount.
     path = Path(os.path.realpath(os.fspath(mountpoint)))
+    # The mount lives no longer than this Python, however it ends
+    # (SIGKILL, the OOM killer, a closed terminal), and takes the folder
+    # made for it along.
+    if "owner" not in options:
+        argv.append(f"--owner={os.getpid()}")
+    if made is not None:
+        argv.append("--rmdir")
     try:
         r = _run(["mount", *argv, "--", src, str(path)], env)
         if r.returncode != 0:

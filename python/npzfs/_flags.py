@@ -60,6 +60,8 @@ FLAGS = {
         "index_cache_mb": ("int", "bound of --index-dir (default 1024)"),
         "no_index": ("bool", "neither read nor write saved indexes"),
         "index": ("bool", "index deflated members in the background"),
+        "owner": ("int", "unmount once process PID exits"),
+        "rmdir": ("bool", "remove MOUNTPOINT once unmounted"),
     },
     "pack": {
         "chunk": ("int", "SOZip chunk size (default 1048576)"),

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -38,6 +39,25 @@ def test_mount_archive(data, name):
             same(np.fromfile(path / key / "raw.bin", dtype=ref[key].dtype), ref[key].ravel(order="A"))
     assert str(path) not in npzfs_mounts()
     assert not path.exists()  # the temporary folder is gone
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "SIGHUP"])
+def test_mount_ends_with_its_python(data, how):
+    """A mount made by a Python killed (by any signal) is unmounted by its
+    daemon, and the folder made for it removed: none outlives its owner."""
+    code = ("import os, signal, sys, npzfs\n"
+            "m = npzfs.mount(sys.argv[1])\n"
+            "print(m.path, flush=True)\n"
+            "os.kill(os.getpid(), getattr(signal, sys.argv[2]))\n"
+            "signal.pause()\n")
+    p = subprocess.run([sys.executable, "-c", code, str(data / "stored.npz"), how], capture_output=True, text=True, timeout=60)
+    path = p.stdout.strip()
+    assert p.returncode < 0 and path, (p.returncode, p.stdout, p.stderr)
+    deadline = time.monotonic() + 30
+    while (path in npzfs_mounts() or os.path.exists(path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path not in npzfs_mounts() and not os.path.exists(path)
+    assert not [c for c in daemon_cmdlines() if os.fsencode(path) in c]
 
 
 def test_mount_on_a_folder_of_mine(data, tmp_path):
