@@ -129,10 +129,10 @@ func (f *frontier) loadSaved(ctx context.Context) error {
 
 // pendingWait is how long the read that is answered Pending waits for
 // the answer before it inflates without it: a saved index found in a
-// request's time (a remote sidecar) is used by that read, while one that
-// does not come (a silent server) holds it no longer than this. Reads
-// meanwhile do not wait.
-const pendingWait = 2 * time.Second
+// request or two's time (a remote sidecar) is used by that read, while
+// one that does not come (a silent server) holds it no longer than this,
+// about what inflating a few MiB costs. Reads meanwhile do not wait.
+const pendingWait = 250 * time.Millisecond
 
 // waitPending waits for ready, for pendingWait at most, and reports
 // whether it closed.
