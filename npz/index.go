@@ -106,19 +106,11 @@ type memberIndex struct {
 	off int64 // where the member's data starts
 	inf *inflate.ReaderAt
 
-	keyMu sync.Mutex
-	name  string      // in the store; "" when the key could not be made
-	keyed atomic.Bool // name is made, or could not be for good
-	look  indexLookup // the look for its saved index (see OpenIndex)
+	storeName             // its name in the store
+	look      indexLookup // the look for its saved index (see OpenIndex)
+	noted                 // what note has acted on
 
 	damageLogged atomic.Bool
-
-	// What note has acted on: a complete index saved, a discarded one
-	// removed, and how far the last partial index saved reached.
-	completeSaved atomic.Bool
-	dropSeen      atomic.Bool
-	savedAt       atomic.Int64
-	noteMu        sync.Mutex // one note acts at a time
 
 	mu        sync.Mutex
 	file      *os.File       // the saved index loaded, read for its windows
@@ -129,6 +121,22 @@ type memberIndex struct {
 	saveWG    sync.WaitGroup // saves under way, for BuildIndex to wait for
 	saving    int            // saves under way, which may read windows from file
 	closed    bool           // close was called: file closes once saving is 0
+}
+
+// storeName is a member's name in an IndexStore, made once (see key).
+type storeName struct {
+	keyMu sync.Mutex
+	name  string      // in the store; "" when the key could not be made
+	keyed atomic.Bool // name is made, or could not be for good
+}
+
+// noted is what note has acted on: a complete index saved, a discarded
+// one removed, and how far the last partial index saved reached.
+type noted struct {
+	completeSaved atomic.Bool
+	dropSeen      atomic.Bool
+	savedAt       atomic.Int64
+	noteMu        sync.Mutex // one note acts at a time
 }
 
 // note acts on what became of the member's index, after each read of it
