@@ -337,8 +337,9 @@ func (m *Member) blockSumsOf() *blockSums {
 }
 
 // savedSums looks for a stored member's saved block CRC-32s, in the
-// archive's IndexStore, then its sidecar (waited for when wait is set,
-// as far as ctx allows; otherwise only one found already), and reports
+// archive's IndexStore, then its sidecar (looked for and waited for when
+// wait is set, as far as ctx allows; otherwise only one found already,
+// and for a remote archive nothing at all unless it has one), and reports
 // whether they verify it: the member is then verified, without a pass.
 // Members smaller than minSavedBlocks have none. A member none covers is
 // not looked up again, unless the sidecar was still being looked for.
@@ -350,7 +351,9 @@ func (m *Member) savedSums(ctx context.Context, wait bool) bool {
 	a.vmu.Lock()
 	none := a.noSums[m.e.Index]
 	a.vmu.Unlock()
-	if none {
+	if none || (!wait && a.opts.VerifyLimit < 0 && a.foundSidecar() == nil) {
+		// A remote archive's key and store cost requests on the read
+		// path: made only where a sidecar found already may hold them.
 		return false
 	}
 	name := m.sumsKey(ctx)
@@ -397,11 +400,9 @@ func (m *Member) findSums(ctx context.Context, name string, wait bool) (data []b
 		}
 	}
 	head := int64(sumsHeader + 4*blockCount(m.e.Size) + 4)
-	var sc *IndexSidecar
+	sc := a.foundSidecar()
 	if wait {
 		sc, err = a.sidecarWait(ctx, head)
-	} else {
-		sc, err = a.sidecar(head)
 	}
 	if sc == nil {
 		return nil, nil, err == nil || errors.Is(err, fs.ErrNotExist)

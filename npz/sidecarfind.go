@@ -101,6 +101,18 @@ func (a *Archive) sidecar(head int64) (*IndexSidecar, error) {
 	return nil, sidecarPending(l.running)
 }
 
+// foundSidecar is the archive's sidecar if it is known already (given,
+// or found by an earlier lookup), else nil. It starts no lookup.
+func (a *Archive) foundSidecar() *IndexSidecar {
+	if a.opts.Sidecar != nil {
+		return a.opts.Sidecar
+	}
+	l := &a.side
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.found
+}
+
 // hasNoSidecar reports an archive known to have no sidecar: none given
 // and no finder, or the finder's answer was none. It starts no lookup.
 func (a *Archive) hasNoSidecar() bool {
