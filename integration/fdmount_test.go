@@ -98,41 +98,9 @@ func TestMountHandedFD(t *testing.T) {
 			if len(pids) != 1 {
 				t.Fatalf("daemons serving %s: %v", archive, pids)
 			}
-			for _, a := range arrays {
-				got, err := os.ReadFile(filepath.Join(dir, a.name))
-				if err != nil || !bytes.Equal(got, a.data) {
-					t.Errorf("%s: %d bytes, %v; equal %v", a.name, len(got), err, bytes.Equal(got, a.data))
-				}
-				got, err = os.ReadFile(filepath.Join(dir, strings.TrimSuffix(a.name, ".npy"), "raw.bin"))
-				if err != nil || !bytes.Equal(got, a.raw) {
-					t.Errorf("%s raw.bin: %d bytes, %v", a.name, len(got), err)
-				}
-			}
+			handedReads(t, dir, arrays)
 			if !fg {
-				// npzfs status names the mount where the helper put
-				// it, once: its daemon answers for that folder.
-				r := npzfs(t, "status", "--json")
-				var doc struct{ Mounts []statusOf }
-				json.Unmarshal([]byte(r.stdout), &doc)
-				var ours []statusOf
-				for _, st := range doc.Mounts {
-					if st.Mountpoint == dir || strings.HasPrefix(st.Mountpoint, "/dev/fd/") {
-						ours = append(ours, st)
-					}
-				}
-				if len(ours) != 1 || ours[0].Mountpoint != dir || !ours[0].Answering || ours[0].PID != pids[0] {
-					t.Errorf("npzfs status --json: the handed mount as %+v; want it once, on %s, answering from pid %d", ours, dir, pids[0])
-				}
-				r = asNobody(t, prog, "unmount", dir)
-				if r.code != 1 || !strings.Contains(r.stderr, "was mounted for user 0, not you") || !strings.Contains(r.stderr, "/dev/fd/N") || strings.Count(r.stderr, "\n") != 1 {
-					t.Errorf("npzfs unmount as nobody: exit %d, stderr %q", r.code, r.stderr)
-				}
-				if r := npzfs(t, "unmount", dir); r.code != 0 {
-					t.Fatalf("npzfs unmount as root: exit %d: %s", r.code, r.stderr)
-				}
-				if !waitGone(pids[0]) {
-					t.Errorf("daemon %d still serving after its folder was unmounted", pids[0])
-				}
+				handedUnmount(t, prog, dir, pids[0])
 				return
 			}
 			// SIGTERM: the daemon stops; the folder is its owner's to
@@ -152,5 +120,51 @@ func TestMountHandedFD(t *testing.T) {
 				t.Errorf("unmount by its owner: %v", err)
 			}
 		})
+	}
+}
+
+// handedReads reads every array of the handed mount on dir, and its
+// raw.bin, against what it holds.
+func handedReads(t *testing.T, dir string, arrays []arrayMember) {
+	t.Helper()
+	for _, a := range arrays {
+		got, err := os.ReadFile(filepath.Join(dir, a.name))
+		if err != nil || !bytes.Equal(got, a.data) {
+			t.Errorf("%s: %d bytes, %v; equal %v", a.name, len(got), err, bytes.Equal(got, a.data))
+		}
+		got, err = os.ReadFile(filepath.Join(dir, strings.TrimSuffix(a.name, ".npy"), "raw.bin"))
+		if err != nil || !bytes.Equal(got, a.raw) {
+			t.Errorf("%s raw.bin: %d bytes, %v", a.name, len(got), err)
+		}
+	}
+}
+
+// handedUnmount checks that npzfs status names the handed mount where the
+// helper put it, once (its daemon, pid, answers for that folder); that
+// npzfs unmount by nobody says who must unmount it; and that root's
+// unmount ends the daemon.
+func handedUnmount(t *testing.T, prog, dir string, pid int) {
+	t.Helper()
+	r := npzfs(t, "status", "--json")
+	var doc struct{ Mounts []statusOf }
+	json.Unmarshal([]byte(r.stdout), &doc)
+	var ours []statusOf
+	for _, st := range doc.Mounts {
+		if st.Mountpoint == dir || strings.HasPrefix(st.Mountpoint, "/dev/fd/") {
+			ours = append(ours, st)
+		}
+	}
+	if len(ours) != 1 || ours[0].Mountpoint != dir || !ours[0].Answering || ours[0].PID != pid {
+		t.Errorf("npzfs status --json: the handed mount as %+v; want it once, on %s, answering from pid %d", ours, dir, pid)
+	}
+	r = asNobody(t, prog, "unmount", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "was mounted for user 0, not you") || !strings.Contains(r.stderr, "/dev/fd/N") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("npzfs unmount as nobody: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := npzfs(t, "unmount", dir); r.code != 0 {
+		t.Fatalf("npzfs unmount as root: exit %d: %s", r.code, r.stderr)
+	}
+	if !waitGone(pid) {
+		t.Errorf("daemon %d still serving after its folder was unmounted", pid)
 	}
 }

@@ -146,104 +146,14 @@ func TestHostileMounts(t *testing.T) {
 				}
 			}()
 			if c.Refused {
-				dir := t.TempDir()
-				clearLater(t, dir)
-				// A hang guard, not a timing test: a refusal takes
-				// milliseconds, the rule is 5 s.
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, bin, "mount", archive, dir)
-				var so, se bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &so, &se
-				err := cmd.Run()
-				if ctx.Err() != nil {
-					t.Fatalf("npzfs mount did not refuse within 5 s")
-				}
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) {
-					t.Fatalf("npzfs mount of an unreadable archive: %v", err)
-				}
-				oneLine(t, "mount", result{so.String(), se.String(), ee.ExitCode()}, 1)
-				if !strings.Contains(se.String(), "not a readable .npz archive") && !strings.Contains(se.String(), "is a .npy file, not an .npz archive") {
-					t.Errorf("message %q does not say the archive is unreadable", se.String())
-				}
-				if isMounted(dir) || len(daemons(dir)) > 0 {
-					t.Errorf("a refused mount left a mount or a daemon")
-				}
-				r := npzfs(t, "ls", archive)
-				oneLine(t, "ls", r, 1)
+				hostileRefused(t, archive)
 				return
 			}
 			logf := filepath.Join(t.TempDir(), "daemon.log")
 			dir := mount(t, archive, "--log", logf)
 			pid := theDaemon(t, dir)
-			files := walkMount(t, dir)
-			for p, w := range files {
-				if w.err == nil && int64(len(w.data)) != min(w.size, 64<<20) {
-					t.Errorf("%s: read %d bytes of %d without an error", p, len(w.data), w.size)
-				}
-				if w.err != nil && !errors.Is(w.err, syscall.EIO) {
-					t.Errorf("%s: %v, want EIO", p, w.err)
-				}
-			}
-			for p, want := range c.Good {
-				w, ok := files[p]
-				if !ok {
-					t.Errorf("good %q not found in the walk", p)
-				} else if w.err != nil || !bytes.Equal(w.data, want) {
-					t.Errorf("good %q: %d bytes (want %d), %v", p, len(w.data), len(want), w.err)
-				}
-			}
-			log, _ := os.ReadFile(logf)
-			for _, p := range c.Bad {
-				w, ok := files[p]
-				if !ok {
-					t.Errorf("bad %q not found in the walk", p)
-				} else if !errors.Is(w.err, syscall.EIO) {
-					t.Errorf("bad %q: %d bytes, %v; want EIO", p, len(w.data), w.err)
-				}
-				if m := strconv.Quote(memberOf(p)); !bytes.Contains(log, []byte(m)) {
-					t.Errorf("the daemon log does not name bad member %s:\n%s", m, log)
-				}
-			}
-			for _, p := range c.Absent {
-				if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, fs.ErrNotExist) {
-					t.Errorf("absent %q: %v, want ENOENT", p, err)
-				}
-			}
-			for _, p := range c.Empty {
-				if ents, err := os.ReadDir(filepath.Join(dir, p)); err != nil || len(ents) != 0 {
-					t.Errorf("empty folder %q: %d entries, %v", p, len(ents), err)
-				}
-			}
-			r := npzfs(t, "ls", archive)
-			if r.code != 0 {
-				t.Errorf("npzfs ls: exit %d: %s", r.code, r.stderr)
-			}
-			for name, why := range c.Reasons {
-				if !strings.Contains(r.stdout, why) {
-					t.Errorf("npzfs ls does not say %q (for %q):\n%s", why, name, r.stdout)
-				}
-			}
-			// ls --verify reads every member: each bad one says why.
-			r = npzfs(t, "ls", "--verify", archive)
-			for _, p := range c.Bad {
-				m := memberOf(p)
-				found := false
-				for _, line := range strings.Split(r.stdout, "\n") {
-					if strings.HasPrefix(line, m+" ") && (strings.Contains(line, "reading fails") || strings.Contains(line, "cannot read")) {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("npzfs ls --verify does not say why %q fails:\n%s", m, r.stdout)
-				}
-			}
-			for _, p := range c.Problems {
-				if !strings.Contains(r.stdout, p) || !bytes.Contains(log, []byte(p)) {
-					t.Errorf("npzfs ls or the log lacks the problem %q:\n%s\nlog:\n%s", p, r.stdout, log)
-				}
-			}
+			log := hostileTree(t, c, dir, logf)
+			hostileListing(t, c, archive, log)
 			checkDaemon(t, pid)
 			if r := npzfs(t, "unmount", dir); r.code != 0 {
 				t.Fatalf("unmount: exit %d: %s", r.code, r.stderr)
@@ -252,6 +162,118 @@ func TestHostileMounts(t *testing.T) {
 				t.Errorf("daemon %d still running after unmount", pid)
 			}
 		})
+	}
+}
+
+// hostileRefused checks that npzfs mount refuses the unreadable archive
+// at once, in one line, leaving nothing mounted, and ls too.
+func hostileRefused(t *testing.T, archive string) {
+	t.Helper()
+	dir := t.TempDir()
+	clearLater(t, dir)
+	// A hang guard, not a timing test: a refusal takes
+	// milliseconds, the rule is 5 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mount", archive, dir)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("npzfs mount did not refuse within 5 s")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("npzfs mount of an unreadable archive: %v", err)
+	}
+	oneLine(t, "mount", result{so.String(), se.String(), ee.ExitCode()}, 1)
+	if !strings.Contains(se.String(), "not a readable .npz archive") && !strings.Contains(se.String(), "is a .npy file, not an .npz archive") {
+		t.Errorf("message %q does not say the archive is unreadable", se.String())
+	}
+	if isMounted(dir) || len(daemons(dir)) > 0 {
+		t.Errorf("a refused mount left a mount or a daemon")
+	}
+	r := npzfs(t, "ls", archive)
+	oneLine(t, "ls", r, 1)
+}
+
+// hostileTree walks the mount of a hostile archive on dir and checks
+// what c says of its files; it returns the daemon's log.
+func hostileTree(t *testing.T, c hostile.Case, dir, logf string) []byte {
+	t.Helper()
+	files := walkMount(t, dir)
+	for p, w := range files {
+		if w.err == nil && int64(len(w.data)) != min(w.size, 64<<20) {
+			t.Errorf("%s: read %d bytes of %d without an error", p, len(w.data), w.size)
+		}
+		if w.err != nil && !errors.Is(w.err, syscall.EIO) {
+			t.Errorf("%s: %v, want EIO", p, w.err)
+		}
+	}
+	for p, want := range c.Good {
+		w, ok := files[p]
+		if !ok {
+			t.Errorf("good %q not found in the walk", p)
+		} else if w.err != nil || !bytes.Equal(w.data, want) {
+			t.Errorf("good %q: %d bytes (want %d), %v", p, len(w.data), len(want), w.err)
+		}
+	}
+	log, _ := os.ReadFile(logf)
+	for _, p := range c.Bad {
+		w, ok := files[p]
+		if !ok {
+			t.Errorf("bad %q not found in the walk", p)
+		} else if !errors.Is(w.err, syscall.EIO) {
+			t.Errorf("bad %q: %d bytes, %v; want EIO", p, len(w.data), w.err)
+		}
+		if m := strconv.Quote(memberOf(p)); !bytes.Contains(log, []byte(m)) {
+			t.Errorf("the daemon log does not name bad member %s:\n%s", m, log)
+		}
+	}
+	for _, p := range c.Absent {
+		if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("absent %q: %v, want ENOENT", p, err)
+		}
+	}
+	for _, p := range c.Empty {
+		if ents, err := os.ReadDir(filepath.Join(dir, p)); err != nil || len(ents) != 0 {
+			t.Errorf("empty folder %q: %d entries, %v", p, len(ents), err)
+		}
+	}
+	return log
+}
+
+// hostileListing checks what npzfs ls, and ls --verify, say of the
+// hostile archive: every reason, every bad member, every problem.
+func hostileListing(t *testing.T, c hostile.Case, archive string, log []byte) {
+	t.Helper()
+	r := npzfs(t, "ls", archive)
+	if r.code != 0 {
+		t.Errorf("npzfs ls: exit %d: %s", r.code, r.stderr)
+	}
+	for name, why := range c.Reasons {
+		if !strings.Contains(r.stdout, why) {
+			t.Errorf("npzfs ls does not say %q (for %q):\n%s", why, name, r.stdout)
+		}
+	}
+	// ls --verify reads every member: each bad one says why.
+	r = npzfs(t, "ls", "--verify", archive)
+	for _, p := range c.Bad {
+		m := memberOf(p)
+		found := false
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(line, m+" ") && (strings.Contains(line, "reading fails") || strings.Contains(line, "cannot read")) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("npzfs ls --verify does not say why %q fails:\n%s", m, r.stdout)
+		}
+	}
+	for _, p := range c.Problems {
+		if !strings.Contains(r.stdout, p) || !bytes.Contains(log, []byte(p)) {
+			t.Errorf("npzfs ls or the log lacks the problem %q:\n%s\nlog:\n%s", p, r.stdout, log)
+		}
 	}
 }
 

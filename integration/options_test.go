@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -158,6 +159,84 @@ func TestMountFlagOptions(t *testing.T) {
 				if slices.Contains(opts, o) {
 					t.Errorf("mount options %s, with %s", m.Options, o)
 				}
+			}
+		})
+	}
+}
+
+// publicCopies copies the archive and the binary into a new folder that
+// every user can read (t.TempDir's are root's alone), removed at cleanup.
+func publicCopies(t *testing.T, archive string) (dir, pubArchive, pubBin string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "npzfs-public-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pubArchive, pubBin = filepath.Join(dir, "data.npz"), filepath.Join(dir, "npzfs")
+	for _, c := range []struct {
+		from, to string
+		mode     os.FileMode
+	}{{archive, pubArchive, 0o644}, {bin, pubBin, 0o755}} {
+		b, err := os.ReadFile(c.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(c.to, b, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, pubArchive, pubBin
+}
+
+// TestAllowOtherAndAllowRoot: root mounts; user nobody reads the mount
+// with -o allow_other only.
+func TestAllowOtherAndAllowRoot(t *testing.T) {
+	needFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	setpriv := needTool(t, "setpriv")
+	archive, arrays := testArchive(t)
+	pub, pubArchive, _ := publicCopies(t, archive)
+	for _, c := range []struct {
+		opts      []string
+		nobodyOK  bool
+		wantPerms string
+	}{
+		{nil, false, "-r--r--r--"},
+		{[]string{"-o", "allow_other"}, true, "-r--r--r--"},
+		{[]string{"-o", "allow_root"}, false, "-r--------"},
+	} {
+		t.Run(strings.Join(append([]string{"opts"}, c.opts...), " "), func(t *testing.T) {
+			mnt, err := os.MkdirTemp(pub, "mnt-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(mnt, 0o755)
+			clearLater(t, mnt)
+			if r := npzfs(t, append(append([]string{"mount"}, c.opts...), pubArchive, mnt)...); r.code != 0 {
+				t.Fatalf("mount: %s", r.stderr)
+			}
+			raw := filepath.Join(mnt, "images", "raw.bin")
+			// Root reads first, so the kernel has the entries cached.
+			b, err := os.ReadFile(raw)
+			if err != nil || !bytes.Equal(b, arrays[0].raw) {
+				t.Fatalf("root reads: %d bytes, %v", len(b), err)
+			}
+			fi, _ := os.Stat(raw)
+			if fi.Mode().String() != c.wantPerms {
+				t.Errorf("mode %v, want %s", fi.Mode(), c.wantPerms)
+			}
+			out, err := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "cat", raw).Output()
+			if c.nobodyOK && (err != nil || !bytes.Equal(out, arrays[0].raw)) {
+				t.Errorf("nobody reads: %d bytes, %v", len(out), err)
+			}
+			if !c.nobodyOK && err == nil {
+				t.Errorf("nobody read %d bytes; want permission denied", len(out))
 			}
 		})
 	}

@@ -292,7 +292,21 @@ var cases = sync.OnceValue(buildCases)
 func buildCases() []Case {
 	base := Zip(goodMembers())
 	var cs []Case
+	cs = append(cs, refusedCases(base)...)
+	cs = append(cs, directoryCases(base)...)
+	cs = append(cs, localHeaderCases(base)...)
+	cs = append(cs, streamCases(base)...)
+	cs = append(cs, nameCases(base)...)
+	cs = append(cs, methodCases(base)...)
+	return cs
+}
 
+// smallNPY is a .npy of ten int32.
+func smallNPY() []byte { return NPY("<i4", []int64{10}, Bytes(40, 3)) }
+
+// refusedCases are the archives refused whole: cut short, or an end record that lies.
+func refusedCases(base []byte) []Case {
+	var cs []Case
 	// The archive cut short: whatever the cut, the end record is gone.
 	for _, cut := range []int{0, 1, len(base) / 4, len(base) / 2, 3 * len(base) / 4, len(base) - 22, len(base) - 5, len(base) - 1} {
 		cs = append(cs, Case{Name: fmt.Sprintf("truncated-to-%d", cut), Archive: base[:cut], Refused: true})
@@ -304,7 +318,12 @@ func buildCases() []Case {
 		Case{Name: "end-offset-off-by-one", Archive: patch(base, func(b []byte) { put32(b, endOf(b)+16, uint32(cdOf(b)+1)) }), Refused: true},
 		Case{Name: "first-central-signature", Archive: patch(base, func(b []byte) { b[cdOf(b)+2] ^= 0x40 }), Refused: true},
 	)
+	return cs
+}
 
+// directoryCases are end records and central directories that lie.
+func directoryCases(base []byte) []Case {
+	var cs []Case
 	// The end record lies about the count, or points at the second entry.
 	cs = append(cs, Case{
 		Name:     "end-count-lies",
@@ -366,7 +385,12 @@ func buildCases() []Case {
 		Absent:  []string{"s.npy", "s"},
 		Reasons: map[string]string{"s.npy": "its size cannot be right"},
 	})
+	return cs
+}
 
+// localHeaderCases are local headers and npy headers with bytes flipped.
+func localHeaderCases(base []byte) []Case {
+	var cs []Case
 	// Bytes flipped in a local header.
 	cs = append(cs, Case{
 		Name:    "local-signature",
@@ -409,9 +433,14 @@ func buildCases() []Case {
 		Empty:   []string{"s"},
 		Reasons: map[string]string{"s.npy": "no views"},
 	})
+	return cs
+}
 
+// streamCases are deflate streams and npy headers that lie, and headers too long to read.
+func streamCases(base []byte) []Case {
+	var cs []Case
 	// Deflate streams that lie.
-	small := NPY("<i4", []int64{10}, Bytes(40, 3))
+	small := smallNPY()
 	smallDeflated := Deflate(small)
 	cs = append(cs, Case{
 		Name:    "zip-bomb",
@@ -492,7 +521,12 @@ func buildCases() []Case {
 		Empty:   wideEmpty,
 		Reasons: map[string]string{"w00.npy": "header length"},
 	})
+	return cs
+}
 
+// nameCases are names that cannot be served, and mode bits.
+func nameCases(base []byte) []Case {
+	var cs []Case
 	// Names of 64 KiB of "a/": each would make 32,000 folders.
 	var deepNames []Member
 	for i := range 8 {
@@ -551,7 +585,13 @@ func buildCases() []Case {
 		Good: with(goodFiles(), "link", []byte("/etc/passwd"), "setuid.npy", data(30), "exec.sh", []byte("#!/bin/sh\necho hi\n"),
 			"dev", []byte("x"), "fifo", []byte("y")),
 	})
+	return cs
+}
 
+// methodCases are methods npzfs cannot read, and encryption.
+func methodCases(base []byte) []Case {
+	var cs []Case
+	small := smallNPY()
 	// Methods npzfs cannot read, and encryption, beside good members.
 	cs = append(cs, Case{
 		Name: "methods",
