@@ -22,6 +22,7 @@ ensure_deps() {
       libdeflate-gunzip) command -v libdeflate-gunzip >/dev/null || missing+=(libdeflate-tools) ;;
       pybuild) /usr/bin/python3 -c 'import build, setuptools, wheel' >/dev/null 2>&1 || missing+=(python3-build python3-setuptools python3-wheel) ;;
       pytest) /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest) ;;
+      mypy) /usr/bin/python3 -c 'import mypy' >/dev/null 2>&1 || missing+=(python3-mypy) ;;
       venv) /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv) ;;
       libfuse3-dev) [ -f /usr/include/fuse3/fuse_lowlevel.h ] || missing+=(libfuse3-dev) ;;
       man) command -v man >/dev/null || missing+=(man-db) ;;

@@ -193,6 +193,10 @@ fuzz ./zip FuzzParseSOZipIndex
 fuzz ./serve FuzzFrameReader
 fuzz ./serve FuzzFrames
 
+step "python types (mypy --strict)"
+ensure_deps mypy
+(cd python && /usr/bin/python3 -m mypy --strict npzfs)
+
 step "python package (scripts/test-python.sh)"
 bash scripts/test-python.sh
 

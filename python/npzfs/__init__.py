@@ -47,7 +47,7 @@ import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._flags import FLAGS
 from ._write import pack, savez
@@ -91,7 +91,7 @@ class Error(OSError):
     def __str__(self) -> str:
         return self.message
 
-    def __reduce__(self):  # picklable, as OSError subclasses with other arguments are not
+    def __reduce__(self) -> Tuple[Any, Tuple[str, int]]:  # picklable, as OSError subclasses with other arguments are not
         return (type(self), (self.message, self.exit_code))
 
 
@@ -115,7 +115,7 @@ def binary() -> str:
     return prog
 
 
-def _run(args: Sequence[str], env: Optional[dict] = None) -> subprocess.CompletedProcess:
+def _run(args: Sequence[str], env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
     full_env = None
     if env:
         full_env = dict(os.environ)
@@ -130,18 +130,18 @@ def _run(args: Sequence[str], env: Optional[dict] = None) -> subprocess.Complete
     )
 
 
-def _failure(r: subprocess.CompletedProcess) -> Error:
+def _failure(r: "subprocess.CompletedProcess[str]") -> Error:
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     msg = lines[-1] if lines else f"npzfs exited with code {r.returncode}"
     return Error(msg, r.returncode)
 
 
-def _flags(command: str, function: str, options: dict) -> tuple[list, dict]:
+def _flags(command: str, function: str, options: Dict[str, Any]) -> Tuple[List[str], Dict[str, str]]:
     """The command line flags and environment that options give, checked
     against the command's flags before anything runs."""
     table = FLAGS[command]
-    argv: list = []
-    env: dict = {}
+    argv: List[str] = []
+    env: Dict[str, str] = {}
     for key, value in options.items():
         if key not in table or key in _NOT_TAKEN.get(command, ()):
             known = [k for k in table if k not in _NOT_TAKEN.get(command, ())]
@@ -186,7 +186,7 @@ _KINDS: dict[str, tuple[Any, str]] = {
 }
 
 
-def _source(source: Source) -> tuple[str, dict]:
+def _source(source: Source) -> Tuple[str, Dict[str, str]]:
     """The source as the command line shows it, and the environment that
     carries what it must not show (a URL's query string and user info)."""
     s = os.fspath(source)
@@ -339,7 +339,7 @@ def mount(source: Source, mountpoint: Optional[Union[str, "os.PathLike[str]"]] =
     return Mount(path, made)
 
 
-def ls(source: Source, verify: bool = False, **options: Any) -> list:
+def ls(source: Source, verify: bool = False, **options: Any) -> List[Dict[str, Any]]:
     """The members of an archive, as ``npzfs ls --json`` gives them: a list
     of dicts (name, path, state, method, size, dtype, shape, ...; see
     ``man npzfs``). Of a folder (local, or a remote prefix), the members of
@@ -351,7 +351,8 @@ def ls(source: Source, verify: bool = False, **options: Any) -> list:
     doc, r = _ls_document(source, verify, options, "ls")
     if "archives" not in doc:
         if r.returncode == 0 or verify:
-            return doc["members"]
+            members: List[Dict[str, Any]] = doc["members"]
+            return members
         raise _failure(r)
     if doc["errors"]:
         first = doc["errors"][0]
@@ -360,7 +361,7 @@ def ls(source: Source, verify: bool = False, **options: Any) -> list:
     return [dict(m, archive=a["archive"]) for a in doc["archives"] for m in a["members"]]
 
 
-def _ls_document(source: Source, verify: bool, options: dict, function: str) -> tuple[dict, subprocess.CompletedProcess]:
+def _ls_document(source: Source, verify: bool, options: Dict[str, Any], function: str) -> Tuple[Dict[str, Any], "subprocess.CompletedProcess[str]"]:
     """npzfs ls --json's document of source, and the run that gave it: an
     archive's ({"members": ...}) or a folder's ({"archives": ...})."""
     argv, env = _flags("ls", function, options)
@@ -385,10 +386,11 @@ def index(source: Source, keys: Optional[Sequence[str]] = None, **options: Any) 
     r = _run(["index", *argv, "--", src, *(keys or [])], env)
     if r.returncode != 0:
         raise _failure(r)
-    return r.stdout.strip()
+    out: str = r.stdout.strip()
+    return out
 
 
-class Archive(Mapping):
+class Archive(Mapping[str, Any]):
     """An archive as :func:`load` gives it: a read-only Mapping of its keys
     (``files``, as ``np.load`` names them: member names without ``.npy``)
     to its arrays, each a read-only ``np.memmap`` of the mounted
@@ -399,13 +401,13 @@ class Archive(Mapping):
     already taken stay readable until they are dropped.
     """
 
-    def __init__(self, source: Source, options: dict, allow_pickle: bool = False) -> None:
+    def __init__(self, source: Source, options: Dict[str, Any], allow_pickle: bool = False) -> None:
         _flags("mount", "load", options)  # unknown options raise now
         self._source = source
         self._options = options
         self.allow_pickle = allow_pickle
         self._mount: Optional[Mount] = None
-        self._paths: dict = {}
+        self._paths: Dict[str, str] = {}
         self._closed = False
 
     def _open(self) -> Mount:
@@ -419,7 +421,7 @@ class Archive(Mapping):
             if r.returncode != 0:
                 raise _failure(r)
             members = doc["members"]
-            paths: dict = {}
+            paths: Dict[str, str] = {}
             exact = set()
             for m in members:
                 if m.get("path") is None or m["state"] == "folder":
@@ -437,7 +439,7 @@ class Archive(Mapping):
         return self._mount
 
     @property
-    def files(self) -> list:
+    def files(self) -> List[str]:
         """The keys, in the archive's order."""
         self._open()
         return list(self._paths)

@@ -22,7 +22,7 @@ import weakref
 import zipfile
 import zlib
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -97,7 +97,7 @@ class OpenArchive(Mapping[str, Any], _Source):
     def __init__(self, source: Source, options: Dict[str, Any], allow_pickle: bool, max_header_size: int) -> None:
         argv, env = _option_flags("serve", "open", options)
         self._verify = str(options.get("verify", "auto"))
-        self._verified: set = set()  # the stored members checked, by their start
+        self._verified: Set[int] = set()  # the stored members checked, by their start
         src, src_env = _source(source)
         env.update(src_env)
         self._argv = ["serve", "--stdio", *argv, "--", src]

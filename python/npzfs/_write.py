@@ -279,8 +279,9 @@ class _Writer:
 def _npy_header(arr: "np.ndarray[Any, Any]") -> bytes:
     """arr's .npy header, as np.save writes it (numpy's own writer picks
     the format version)."""
-    from numpy.lib import format as fmt
+    from numpy.lib import format as untyped
 
+    fmt: Any = untyped  # numpy's .npy writer, whose stubs leave it untyped
     d = fmt.header_data_from_array_1_0(arr)
     bio = io.BytesIO()
     write = getattr(fmt, "_write_array_header", None)
@@ -318,8 +319,9 @@ def _member(w: _Writer, key: str, value: Any, compress: bool) -> None:
     """Writes value as the member key.npy, as np.savez would (an object
     array pickled), stored with its data aligned or deflated in chunks."""
     import numpy as np
-    from numpy.lib import format as fmt
+    from numpy.lib import format as untyped
 
+    fmt: Any = untyped  # numpy's .npy writer, whose stubs leave it untyped
     arr = np.asanyarray(value)
     name = key + ".npy"
     if arr.dtype.hasobject:
