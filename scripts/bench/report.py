@@ -129,25 +129,62 @@ def np_sample(r):
             "seeds": ",".join(x.get("seed", "?") for x in runs)}
 
 
-def build(r, gobench):
-    rows = []
-    stored_h = human(r.med("s1.direct.raw.1m", "bytes"))
-    defl_h = human((r.med("s3.first.npy", "bytes") or 0) - 128)  # (id, benchmark, npzfs, reference, ratio, target, met)
+class Rows:
+    """The rows of the table, added by calling it with a measurement and
+    its reference."""
 
-    def row(id_, name, nval, nkey, nunit, rval, rkey, runit, rname, ratio, target, ok, digits=None):
-        n = cell(r, nkey, nval, nunit, digits)
-        ref = "—" if rname is None else "%s: %s" % (rname, cell(r, rkey, rval, runit, digits))
+    def __init__(self, r):
+        self.r = r
+        self.rows = []
+
+    def __call__(self, id_, name, nval, nkey, nunit, rval, rkey, runit, rname, ratio, target, ok, digits=None):
+        n = cell(self.r, nkey, nval, nunit, digits)
+        ref = "—" if rname is None else "%s: %s" % (rname, cell(self.r, rkey, rval, runit, digits))
         met = "—" if ok is None else ("met" if ok else "NOT met")
         if ok is None and target != "—" and (nval is None):
             met = "not measured"
-        rows.append((id_, name, n, ref, ratio_str(ratio), target, met))
+        self.rows.append((id_, name, n, ref, ratio_str(ratio), target, met))
 
-    def div(a, b):
-        return a / b if a is not None and b not in (None, 0) else None
+    def ratio_text(self, text):
+        """Says the last row's ratio in words."""
+        self.rows[-1] = self.rows[-1][:4] + (text,) + self.rows[-1][5:]
 
-    def fmt_count(x):
-        return "?" if x is None else "%d" % x
+    def met_text(self, text):
+        """Says whether the last row met its target in words."""
+        self.rows[-1] = self.rows[-1][:-1] + (text,)
 
+
+def div(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def fmt_count(x):
+    return "?" if x is None else "%d" % x
+
+
+def passrate(r, key):
+    """MiB/s of a pass recorded as bytes and secs."""
+    b, t = r.med(key, "bytes"), r.med(key, "secs")
+    return div(b / MiB if b is not None else None, t)
+
+
+def build(r, gobench):
+    """The table's rows: (id, benchmark, npzfs, reference, ratio, target,
+    met), a function for each step or two."""
+    row = Rows(r)
+    stored_rows(r, row)
+    deflated_rows(r, row)
+    index_rows(r, row)
+    inflater_rows(r, row)
+    many_rows(r, row)
+    many_local_rows(r, row)
+    verify_rows(r, row, div)
+    return row.rows
+
+
+def stored_rows(r, row):
+    """Rows of steps 1 and 2: a stored array read through the mount, and mapped by numpy."""
+    stored_h = human(r.med("s1.direct.raw.1m", "bytes"))
     # 1. stored array, sequential
     for kind, label, tgt, t in (("first", "first read, fresh mount", ">= 0.5x", 0.5),
                                 ("second", "second read, same mount", ">= 0.9x", 0.9)):
@@ -178,6 +215,11 @@ def build(r, gobench):
         None if n is None else n / 1024, "s2.mmap", "MiB", None if d is None else d / 1024, "s2.npz", "MiB",
         "np.load(npz)['x']", q, ">= 50x smaller", None if q is None else q >= 50)
 
+
+
+def deflated_rows(r, row):
+    """Rows of steps 3 and 4: a deflated array read in full and at random."""
+    defl_h = human((r.med("s3.first.npy", "bytes") or 0) - 128)
     # 3. deflated, sequential
     nbytes = r.med("s3.first.npy", "bytes")
     n = r.med("s3.first.npy", "mbps")
@@ -210,11 +252,13 @@ def build(r, gobench):
     row("4", "daemon peak RSS serving a %s deflated member (full + random reads)" % big_h, rss,
         "s4.big.seq", "MiB", None, None, None, None, None, "<= 64 MiB", None if rss is None else rss <= 64)
 
+
+
+def index_rows(r, row):
+    """Rows of steps 4b and 4d: saved indexes, first reads at depths, background indexing."""
+    big_h = human((r.med("s4.big.seq", "bytes") or 0) - 128)
     # 4b. saved indexes, depths (issue 11)
-    def passrate(key):
-        b, t = r.med(key, "bytes"), r.med(key, "secs")
-        return div(b / MiB if b is not None else None, t)
-    p1, p2 = passrate("s4b.pass.w1"), passrate("s4b.pass.w2")
+    p1, p2 = passrate(r, "s4b.pass.w1"), passrate(r, "s4b.pass.w2")
     q = div(p2, p1)
     split = r.med("s4b.pass.w2", "split")
     row("4b", "deflated %s: the first pass (`npzfs index`), split among 2 threads%s" % (big_h, "" if split else " (NOT split)"),
@@ -233,7 +277,7 @@ def build(r, gobench):
         med, "s4b.rand", "ms", "the next 999 on that mount (index in memory), median", None,
         "<= 5 ms and <= 2x", None if first is None or q is None else (first <= 5 and q <= 2))
     if q is not None:
-        rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
+        row.ratio_text("%.2fx as long" % q)
     for d in (25, 50, 75, 100):
         a, g = r.med("s4b.alone.%d" % d, "secs"), r.med("s4b.together.%d" % d, "secs")
         q = div(g, a)
@@ -241,7 +285,7 @@ def build(r, gobench):
             g, "s4b.together.%d" % d, "s", a, "s4b.alone.%d" % d, "s", "the same read alone", None,
             "<= 1.3x as long", None if q is None else q <= 1.3)
         if q is not None:
-            rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
+            row.ratio_text("%.2fx as long" % q)
 
     # 4d. background indexing against none (issue 26)
     def ms(secs):
@@ -252,7 +296,7 @@ def build(r, gobench):
         "s4d.bg.shallow", "ms", ms(ns), "s4d.none.shallow", "ms", "the same read without `--index`", None, "—", None)
     q = div(bs_, ns)
     if q is not None:
-        rows[-1] = rows[-1][:4] + ("%.2fx as long" % q,) + rows[-1][5:]
+        row.ratio_text("%.2fx as long" % q)
     done, cpu = r.med("s4d.bg.done", "secs"), r.med("s4d.bg.done", "cpu")
     row("4d", "  `--index`: background indexing done, seconds after the mount started (daemon CPU %s s)" %
         ("?" if cpu is None else "%.2f" % cpu), done, "s4d.bg.done", "s", None, None, None, None, None, "—", None)
@@ -260,6 +304,10 @@ def build(r, gobench):
     row("4d", "  then a first 4 KiB read at 90%", ms(bd), "s4d.bg.deep", "ms", ms(nd), "s4d.none.deep", "ms",
         "the same read on a fresh mount without `--index`", div(nd, bd), "—", None)
 
+
+
+def inflater_rows(r, row):
+    """Rows of step 4c: the inflater on one core, and the first pass split."""
     # 4c. the inflater on one core (issue 11)
     for kind, label, bar in (("noise", "float32 normal noise", 420), ("walk", "int32 random walk", 550)):
         def mbs(key):
@@ -279,7 +327,7 @@ def build(r, gobench):
 
     # 4c. the first pass over the same streams (issue 11)
     for kind, label in (("noise", "float32 normal noise"), ("walk", "int32 random walk")):
-        p1, p2 = passrate("s4c.pass1.%s" % kind), passrate("s4c.pass2.%s" % kind)
+        p1, p2 = passrate(r, "s4c.pass1.%s" % kind), passrate(r, "s4c.pass2.%s" % kind)
         q = div(p2, p1)
         split = r.med("s4c.pass2.%s" % kind, "split")
         row("4c", "first pass of the %s stream, split among 2 threads%s" % (label, "" if split else " (NOT split)"),
@@ -293,6 +341,10 @@ def build(r, gobench):
             pct, "s4c.pass1.%s" % kind, "%", None, None, None, None, None, bar,
             None if pct is None or kind != "noise" else pct <= 0.5, digits=3)
 
+
+
+def many_rows(r, row):
+    """Rows of step 5: many small arrays."""
     # 5. many small arrays
     count = r.one("s5.expect")
     cnt = parse_kv(count).get("files", "?")
@@ -328,7 +380,7 @@ def build(r, gobench):
             met = "met" if rq >= 10 else "NOT met"
             if lo < 10 <= hi:
                 met += " (estimate; its 95% interval spans the target)"
-            rows.append(("5", "  %s, fresh mount" % name, fmt_num(n, "s"),
+            row.rows.append(("5", "  %s, fresh mount" % name, fmt_num(n, "s"),
                          "NpzFile z[k] for every key, estimated from a %s-key random sample: %s "
                          "(95%% sampling interval %s to %s; %.3g ms a key)" % (
                              "{:,}".format(smp["k"]), fmt_num(smp["est"], "s"),
@@ -339,7 +391,7 @@ def build(r, gobench):
             # numpy did not finish: its time is at least the bound minus its open.
             lower = float(npall_to[0]) - (d or 0)
             rq = lower / n
-            rows.append(("5", "  %s, fresh mount" % name, fmt_num(n, "s"),
+            row.rows.append(("5", "  %s, fresh mount" % name, fmt_num(n, "s"),
                          "NpzFile z[k] for every key: > %.0f s (timed out at %s s)" % (lower, npall_to[0]),
                          ">= " + ratio_str(rq), ">= 10x", "met" if rq >= 10 else "not known"))
         else:
@@ -347,7 +399,7 @@ def build(r, gobench):
             row("5", "  %s, fresh mount" % name, n, key, "s", None, key_ref, "s",
                 "NpzFile z[k] for every key", None, ">= 10x", None)
             if n is not None:
-                rows[-1] = rows[-1][:-1] + ("not known",)
+                row.met_text("not known")
     d_each, l_each = r.med("s5.npdirall", "secs"), r.med("s5.nplocal", "secs")
     dn, ln = r.med("s5.npdirall", "arrays"), r.med("s5.nplocal", "arrays")
     if d_each and l_each and dn and ln:
@@ -358,6 +410,11 @@ def build(r, gobench):
     rss = max(rss_many) / 1024 if rss_many else None
     row("5", "  daemon peak RSS (ls, read every member)", rss, "s5.readall", "MiB", None, None, None, None, None,
         "<= 100 MiB", None if rss is None else rss <= 100)
+
+
+
+def many_local_rows(r, row):
+    """Rows of steps 5b to 5d: many arrays beside a local folder and the floor, a million arrays, many deflated ones."""
     # 5b. beside fuse-zip and a local folder of the same files (issue 22)
     n, ne = r.med("s5.ls-f", "secs"), r.med("s5.ls-f", "entries")
     f, fe = r.med("o.fuse-zip.ls-f", "secs"), r.med("o.fuse-zip.ls-f", "entries")
@@ -431,8 +488,7 @@ def build(r, gobench):
     nf = r.max("s5d.indexfiles", "files")
     row("5d", "  index files the reads wrote", nf, "s5d.indexfiles", "", None, None, None, None, None, "0",
         None if nf is None else nf == 0, digits=0)
-    verify_rows(r, row, div)
-    return rows
+
 
 
 def verify_rows(r, row, div):
