@@ -771,6 +771,19 @@ def main(argv):
         one("meta.date"), one("meta.commit"), one("meta.size"), one("meta.rounds", "?"),
         float(one("meta.wall", "0") or 0), one("meta.go"), one("meta.numpy"), one("meta.fusezip"), one("meta.archivemount"))
     data = [one("meta.stored"), one("meta.deflated"), one("meta.bigdefl"), one("meta.many"), one("meta.million"), one("meta.manydefl")]
+    parts = dict(run=run, machine=machine, data=data, hdr=hdr, main_rows=main_rows, ceil_hdr=ceil_hdr, ceil=ceil,
+                 probes=probe_lines(r), oth_hdr=oth_hdr, oth=oth, rss_hdr=rss_hdr, rss=rss,
+                 info=info_lines(r) + check_lines(r), golines=golines, gostatus=gostatus, tree=one("go.tree"))
+    print_report(parts)
+    if write:
+        write_report(write, parts)
+        print("\nwrote the results into " + write)
+
+
+def probe_lines(r):
+    """What the run found of the mount's settings and costs, beside the
+    table: readahead, what one first read cost the daemon."""
+    one = r.one
     probes = []
     probes.append("fuse bdi %s as npzfs mounts it: read_ahead_kb %s, max_read %s" % (
         one("s1.bdi", "?"), one("s1.read_ahead_kb", "?"), one("s1.max_read", "?")))
@@ -793,6 +806,12 @@ def main(argv):
                       "%s s wall, daemon CPU %s s"
                       % (float(one("s1.pipe2m.daemon_rchar", "0") or 0) / MiB, one("s1.pipe2m.splice_fallbacks", "?"),
                          parse_kv(pf[0]).get("secs", "?") if pf else "?", one("s1.pipe2m.daemon_cpu", "?")))
+    return probes
+
+
+def check_lines(r):
+    """The run's checks that the bytes read were right."""
+    one = r.one
     checks = ["stored raw.bin = archive bytes: %s" % one("check.stored", "not run"),
               "deflated y.npy = unzip -p: %s" % one("check.deflated", "not run")]
     exp = parse_kv(one("s5.expect"))
@@ -801,6 +820,11 @@ def main(argv):
         g = parse_kv(got[0])
         checks.append("every member read through the mount: %s files, %s bytes (archive holds %s files, %s bytes)" % (
             g.get("files"), g.get("bytes"), exp.get("files"), exp.get("bytes")))
+    return checks
+
+
+def info_lines(r):
+    """Other figures the run measured, and its notes."""
     info = []
     big = r.res.get("s4.big.seq")
     if big:
@@ -853,67 +877,73 @@ def main(argv):
     for k in sorted(r.res):
         if k.startswith("note."):
             info.append("%s: %s" % (k[5:], r.res[k][0]))
+    return info
 
-    # stdout
+
+def print_report(p):
+    """Prints the report's tables and lines."""
     print()
-    print("npzfs benchmarks: " + run)
-    print("machine: " + machine)
+    print("npzfs benchmarks: " + p["run"])
+    print("machine: " + p["machine"])
     print()
-    print(text_table(hdr, main_rows))
+    print(text_table(p["hdr"], p["main_rows"]))
     print(RATIO_NOTE)
     print()
     print("Ceiling, stored array x/raw.bin (first read: fresh mount; second: same mount):")
-    print(text_table(ceil_hdr, ceil))
-    for p in probes:
-        print("  " + p)
-    print()
-    print("Other mounters, same archives, same run (each step bounded by timeout):")
-    print(text_table(oth_hdr, oth))
-    print()
-    print("Peak RSS (VmHWM) of the file system daemon, max over rounds:")
-    print(text_table(rss_hdr, rss))
-    print()
-    for line in info + checks:
+    print(text_table(p["ceil_hdr"], p["ceil"]))
+    for line in p["probes"]:
         print("  " + line)
     print()
-    ghdr, grows = go_inflate_table(golines)
-    print("Go benchmarks: " + "; ".join(gostatus))
+    print("Other mounters, same archives, same run (each step bounded by timeout):")
+    print(text_table(p["oth_hdr"], p["oth"]))
+    print()
+    print("Peak RSS (VmHWM) of the file system daemon, max over rounds:")
+    print(text_table(p["rss_hdr"], p["rss"]))
+    print()
+    for line in p["info"]:
+        print("  " + line)
+    print()
+    ghdr, grows = go_inflate_table(p["golines"])
+    print("Go benchmarks: " + "; ".join(p["gostatus"]))
     if grows:
         print(text_table(ghdr, grows))
-    ohdr, orows = go_other_table(golines)
+    ohdr, orows = go_other_table(p["golines"])
     if orows:
         print(text_table(ohdr, orows))
 
-    if write:
-        md = [BEGIN, "", "## Results", "", "- Run: " + run, "- Machine: " + machine,
-              "- Data: " + "; ".join(d for d in data if d), "", md_table(hdr, main_rows), "", RATIO_NOTE, "",
-              "### Ceiling of stored reads", "", md_table(ceil_hdr, ceil), ""]
-        md += ["- " + p for p in probes] + ["", "### Other mounters", "", md_table(oth_hdr, oth), "",
-                                           "### Daemon peak RSS", "", md_table(rss_hdr, rss), "",
-                                           "### Other figures and checks", ""]
-        md += ["- " + x for x in info + checks]
-        tree = one("go.tree")
-        md += ["", "### Go benchmarks", "", "`go test -run '^$' -bench . -benchmem` over ./npy ./npz ./inflate"
-               + (" (tree: %s)" % tree if tree else "") + ": " + "; ".join(gostatus) + ".", ""]
-        if grows:
-            md += ["Inflating whole streams (BenchmarkInflate, MB/s of output, MB = 10^6 bytes as Go reports it):", "", md_table(ghdr, grows), ""]
-        ohdr, orows = go_other_table(golines)
-        if orows:
-            md += ["The others (npy header parsing, opening a 100,000-member archive, ReadAt):", "", md_table(ohdr, orows), ""]
-        md += ["Raw lines:", "", "```"] + golines + ["```", "", END]
-        block = "\n".join(md)
-        try:
-            with open(write) as f:
-                text = f.read()
-        except OSError:
-            text = ""
-        if BEGIN in text and END in text:
-            text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-        else:
-            text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
-        with open(write, "w") as f:
-            f.write(text)
-        print("\nwrote the results into " + write)
+
+def write_report(path, p):
+    """Writes the report, in Markdown, between the results markers of the
+    file at path (appended when it has none)."""
+    ghdr, grows = go_inflate_table(p["golines"])
+    md = [BEGIN, "", "## Results", "", "- Run: " + p["run"], "- Machine: " + p["machine"],
+          "- Data: " + "; ".join(d for d in p["data"] if d), "", md_table(p["hdr"], p["main_rows"]), "", RATIO_NOTE, "",
+          "### Ceiling of stored reads", "", md_table(p["ceil_hdr"], p["ceil"]), ""]
+    md += ["- " + x for x in p["probes"]] + ["", "### Other mounters", "", md_table(p["oth_hdr"], p["oth"]), "",
+                                            "### Daemon peak RSS", "", md_table(p["rss_hdr"], p["rss"]), "",
+                                            "### Other figures and checks", ""]
+    md += ["- " + x for x in p["info"]]
+    tree = p["tree"]
+    md += ["", "### Go benchmarks", "", "`go test -run '^$' -bench . -benchmem` over ./npy ./npz ./inflate"
+           + (" (tree: %s)" % tree if tree else "") + ": " + "; ".join(p["gostatus"]) + ".", ""]
+    if grows:
+        md += ["Inflating whole streams (BenchmarkInflate, MB/s of output, MB = 10^6 bytes as Go reports it):", "", md_table(ghdr, grows), ""]
+    ohdr, orows = go_other_table(p["golines"])
+    if orows:
+        md += ["The others (npy header parsing, opening a 100,000-member archive, ReadAt):", "", md_table(ohdr, orows), ""]
+    md += ["Raw lines:", "", "```"] + p["golines"] + ["```", "", END]
+    block = "\n".join(md)
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
+    with open(path, "w") as f:
+        f.write(text)
 
 
 if __name__ == "__main__":
