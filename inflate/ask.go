@@ -81,6 +81,10 @@ type asker struct {
 	// reading its table failed in a way that may pass.
 	got  io.ReaderAt
 	size int64
+	// A ChunkSource's chunks, once asked for for good (given, none, or
+	// refused), and those given and not loaded yet (the turn not had).
+	chunksAsked bool
+	chunks      *Chunks
 }
 
 // loadSaved asks Options.Index for a saved index and loads it, unless it
@@ -197,12 +201,24 @@ func (a *asker) answered(err error, cut bool, now time.Time) {
 	}
 }
 
+// reopen has the IndexSource asked again: the chunks it gave were
+// dropped, and its saved index is still to be asked for.
+func (a *asker) reopen() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.done = false
+}
+
 // ask asks the IndexSource for its index, unless one is opened already,
 // and loads it with the turn; an index LoadIndex refuses is recorded as
-// such. It returns an error when the index is still to be had: the
-// source's, or one reading its table that may pass.
+// such. A ChunkSource is asked for its chunks first. It returns an error
+// when the index is still to be had: the source's, or one reading its
+// table that may pass.
 func (f *frontier) ask(ctx context.Context) error {
 	a := &f.saved
+	if loaded, err := f.askChunks(ctx); loaded || err != nil {
+		return err
+	}
 	if a.got == nil {
 		src, size, err := a.src.OpenIndex(ctx)
 		switch {
@@ -226,6 +242,36 @@ func (f *frontier) ask(ctx context.Context) error {
 	}
 	a.got = nil // loaded, refused, or of no use (the index is complete)
 	return nil
+}
+
+// askChunks asks a ChunkSource for the stream's chunks, once, and
+// loads them with the turn; it reports whether it did, or an error when
+// they are still to be had (the source's, or ctx's while waiting for the
+// turn).
+func (f *frontier) askChunks(ctx context.Context) (bool, error) {
+	a := &f.saved
+	cs, ok := a.src.(ChunkSource)
+	if !ok || a.chunksAsked {
+		return false, nil
+	}
+	if a.chunks == nil {
+		ch, err := cs.OpenChunks(ctx)
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return false, err
+		case err != nil || ch == nil:
+			a.chunksAsked = true
+			return false, nil
+		}
+		a.chunks = ch
+	}
+	if err := f.take(ctx); err != nil {
+		return false, err
+	}
+	defer f.release()
+	ch := a.chunks
+	a.chunks, a.chunksAsked = nil, true
+	return f.loadChunks(ch), nil
 }
 
 // passes reports an error reading a saved index that may pass: it

@@ -129,6 +129,29 @@
 // failing in a way that may pass (source.ErrTransient), changes nothing
 // (see judge).
 //
+// # Chunks
+//
+// A stream written in chunks that each inflate alone (the SOZip
+// profile: a sync flush and a full flush every so many bytes, so that
+// each chunk starts on a byte, at a block header, with no match reaching
+// before it) needs no first pass: given where its chunks start
+// (Chunks, from a ChunkSource, asked before the saved index), a reader
+// makes them its index, a checkpoint every few chunks with an empty
+// window, complete at once. Chunks are no evidence: each span is
+// inflated whole, reading no further than its compressed bytes, and
+// must be exactly its length and end with nothing but empty blocks at
+// the next chunk's start (chunks.go); its CRC-32 is kept, and the last
+// span is served once the spans' CRC-32s, combined, are the stream's
+// (the spans not yet inflated are inflated then, in parallel). A span
+// that fails, or a CRC-32 that does not hold, drops the chunks: the
+// stream is indexed from its start, and the IndexSource asked for a
+// saved index. Spans from chunks are cached under keys of their own, so
+// that none is ever served for a span of the stream indexed afresh.
+//
+// Inside any index, a read covering three spans or more has the spans
+// after its first inflated into the cache meanwhile, on the places its
+// HelperBudget has (readSpans).
+//
 // # Parallel first pass
 //
 // IndexAllParallel builds a whole index with several goroutines, each

@@ -28,6 +28,10 @@ type checkpoint struct {
 	pend   *pendingWindow
 	sum    uint32 // CRC-32 of the span's output, once it is indexed
 	loaded bool   // from LoadIndex: its span is checked against sum
+	// chunk: from Chunks, at a block header with an empty window: its
+	// span is checked as decodeChunk says, and sum is known once it is
+	// inflated (see chunkSums).
+	chunk bool
 	// A loaded checkpoint's window stays in the index file until its
 	// span is inflated: winSize bytes at winOff, whose CRC-32C is winSum
 	// if winSummed (an index written before windows had checksums has
@@ -71,7 +75,9 @@ type index struct {
 	grown    bool  // checkpoints were added since the index was loaded (or made)
 	dropped  error // why a loaded index was discarded
 	drops    int   // how many times one was
-	parallel bool  // the parallel first pass made the index
+	// chunksDropped is why chunks were refused or dropped.
+	chunksDropped error
+	parallel      bool // the parallel first pass made the index
 
 	// The output a parallel first pass has indexed while it runs (for
 	// Indexed).
@@ -86,6 +92,9 @@ type loadedIndex struct {
 	// frontier: the last checkpoint is a partial index's frontier,
 	// without a window yet (frontier.prepareFrontier makes it).
 	frontier bool
+	// chunks, for an index made from Chunks (no file, no windows), are
+	// its spans' CRC-32s.
+	chunks *chunkSums
 }
 
 func (ix *index) init(windows *WindowBudget, hooks *testHooks) {
@@ -123,6 +132,28 @@ func (ix *index) spanOf(off, size, endBit int64) (checkpoint, int64, int64) {
 		end, endBit = ix.cps[k+1].out, ix.cps[k+1].bit
 	}
 	return ix.cps[k], end, endBit
+}
+
+// spansIn returns the starts of the spans that hold output offsets
+// [from, to) of a stream of size bytes, when the index covers them all
+// (see covers) and they are more than one; else nil.
+func (ix *index) spansIn(from, to, size int64) []int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	last := ix.cps[len(ix.cps)-1].out
+	if to-from <= 0 || ix.err != nil || !(ix.done || (last >= to && last < size)) {
+		return nil
+	}
+	i := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out > from }) - 1
+	j := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out >= to })
+	if j-i < 2 {
+		return nil
+	}
+	starts := make([]int64, j-i)
+	for k := range starts {
+		starts[k] = ix.cps[i+k].out
+	}
+	return starts
 }
 
 // front returns the frontier, its place in the index and its window.
@@ -346,13 +377,14 @@ func (ix *index) load(cps []checkpoint, partial bool, src io.ReaderAt) (bool, er
 	return true, nil
 }
 
-// drop discards a loaded index that proved wrong, giving back its
-// windows, so that the stream is indexed afresh from its start, and
-// reports whether there was one (not yet discarded).
-func (ix *index) drop(why error) bool {
+// drop discards a loaded index that proved wrong, a chunk index or a
+// saved one as chunks says, giving back its windows, so that the stream
+// is indexed afresh from its start, and reports whether there was one
+// (not yet discarded).
+func (ix *index) drop(why error, chunks bool) bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.loaded == nil {
+	if ix.loaded == nil || (ix.loaded.chunks != nil) != chunks {
 		return false
 	}
 	ix.loaded = nil
@@ -360,7 +392,11 @@ func (ix *index) drop(why error) bool {
 	ix.cps = []checkpoint{{state: stHeader}}
 	ix.done, ix.err, ix.errAt, ix.stride = false, nil, 0, 0
 	ix.frontWin, ix.grown = nil, false
-	ix.refused(why)
+	if chunks {
+		ix.chunksDropped = why
+	} else {
+		ix.refused(why)
+	}
 	return true
 }
 
@@ -439,10 +475,11 @@ func (ix *index) indexed(size int64) int64 {
 func (ix *index) progress(size int64) Progress {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	p := Progress{Indexed: ix.cps[len(ix.cps)-1].out, Dropped: ix.dropped}
+	p := Progress{Indexed: ix.cps[len(ix.cps)-1].out, Dropped: ix.dropped, ChunksDropped: ix.chunksDropped}
 	if ix.done {
 		p.Indexed = size
-		p.Complete = ix.err == nil
+		p.Chunks = ix.chunkState() != nil
+		p.Complete = ix.err == nil && !p.Chunks
 		p.Loaded = ix.loaded != nil && !ix.grown
 	}
 	return p
@@ -455,7 +492,7 @@ func (ix *index) progress(size int64) Progress {
 func (ix *index) snapshot(partial bool, minSpans int) ([]checkpoint, io.ReaderAt, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.err != nil || ix.done == partial {
+	if ix.err != nil || ix.done == partial || ix.chunkState() != nil {
 		return nil, nil, false
 	}
 	k := len(ix.cps) - 1

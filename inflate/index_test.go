@@ -13,15 +13,19 @@ import (
 	"testing"
 )
 
-// countingSrc counts the reads of the compressed stream.
+// countingSrc counts the reads of the compressed stream, and the bytes
+// they read.
 type countingSrc struct {
 	r     io.ReaderAt
 	reads atomic.Int64
+	bytes atomic.Int64
 }
 
 func (c *countingSrc) ReadAt(p []byte, off int64) (int, error) {
 	c.reads.Add(1)
-	return c.r.ReadAt(p, off)
+	n, err := c.r.ReadAt(p, off)
+	c.bytes.Add(int64(n))
+	return n, err
 }
 
 // indexed returns a ReaderAt over comp that has indexed all of it, and its

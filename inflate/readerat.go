@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 
+	"github.com/npzfs/npzfs/internal/workers"
 	"github.com/npzfs/npzfs/source"
 )
 
@@ -79,6 +81,12 @@ type Progress struct {
 	// Dropped is why a saved index was refused or discarded (see
 	// ErrBadIndex); nil if none was.
 	Dropped error
+	// Chunks: the index is the stream's Chunks (Loaded too, never
+	// Complete: it is not to be saved).
+	Chunks bool
+	// ChunksDropped is why Chunks were refused or dropped; nil if they
+	// were not.
+	ChunksDropped error
 }
 
 var readerIDs atomic.Uint64
@@ -169,10 +177,21 @@ func (r *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int,
 	if off >= r.size {
 		return 0, io.EOF
 	}
-	n := 0
 	need := min(r.size, off+int64(len(p)))
 	r.prefetch(r.ahead.noteRead(off, need))
-	for n < len(p) && off+int64(n) < r.size {
+	p = p[:need-off]
+	n, err := r.readSpans(ctx, p, off)
+	if err == nil && need == r.size {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// readRange reads p at off, all inside the stream, span after span.
+func (r *ReaderAt) readRange(ctx context.Context, p []byte, off int64) (int, error) {
+	n := 0
+	need := off + int64(len(p))
+	for n < len(p) {
 		pos := off + int64(n)
 		s, start, err := r.spanAt(ctx, pos, need)
 		if err != nil {
@@ -181,10 +200,41 @@ func (r *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int,
 		n += copy(p[n:], s.data[pos-start:])
 		r.cache.release(s)
 	}
-	if off+int64(n) >= r.size {
-		return n, io.EOF
-	}
 	return n, nil
+}
+
+// readSpans reads p at off, all inside the stream, in order; when it
+// covers three spans or more that the index has, the spans after its
+// first are inflated meanwhile (whole, into the cache, where its reads
+// find them or wait for them), on as many goroutines as the
+// HelperBudget has places for: indexed spans do not depend on one
+// another, so a long read runs on every core the budget allows. (A read
+// of two spans, as a sequential reader's crossing a span's end, is left
+// to read-ahead.)
+func (r *ReaderAt) readSpans(ctx context.Context, p []byte, off int64) (int, error) {
+	starts := r.ix.spansIn(off, off+int64(len(p)), r.size)
+	k := 0
+	if len(starts) > 2 {
+		k = r.front.budget.take(len(starts) - 1)
+	}
+	if k == 0 {
+		return r.readRange(ctx, p, off)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stop() // the spans the read no longer needs
+		wg.Wait()
+		r.front.budget.give(k)
+	}()
+	wg.Go(func() {
+		workers.Run(ctx, len(starts)-1, k, func(_, i int) {
+			if s, _, err := r.spanAt(ctx, starts[i+1], r.size); err == nil {
+				r.cache.release(s)
+			}
+		})
+	})
+	return r.readRange(ctx, p, off)
 }
 
 // spanAt returns the span holding output offset off, or a prefix of it
@@ -202,7 +252,15 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 			return nil, 0, err
 		}
 		cp, end, endBit := r.ix.spanOf(off, r.size, 8*r.csize)
-		s, f, err := r.spans.get(ctx, cp.out, min(need, end), cp.loaded)
+		var err error
+		if cp.chunk && end == r.size {
+			err = r.checkChunks(ctx) // the stream's CRC-32, before its last span
+		}
+		var s *span
+		var f *flight
+		if err == nil {
+			s, f, err = r.spans.get(ctx, spanKey(&cp), cp.out, min(need, end), cp.loaded)
+		}
 		if f != nil {
 			target := min(need, end)
 			if f.whole {
@@ -211,7 +269,7 @@ func (r *ReaderAt) spanAt(ctx context.Context, off, need int64) (*span, int64, e
 			if cp.loaded {
 				r.prefetchSpan(ctx, &cp, endBit)
 			}
-			s, err = r.fill(ctx, &cp, end, target)
+			s, err = r.fill(ctx, &cp, end, target, endBit)
 			r.spans.land(f, s, err)
 		}
 		if errors.Is(err, ErrBadIndex) {
@@ -234,15 +292,23 @@ func (r *ReaderAt) prefetchSpan(ctx context.Context, cp *checkpoint, endBit int6
 	p.Prefetch(ctx, []source.Range{{Off: from >> 3, Len: (endBit+7)>>3 - from>>3}})
 }
 
-// fill inflates the span [cp.out, end) up to target for a read. A loaded
-// span that fails is judged (see judge): the loaded index is discarded,
-// or the stream found damaged from the span on, or the error (reading
-// the source) passes.
-func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target int64) (*span, error) {
-	win, err := r.ix.windowOf(ctx, cp)
+// fill inflates the span [cp.out, end), whose compressed bytes end at
+// endBit, up to target for a read (a chunk's whole, its CRC-32 kept). A
+// loaded span that fails is judged (see judge): the loaded index is
+// discarded, or the stream found damaged from the span on, or the error
+// (reading the source) passes.
+func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target, endBit int64) (*span, error) {
 	var s *span
-	if err == nil {
-		s, err = r.inflateSpan(ctx, cp, win, end, target, nil)
+	var err error
+	if cp.chunk {
+		if s, err = r.inflateChunk(ctx, cp, end, endBit); err == nil {
+			r.ix.chunkSum(cp, chunkCRC(s))
+		}
+	} else {
+		var win []byte
+		if win, err = r.ix.windowOf(ctx, cp); err == nil {
+			s, err = r.inflateSpan(ctx, cp, win, end, target, nil)
+		}
 	}
 	if err == nil || !cp.loaded || isCancel(err) || ctx.Err() != nil {
 		return s, err
@@ -250,7 +316,7 @@ func (r *ReaderAt) fill(ctx context.Context, cp *checkpoint, end, target int64) 
 	switch judge(cp, err) {
 	case blameIndex:
 		err = asBadIndex(cp, err)
-		r.front.dropLoadedTurn(ctx, err)
+		r.front.dropLoadedTurn(ctx, err, cp.chunk)
 	case blameStream:
 		err = damage(cp, end, err)
 		r.ix.damaged(err, cp.out)

@@ -33,23 +33,28 @@ func (f *frontier) load(ctx context.Context, src io.ReaderAt, size int64) error 
 	return nil
 }
 
-// dropLoaded discards a loaded index that proved wrong, so that the
-// stream is indexed afresh from its start. The turn is held.
-func (f *frontier) dropLoaded(why error) {
-	if f.ix.drop(why) {
+// dropLoaded discards a loaded index that proved wrong, a chunk index
+// or a saved one as chunks says, so that the stream is indexed afresh
+// from its start; with the chunks gone, the IndexSource is asked for a
+// saved index. The turn is held.
+func (f *frontier) dropLoaded(why error, chunks bool) {
+	if f.ix.drop(why, chunks) {
 		f.crcAcc = 0
+		if chunks {
+			f.saved.reopen()
+		}
 	}
 }
 
 // dropLoadedTurn is dropLoaded for a read, which takes the turn, unless
 // ctx is done first: the index is then dropped by the next read it
 // fails.
-func (f *frontier) dropLoadedTurn(ctx context.Context, why error) {
+func (f *frontier) dropLoadedTurn(ctx context.Context, why error, chunks bool) {
 	if f.take(ctx) != nil {
 		return
 	}
 	defer f.release()
-	f.dropLoaded(why)
+	f.dropLoaded(why, chunks)
 }
 
 // prepareFrontier, with the turn held, gives a frontier loaded from a
@@ -75,7 +80,7 @@ func (f *frontier) prepareFrontier(ctx context.Context) error {
 		}
 		switch judge(&prev, err) {
 		case blameIndex:
-			f.dropLoaded(asBadIndex(&prev, err))
+			f.dropLoaded(asBadIndex(&prev, err), false)
 			return nil
 		case blameStream:
 			err = damage(&prev, front.out, err)
@@ -106,10 +111,16 @@ const (
 // before windows had them), when either may be at fault and the index is
 // given up. A window that fails its checksum or does not inflate, and
 // a span that does not end at the next checkpoint, are the index's
-// fault. Any other error (reading the source: a network or I/O error,
-// source.ErrChanged) is neither's.
+// fault. Chunks are no evidence: a chunk span that is not what they say
+// is theirs (the stream read from its start then tells whether it is
+// the stream's too). Any other error (reading the source: a network or
+// I/O error, source.ErrChanged) is neither's.
 func judge(cp *checkpoint, err error) blame {
 	switch {
+	case cp.chunk && chunkFault(err):
+		return blameIndex
+	case cp.chunk:
+		return blameNone
 	case errors.Is(err, ErrBadIndex):
 		return blameIndex
 	case !isStreamError(err) && !errors.Is(err, errSpanLength) && !errors.Is(err, errSpanCRC):

@@ -15,13 +15,13 @@ type spanCache struct {
 	hooks *testHooks
 
 	mu     sync.Mutex
-	flight map[int64]*flight // by span start
+	flight map[int64]*flight // by span key
 }
 
 // flight is one inflation of a span that concurrent reads of it wait for
 // rather than repeat.
 type flight struct {
-	start   int64
+	key     int64         // the span's key: its start, tagged for a chunk's (spanKey)
 	whole   bool          // inflate the span whole, not just as far as the read needs
 	done    chan struct{} // closed once span and err are set
 	waiters int           // guarded by spanCache.mu; each is given a hold on span
@@ -34,22 +34,24 @@ func (c *spanCache) init(s *stream) {
 	c.flight = make(map[int64]*flight)
 }
 
-// put caches s as the span starting at start; the caller still holds s.
-func (c *spanCache) put(start int64, s *span) { c.cache.put(cacheKey{c.id, start}, s) }
+// put caches s as the span of key (its start, for a span not a chunk's:
+// see spanKey); the caller still holds s.
+func (c *spanCache) put(key int64, s *span) { c.cache.put(cacheKey{c.id, key}, s) }
 
-// get returns the span starting at start, or a prefix of it reaching
-// need, held for the caller, who must release it: from the cache, or
-// from a read inflating it at the same time, waited for until ctx is
-// done. When there is neither, it returns a flight instead: the caller
-// inflates the span (whole if whole, or if the cache held less than need
-// of it) and lands the flight.
+// get returns the span starting at start, cached under key (see
+// spanKey), or a prefix of it reaching need, held for the caller, who
+// must release it: from the cache, or from a read inflating it at the
+// same time, waited for until ctx is done. When there is neither, it
+// returns a flight instead: the caller inflates the span (whole if
+// whole, or if the cache held less than need of it) and lands the
+// flight.
 //
 // A flight that failed with ErrBadIndex (its loaded index is gone)
 // gives that error to its waiters, to look the span up again.
-func (c *spanCache) get(ctx context.Context, start, need int64, whole bool) (*span, *flight, error) {
-	key := cacheKey{c.id, start}
+func (c *spanCache) get(ctx context.Context, key, start, need int64, whole bool) (*span, *flight, error) {
+	ck := cacheKey{c.id, key}
 	for {
-		if s := c.cache.get(key); s != nil {
+		if s := c.cache.get(ck); s != nil {
 			if start+int64(len(s.data)) >= need {
 				return s, nil, nil
 			}
@@ -57,10 +59,10 @@ func (c *spanCache) get(ctx context.Context, start, need int64, whole bool) (*sp
 			whole = true // a second read into this span: inflate all of it
 		}
 		c.mu.Lock()
-		f := c.flight[start]
+		f := c.flight[key]
 		if f == nil {
-			f = &flight{start: start, whole: whole, done: make(chan struct{})}
-			c.flight[start] = f
+			f = &flight{key: key, whole: whole, done: make(chan struct{})}
+			c.flight[key] = f
 			c.mu.Unlock()
 			return nil, f, nil
 		}
@@ -94,7 +96,7 @@ func (c *spanCache) wait(ctx context.Context, f *flight) error {
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
-	landing := c.flight[f.start] != f // land counted the waiters
+	landing := c.flight[f.key] != f // land counted the waiters
 	if !landing {
 		f.waiters--
 	}
@@ -111,10 +113,10 @@ func (c *spanCache) wait(ctx context.Context, f *flight) error {
 func (c *spanCache) land(f *flight, s *span, err error) {
 	f.span, f.err = s, err
 	if err == nil {
-		c.put(f.start, s)
+		c.put(f.key, s)
 	}
 	c.mu.Lock()
-	delete(c.flight, f.start) // no more waiters after this
+	delete(c.flight, f.key) // no more waiters after this
 	waiters := f.waiters
 	c.mu.Unlock()
 	if err == nil {

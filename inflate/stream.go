@@ -34,7 +34,13 @@ var decoders = sync.Pool{New: func() any { return newDecoder() }}
 // resume prepares d to decode from cp into buf, whose first cp.winLen
 // bytes the caller has filled with the window.
 func (s *stream) resume(ctx context.Context, d *decoder, cp *checkpoint, buf []byte) error {
-	d.r, d.ra, d.raSize = nil, source.WithContext(ctx, s.src), s.csize
+	return s.resumeWithin(ctx, d, cp, buf, s.csize)
+}
+
+// resumeWithin is resume for a decoder that reads the stream's first
+// limit bytes alone (a chunk's, which it must not run past).
+func (s *stream) resumeWithin(ctx context.Context, d *decoder, cp *checkpoint, buf []byte, limit int64) error {
+	d.r, d.ra, d.raSize = nil, source.WithContext(ctx, s.src), limit
 	d.out = buf
 	d.pos = int(cp.winLen)
 	d.minPos = 0
