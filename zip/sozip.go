@@ -1,6 +1,7 @@
 package zip
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -26,6 +27,12 @@ const SOZipHeaderLen = 32
 
 // sozipOffsetSize is the length of each offset in the table.
 const sozipOffsetSize = 8
+
+// ErrNoSOZipIndex is what ReadSOZipIndex's error wraps when no SOZip
+// index follows the entry (another entry, or no local header, is
+// there), or the entry is not deflated: the entry has none, where any
+// other error is of an index that is there and cannot be used.
+var ErrNoSOZipIndex = errors.New("zip: no SOZip index follows the entry")
 
 // MaxSOZipChunks bounds the chunks of an index ReadSOZipIndex reads (a
 // table of 128 MiB): a 512 GiB entry in chunks of 32 KiB.
@@ -231,7 +238,7 @@ func (x *SOZipIndex) parseOffsets(t []byte) error {
 // index is a *FormatError too.
 func ReadSOZipIndex(r io.ReaderAt, size int64, e *Entry, dataOff int64) (*SOZipIndex, error) {
 	if e.Method != Deflated || e.Encrypted() {
-		return nil, sozipError(e.HeaderOffset, "%q is not deflated", e.Name)
+		return nil, &FormatError{Offset: e.HeaderOffset, Msg: fmt.Sprintf("SOZip index: %q is not deflated", e.Name), Err: ErrNoSOZipIndex}
 	}
 	ie, at, err := findSOZipEntry(r, size, e, dataOff)
 	if err != nil {
@@ -272,7 +279,9 @@ func ReadSOZipIndex(r io.ReaderAt, size int64, e *Entry, dataOff int64) (*SOZipI
 // findSOZipEntry finds the local header of e's hidden index, right after
 // e's data, or after the data descriptor that may follow it (with or
 // without its signature, with 32-bit or zip64 sizes), and returns it and
-// where its data starts.
+// where its data starts. No local header there, one of another name or
+// one that does not hold its sizes is ErrNoSOZipIndex; one that cannot
+// be read is the read's error.
 func findSOZipEntry(r io.ReaderAt, size int64, e *Entry, dataOff int64) (Entry, int64, error) {
 	want := SOZipIndexName(e.Name)
 	after := []int64{0}
@@ -283,10 +292,13 @@ func findSOZipEntry(r io.ReaderAt, size int64, e *Entry, dataOff int64) (Entry, 
 	var firstErr error
 	for _, d := range after {
 		ie, at, err := LocalEntry(r, size, end+d)
+		var fe *FormatError
 		switch {
+		case err != nil && errors.As(err, &fe) && (fe.Err == nil || errors.Is(fe.Err, io.ErrUnexpectedEOF) || errors.Is(fe.Err, io.EOF)):
+			err = &FormatError{Offset: end + d, Msg: "SOZip index: " + fe.Msg, Err: ErrNoSOZipIndex}
 		case err != nil:
 		case ie.Name != want:
-			err = sozipError(end+d, "the entry after %q is %q, not %q", e.Name, ie.Name, want)
+			err = &FormatError{Offset: end + d, Msg: fmt.Sprintf("SOZip index: the entry after %q is %q, not %q", e.Name, ie.Name, want), Err: ErrNoSOZipIndex}
 		case ie.Method != Stored || ie.Encrypted() || ie.CompressedSize != ie.Size:
 			err = sozipError(end+d, "%q is not stored", want)
 		default:

@@ -204,8 +204,8 @@ func TestSOZipRefused(t *testing.T) {
 			b, _ := sozipArchive(t, "a.npy", data, 4096, tc.damage, false)
 			x, _, _, err := readIndex(t, b)
 			var fe *FormatError
-			if x != nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%+v, %v; want an error with %q", x, err, tc.want)
+			if x != nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrNoSOZipIndex) {
+				t.Errorf("%+v, %v; want an error with %q, not ErrNoSOZipIndex", x, err, tc.want)
 			}
 		})
 	}
@@ -224,7 +224,7 @@ func TestSOZipRefused(t *testing.T) {
 	c := bytes.Clone(b)
 	j := bytes.Index(c, []byte(".a.npy.sozip.idx"))
 	c[j+1] = 'b'
-	if _, _, _, err := readIndex(t, c); err == nil || !strings.Contains(err.Error(), `".b.npy.sozip.idx"`) {
+	if _, _, _, err := readIndex(t, c); err == nil || !strings.Contains(err.Error(), `".b.npy.sozip.idx"`) || !errors.Is(err, ErrNoSOZipIndex) {
 		t.Errorf("renamed index: %v", err)
 	}
 	c = bytes.Clone(b)
@@ -234,8 +234,23 @@ func TestSOZipRefused(t *testing.T) {
 	}
 	_, es := entries(t, b)
 	es[0].Method = Stored
-	if _, err := ReadSOZipIndex(bytes.NewReader(b), int64(len(b)), &es[0], 0); err == nil {
-		t.Error("a stored entry's index read")
+	if _, err := ReadSOZipIndex(bytes.NewReader(b), int64(len(b)), &es[0], 0); !errors.Is(err, ErrNoSOZipIndex) {
+		t.Errorf("a stored entry's index: %v", err)
+	}
+	// No local header after the entry (the central directory), or the
+	// archive's end: no index, as ErrNoSOZipIndex says.
+	z, es := entries(t, b)
+	off, err := z.DataOffset(&es[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	es[1].Method = Deflated
+	if _, err := ReadSOZipIndex(bytes.NewReader(b), int64(len(b)), &es[1], off); !errors.Is(err, ErrNoSOZipIndex) {
+		t.Errorf("an entry before the central directory: %v", err)
+	}
+	cut := b[:off+es[1].CompressedSize]
+	if _, err := ReadSOZipIndex(bytes.NewReader(cut), int64(len(cut)), &es[1], off); !errors.Is(err, ErrNoSOZipIndex) {
+		t.Errorf("an entry at the archive's end: %v", err)
 	}
 }
 

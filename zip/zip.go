@@ -43,6 +43,10 @@ const (
 // UTF-8 (see DecodeName).
 const FlagUTF8 = flagUTF8
 
+// FlagDataDescriptor is the general-purpose flag bit saying an entry's
+// sizes and CRC-32 follow its data, in a data descriptor.
+const FlagDataDescriptor = flagDataDescriptor
+
 // Compression methods npzfs reads.
 const (
 	Stored   = 0
