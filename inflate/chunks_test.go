@@ -12,38 +12,16 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+
+	"github.com/npzfs/npzfs/internal/testfiles"
 )
 
-// chunked deflates data in chunks of size bytes as a SOZip writer does:
-// each chunk by a writer of its own, so that no match reaches back past
-// its start, ended (but for the last) by a sync flush and a second empty
-// stored block (zlib's Z_FULL_FLUSH after Z_SYNC_FLUSH); and returns the
-// stream and its chunks.
+// chunked deflates data in chunks of size bytes as a SOZip writer does,
+// and returns the stream and its chunks.
 func chunked(t testing.TB, data []byte, size, level int) ([]byte, *Chunks) {
 	t.Helper()
-	var buf bytes.Buffer
-	ch := &Chunks{Size: int64(size)}
-	for off := 0; off < len(data); off += size {
-		if off > 0 {
-			ch.Starts = append(ch.Starts, int64(buf.Len()))
-		}
-		w, err := flate.NewWriter(&buf, level)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write(data[off:min(off+size, len(data))]); err != nil {
-			t.Fatal(err)
-		}
-		if off+size >= len(data) {
-			err = w.Close()
-		} else if err = w.Flush(); err == nil {
-			buf.Write([]byte{0, 0, 0, 0xff, 0xff})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.Bytes(), ch
+	comp, starts := testfiles.Chunked(t, data, size, level)
+	return comp, &Chunks{Size: int64(size), Starts: starts}
 }
 
 // chunkSource is a ChunkSource of chunks and a saved index in memory
