@@ -38,8 +38,13 @@ func (s *stream) resume(ctx context.Context, d *decoder, cp *checkpoint, buf []b
 }
 
 // resumeWithin is resume for a decoder that reads the stream's first
-// limit bytes alone (a chunk's, which it must not run past).
+// limit bytes alone (a chunk's, which it must not run past): its reads
+// carry limit as their source.ReadLimit, so that a source reads no
+// further ahead either.
 func (s *stream) resumeWithin(ctx context.Context, d *decoder, cp *checkpoint, buf []byte, limit int64) error {
+	if limit < s.csize {
+		ctx = source.WithReadLimit(ctx, limit)
+	}
 	d.r, d.ra, d.raSize = nil, source.WithContext(ctx, s.src), limit
 	d.out = buf
 	d.pos = int(cp.winLen)

@@ -99,6 +99,9 @@ func (s *section) Prefetch(ctx context.Context, ranges []source.Range) {
 	s.r.prefetch(ctx, out)
 }
 
+// ReadAtContext reads the member's data: its reads carry the member's
+// end as their source.ReadLimit, or the end of what the read says it
+// reads (the inflater's, of a chunk), if sooner.
 func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 || off >= s.n {
 		return 0, io.EOF
@@ -107,7 +110,11 @@ func (s *section) ReadAtContext(ctx context.Context, p []byte, off int64) (int, 
 	if rest := s.n - off; int64(len(p)) > rest {
 		p, short = p[:rest], true
 	}
-	n, err := s.r.ReadAtContext(source.WithReadLimit(ctx, s.off+s.n), p, s.off+off)
+	end := s.n
+	if limit, ok := source.ReadLimit(ctx); ok {
+		end = min(end, max(limit, off))
+	}
+	n, err := s.r.ReadAtContext(source.WithReadLimit(ctx, s.off+end), p, s.off+off)
 	if err == nil && short {
 		err = io.EOF
 	}
