@@ -193,15 +193,24 @@ func (w *jsonWriter) field(f Field, depth int) error {
 // stream; for object arrays data_length is size-DataOffset (null when size
 // is negative, i.e. unknown). The schema is in docs/header-json.md.
 func (h *Header) JSON(size int64) ([]byte, error) {
-	return h.JSONInArchive(size, -1)
+	return h.JSONIn(size, InArchive{Offset: -1})
 }
 
-// JSONInArchive is JSON with one more field after data_length,
-// "archive_offset": where the array data starts in the file that holds
-// this .npy (an archive whose member is stored), so that a program can map
-// the array from that file directly. A negative archiveOffset leaves the
-// field out, as JSON does.
-func (h *Header) JSONInArchive(size, archiveOffset int64) ([]byte, error) {
+// InArchive is what header.json says of an .npy that is an archive's
+// member, after data_length (docs/header-json.md).
+type InArchive struct {
+	// Offset, "archive_offset": where the array data starts in the file
+	// that holds this .npy (an archive whose member is stored), so that
+	// a program can map the array from that file directly; negative for
+	// none.
+	Offset int64
+	// ChunkSize and Chunks, "sozip": the member's SOZip index's chunk
+	// size and how many chunks it has; 0 for none.
+	ChunkSize, Chunks int64
+}
+
+// JSONIn is JSON with the fields in says after data_length.
+func (h *Header) JSONIn(size int64, in InArchive) ([]byte, error) {
 	if h.DType == nil {
 		return nil, fmt.Errorf("npy: header has no dtype")
 	}
@@ -223,9 +232,18 @@ func (h *Header) JSONInArchive(size, archiveOffset int64) ([]byte, error) {
 		}
 		w.int(n)
 	}
-	if archiveOffset >= 0 {
+	if in.Offset >= 0 {
 		w.key(false, "archive_offset")
-		w.int(archiveOffset)
+		w.int(in.Offset)
+	}
+	if in.Chunks > 0 {
+		w.key(false, "sozip")
+		w.b.WriteByte('{')
+		w.key(true, "chunk_size")
+		w.int(in.ChunkSize)
+		w.key(false, "chunks")
+		w.int(in.Chunks)
+		w.b.WriteByte('}')
 	}
 	w.key(false, "descr")
 	if err := w.literal(h.Descr, 0); err != nil {

@@ -352,6 +352,9 @@ func NewReader(ctx context.Context, r io.ReaderAt, size int64, opts *Options) (*
 		if e.Flags&zip.FlagUTF8 != 0 {
 			m.st.Or(flagUTF8)
 		}
+		if e.Flags&zip.FlagDataDescriptor != 0 {
+			m.st.Or(flagDescriptor)
+		}
 		m.skip(e.Unusable)
 		if reason := e.ImpossibleSize(); reason != "" && !isDirName(e.Name) {
 			m.skip(reason)

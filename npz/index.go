@@ -148,9 +148,13 @@ type noted struct {
 // which the member's key is made if it was not.
 func (x *memberIndex) note(ctx context.Context) {
 	p := x.inf.Progress()
+	if p.ChunksDropped != nil {
+		x.chunksDropped(p.ChunksDropped)
+	}
 	drop := p.Dropped != nil && !x.dropSeen.Load()
 	complete := p.Complete && !p.Loaded && !x.completeSaved.Load()
-	partial := !p.Complete && p.Indexed-x.savedAt.Load() >= partialEvery
+	// (An index from the member's SOZip index is not saved.)
+	partial := !p.Complete && !p.Chunks && p.Indexed-x.savedAt.Load() >= partialEvery
 	if !drop && (x.s == nil || (!complete && !partial)) {
 		return
 	}
@@ -547,15 +551,22 @@ func (m *Member) Indexed() int64 {
 	return l.inf.Indexed()
 }
 
-// HasSavedIndex reports whether a deflated member has a saved index
-// where the archive looks for one, its IndexStore, then its sidecar,
-// without loading it: it reads the member's local header and the ends
+// HasSavedIndex reports whether a deflated member has an index where
+// the archive looks for one, without loading it: its SOZip index (see
+// SOZip), which it reads after the member's local header; else a saved
+// index in its IndexStore, then its sidecar, for which it reads the ends
 // of its compressed data, which make the index's key, and the sidecar's
 // start or its directory. A sidecar Options.SidecarFinder finds is
 // looked for now, and waited for as long as ctx allows: for a remote
 // archive, the requests the member's first read past its first span
 // would make, made sooner.
 func (m *Member) HasSavedIndex(ctx context.Context) bool {
+	if st, _ := m.sozip(ctx); st != nil && st.x != nil {
+		return true
+	}
+	if !m.a.keepsIndexes() {
+		return false
+	}
 	x, name := m.indexKey(ctx)
 	if name == "" {
 		return false

@@ -39,6 +39,9 @@ type indexLookup struct {
 // looks again); or, while a look in the background is under way,
 // inflate.Pending.
 func (x *memberIndex) OpenIndex(ctx context.Context) (io.ReaderAt, int64, error) {
+	if !x.m.a.keepsIndexes() {
+		return nil, 0, fs.ErrNotExist
+	}
 	if x.m.a.opts.SidecarFinder == nil {
 		return x.find(ctx)
 	}
@@ -148,6 +151,12 @@ func (x *memberIndex) fromSidecar(ctx context.Context, name string) (io.ReaderAt
 		x.s.loaded.Add(1)
 	}
 	return src, size, nil
+}
+
+// keepsIndexes reports whether the archive has an IndexStore or a
+// sidecar, or may find one: where its members' saved indexes are.
+func (a *Archive) keepsIndexes() bool {
+	return a.opts.Indexes != nil || a.opts.Sidecar != nil || a.opts.SidecarFinder != nil
 }
 
 // cmpErr is err, or def when err is nil.

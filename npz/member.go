@@ -44,6 +44,7 @@ const (
 	flagUnsettled  = 1 << 14 // its npy header could not be read, for now
 	flagNoted      = 1 << 15 // why it has no views has been logged
 	flagUTF8       = 1 << 16 // its entry flags its name as UTF-8
+	flagDescriptor = 1 << 21 // its entry flags a data descriptor after its data (17 to 20: verify.go)
 )
 
 // besideFlag is the member flag of the view beside KEY.npy numbered j
@@ -97,7 +98,10 @@ type location struct {
 	dataOff int64
 	err     error
 	inf     *inflate.ReaderAt // deflated members
-	idx     *memberIndex      // its link to the archive's IndexStore, if any
+	// idx is its inflater's IndexSource (its SOZip index, and the
+	// archive's IndexStore and sidecar), for a member that needs one.
+	idx *memberIndex
+	soz atomic.Pointer[sozipState] // its SOZip index, once looked for
 }
 
 func (m *Member) state() uint32 { return m.st.Load() & stateMask }
@@ -331,7 +335,7 @@ func (m *Member) locate(ctx context.Context) *location {
 		cache := m.a.spanCache() // makes the window budget too
 		opts := &inflate.Options{SpanSize: m.a.opts.SpanSize, Cache: cache, Windows: m.a.windows, Helpers: m.a.opts.Helpers}
 		var x *memberIndex
-		if m.NeedsIndex() && (m.a.opts.Indexes != nil || m.a.opts.Sidecar != nil || m.a.opts.SidecarFinder != nil) {
+		if m.NeedsIndex() {
 			x = &memberIndex{s: m.a.opts.Indexes, m: m, off: l.dataOff}
 			opts.Index = x
 		}

@@ -337,7 +337,7 @@ func (m *Member) HeaderJSON(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := m.renderJSON(h)
+	js, err := m.renderJSON(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -351,12 +351,25 @@ func (m *Member) HeaderJSON(ctx context.Context) ([]byte, error) {
 
 // renderJSON renders the member's header.json from its header: with
 // archive_offset when the array's bytes lie as they are in the archive's
-// file (see archiveOffset).
-func (m *Member) renderJSON(h *npy.Header) ([]byte, error) {
+// file (see archiveOffset), and, for a deflated member of an archive
+// read from a file, what its SOZip index says, if it has one (read now,
+// the first time: from a file, the answer is the same each time, and so
+// is the document's length).
+func (m *Member) renderJSON(ctx context.Context, h *npy.Header) ([]byte, error) {
+	in := npy.InArchive{Offset: -1}
 	if off, ok := m.archiveOffset(); ok {
-		return h.JSONInArchive(m.e.Size, off+h.DataOffset)
+		in.Offset = off + h.DataOffset
 	}
-	return h.JSON(m.e.Size)
+	if m.a.hasFD && m.e.Method == zip.Deflated {
+		x, err := m.SOZip(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if x != nil {
+			in.ChunkSize, in.Chunks = x.ChunkSize, int64(x.Chunks)
+		}
+	}
+	return h.JSONIn(m.e.Size, in)
 }
 
 // archiveOffset is where the member's bytes start in the archive's file,
