@@ -156,6 +156,7 @@ func (r *Report) Counts() (built, loaded, split, failed, unsaved int) {
 		switch {
 		case m.Err != nil:
 			failed++
+		case m.SOZip:
 		case m.Loaded:
 			loaded++
 		default:
@@ -442,11 +443,16 @@ func (ix *indexer) archive(ctx context.Context, x *indexed, t *indexTarget) {
 		})
 	}
 	failed := slices.ContainsFunc(results, func(r MemberIndex) bool { return r.Err != nil })
-	if (ix.xo.Sidecar || ix.xo.SidecarFile != "") && !failed && len(members) > 0 {
+	done := ix.bytes(x)
+	// A member read through its SOZip index has no index to keep.
+	x.members = slices.DeleteFunc(slices.Clone(members), func(m *npz.Member) bool {
+		return results[slices.Index(members, m)].SOZip
+	})
+	if (ix.xo.Sidecar || ix.xo.SidecarFile != "") && !failed && len(x.members) > 0 {
 		ix.sidecar(ctx, x, t)
 	}
 	ix.p.current(nil)
-	ix.p.before.Add(ix.bytes(x))
+	ix.p.before.Add(done)
 }
 
 // sidecar writes an archive's sidecar where asked: to the file named, or
@@ -517,6 +523,18 @@ func pickMembers(all []*npz.Member, keys []string) (index, small []*npz.Member, 
 	return index, small, nil
 }
 
+// SOZips counts the members read through their SOZip indexes, which
+// Counts leaves out: nothing is built or saved for them.
+func (r *Report) SOZips() int {
+	n := 0
+	for _, m := range r.Members {
+		if m.Err == nil && m.SOZip {
+			n++
+		}
+	}
+	return n
+}
+
 // Summary is the report in one line, in the form npzfs index prints (see
 // README.md, "npzfs index").
 func (r *Report) Summary() string {
@@ -542,7 +560,8 @@ func (r *Report) Summary() string {
 		}
 	} else {
 		secs := r.Elapsed.Seconds()
-		fmt.Fprintf(&b, "indexed %d of %s", built+loaded, english.Plural(len(r.Members), r.membersNoun()))
+		sozips := r.SOZips()
+		fmt.Fprintf(&b, "indexed %d of %s", built+loaded+sozips, english.Plural(len(r.Members), r.membersNoun()))
 		if r.Folder {
 			fmt.Fprintf(&b, " of %s", english.Plural(r.Archives, "archive"))
 		}
@@ -559,7 +578,7 @@ func (r *Report) Summary() string {
 		for _, c := range []struct {
 			n    int
 			what string
-		}{{loaded, "already saved"}, {failed, "failed"}, {unsaved, "not saved"}, {r.Stored, "stored skipped"}, {r.Small, "small skipped"}} {
+		}{{loaded, "already saved"}, {sozips, "with a SOZip index"}, {failed, "failed"}, {unsaved, "not saved"}, {r.Stored, "stored skipped"}, {r.Small, "small skipped"}} {
 			if c.n > 0 {
 				fmt.Fprintf(&b, ", %d %s", c.n, c.what)
 			}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/testserver"
@@ -132,18 +133,34 @@ func readMounted(t *testing.T, what, file string, want []byte, off, n int64) {
 }
 
 // TestSOZipFromAnotherWriter: an archive whose members carry SOZip
-// indexes written by another writer (Python's zlib, from the spec),
-// mounted with an empty index folder, reads 64 KiB at 90% of a 24 MiB
-// member right at once: the daemon reads a chunk's compressed bytes
-// and the index, not the member (its read bytes, from /proc), and writes
-// no index; the whole member then reads right.
+// indexes written by another writer (Python's zlib, from the spec) is
+// listed with them (npzfs ls, and --json), and npzfs index builds and
+// saves nothing for them, sidecar included; mounted with an empty index
+// folder, it reads 64 KiB at 90% of a 24 MiB member right at once: the
+// daemon reads a chunk's compressed bytes and the index, not the member
+// (its read bytes, from /proc), and writes no index; the whole member
+// then reads right.
 func TestSOZipFromAnotherWriter(t *testing.T) {
-	needFuse(t)
 	needNumpy(t)
 	dir := t.TempDir()
 	archive := filepath.Join(dir, "sozip.npz")
 	big := writeSOZip(t, archive, 64<<10, "none")
 	idx := t.TempDir()
+	if r := npzfs(t, "ls", archive); r.code != 0 || !strings.Contains(r.stdout, "SOZip index: 385 chunks of 64K\n") {
+		t.Errorf("npzfs ls: exit %d, %q", r.code, r.stdout)
+	}
+	if r := npzfs(t, "ls", "--json", archive); r.code != 0 || !strings.Contains(r.stdout, `"chunk_size": 65536,`) {
+		t.Errorf("npzfs ls --json: exit %d, %q", r.code, r.stdout)
+	}
+	side := filepath.Join(dir, "sozip.npzidx")
+	r := npzfs(t, "index", "--index-dir", idx, "--sidecar-file", side, archive)
+	if r.code != 0 || !strings.Contains(r.stdout, "0 built, 2 with a SOZip index;") {
+		t.Errorf("npzfs index: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(side); err == nil || len(indexFiles(t, idx)) > 0 {
+		t.Errorf("npzfs index wrote a sidecar (%v) or indexes (%q)", err, indexFiles(t, idx))
+	}
+	needFuse(t)
 	mnt := mount(t, archive, "--index-dir", idx)
 	file := filepath.Join(mnt, "big.npy")
 	pid := theDaemon(t, mnt)

@@ -460,7 +460,8 @@ func (m *Member) indexKey(ctx context.Context) (*memberIndex, string) {
 
 // IndexResult is what BuildIndex did for a member.
 type IndexResult struct {
-	Loaded  bool  // its saved index (store or sidecar) was loaded, not built
+	Loaded  bool  // its saved index (store or sidecar), or its SOZip index, was loaded, not built
+	SOZip   bool  // it is read through its SOZip index: nothing is built or saved
 	Split   bool  // its first pass was shared among goroutines
 	Saved   bool  // the index was written to the archive's IndexStore
 	SaveErr error // why it could not be written there
@@ -528,7 +529,8 @@ func (m *Member) BuildIndex(ctx context.Context, workers int) (IndexResult, erro
 		}
 		return res, newInflateError(m.Name(), l.dataOff, m.e.Size, err)
 	}
-	res.Loaded = l.inf.Progress().Loaded
+	p := l.inf.Progress()
+	res.Loaded, res.SOZip = p.Loaded, p.Chunks
 	if x != nil {
 		x.saveWG.Wait()
 		x.mu.Lock()

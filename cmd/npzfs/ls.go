@@ -216,6 +216,9 @@ func tableRows(l *listing.Listing, archive string, human bool) [][]string {
 			dtype, method, ratio, size = "(folder)", "-", "-", "-"
 		}
 		note := join(r.Reason, r.Verify)
+		if x := r.SOZip; x != nil {
+			note = join(note, fmt.Sprintf("SOZip index: %d chunks of %s", x.Chunks, humanSize(x.ChunkSize)))
+		}
 		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
 			note = join("served as "+quoteName(m.Path()), note)
 		}

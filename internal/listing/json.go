@@ -27,6 +27,14 @@ type MemberJSON struct {
 	Reason         string          `json:"reason,omitempty"`
 	ReadError      string          `json:"read_error,omitempty"`
 	Verify         string          `json:"verify,omitempty"`
+	SOZip          *SOZipJSON      `json:"sozip,omitempty"`
+}
+
+// SOZipJSON is what a member's SOZip index says, as header.json's
+// "sozip" has it.
+type SOZipJSON struct {
+	ChunkSize int64 `json:"chunk_size"`
+	Chunks    int   `json:"chunks"`
 }
 
 // JSON is an archive's listing in ls --json, documented in the README.
@@ -82,6 +90,9 @@ func (l *Listing) JSON(ctx context.Context, archive string) JSON {
 			if h.DType.Record || h.DType.Subarray != nil {
 				j.Descr = descrJSON(ctx, m)
 			}
+		}
+		if x := r.SOZip; x != nil {
+			j.SOZip = &SOZipJSON{ChunkSize: x.ChunkSize, Chunks: x.Chunks}
 		}
 		if l.Checked && !m.IsDir() && m.Served() && r.ReadError == "" {
 			j.Verify = "ok"

@@ -45,6 +45,9 @@ type Row struct {
 	// it (npz.Member.Reason); ReadError why no byte of it can be read;
 	// Verify why reading it whole failed, when verified.
 	Reason, ReadError, Verify string
+	// SOZip is what a deflated member's SOZip index says, if it has
+	// one that matches it.
+	SOZip *npz.SOZip
 }
 
 // Counts count members by state; folders are counted as served.
@@ -75,6 +78,7 @@ func Of(ctx context.Context, a *npz.Archive, verify bool) *Listing {
 	resolveHeaders(ctx, members)
 	for _, m := range members {
 		r := Row{Member: m, Reason: m.Reason(ctx), Verify: failures[m]}
+		r.SOZip, _ = m.SOZip(ctx)
 		if m.IsNPY() && m.Served() {
 			if h, err := m.Header(ctx); err == nil {
 				r.Header = h
@@ -144,15 +148,16 @@ func verifyMembers(ctx context.Context, members []*npz.Member) map[*npz.Member]s
 	return out
 }
 
-// resolveHeaders reads the npy headers of the members with a few
-// goroutines (each member's header is read once, and the reads are
-// independent), so that listing a large archive does not wait on them one
-// by one.
+// resolveHeaders reads the npy headers of the members, and deflated
+// members' SOZip indexes, with a few goroutines (each is read once, and
+// the reads are independent), so that listing a large archive does not
+// wait on them one by one.
 func resolveHeaders(ctx context.Context, members []*npz.Member) {
 	forEach(members, func(m *npz.Member) {
 		if m.IsNPY() && m.Served() {
 			m.Header(ctx)
 		}
+		m.SOZip(ctx)
 	})
 }
 
