@@ -165,7 +165,9 @@ func (a *scheduler) prefetchAhead() spanStarts {
 		return spanStarts{}
 	}
 	from := max(a.prefetchNext, a.seqEnd)
-	until := a.seqEnd + a.spans*a.s.span
+	// a.spans spans ahead: of the index's length there (a chunk
+	// index's spans may be longer than s.span).
+	until := a.seqEnd + a.spans*max(a.s.span, a.ix.spanLen(a.seqEnd, a.s.size))
 	var pre spanStarts
 	pre.start, pre.n = a.ix.indexedStarts(from, until, a.maxPrefetch-a.prefetching)
 	pre.n = a.budget.take(pre.n)

@@ -134,10 +134,25 @@ func (ix *index) spanOf(off, size, endBit int64) (checkpoint, int64, int64) {
 	return ix.cps[k], end, endBit
 }
 
+// spanLen is the length of the indexed span holding output offset off
+// of a stream of size bytes (0 past the frontier).
+func (ix *index) spanLen(off, size int64) int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	k := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out > off })
+	switch {
+	case k < len(ix.cps):
+		return ix.cps[k].out - ix.cps[k-1].out
+	case ix.done:
+		return size - ix.cps[k-1].out
+	}
+	return 0
+}
+
 // spansIn returns the starts of the spans that hold output offsets
 // [from, to) of a stream of size bytes, when the index covers them all
-// (see covers) and they are more than one; else nil.
-func (ix *index) spansIn(from, to, size int64) []int64 {
+// (see covers) and they are at least least; else nil.
+func (ix *index) spansIn(from, to, size int64, least int) []int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	last := ix.cps[len(ix.cps)-1].out
@@ -146,7 +161,7 @@ func (ix *index) spansIn(from, to, size int64) []int64 {
 	}
 	i := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out > from }) - 1
 	j := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out >= to })
-	if j-i < 2 {
+	if j-i < least {
 		return nil
 	}
 	starts := make([]int64, j-i)

@@ -180,20 +180,33 @@ func (r *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int,
 	need := min(r.size, off+int64(len(p)))
 	r.prefetch(r.ahead.noteRead(off, need))
 	p = p[:need-off]
-	n, err := r.readSpans(ctx, p, off)
+	n, err := r.readSpans(ctx, p, off, true)
 	if err == nil && need == r.size {
 		err = io.EOF
 	}
 	return n, err
 }
 
-// readRange reads p at off, all inside the stream, span after span.
-func (r *ReaderAt) readRange(ctx context.Context, p []byte, off int64) (int, error) {
+// readSpans reads p at off, all inside the stream, in order, a span at
+// a time; with help, once the rest of it covers three spans or more
+// that the index has, the spans after the first of those are inflated
+// meanwhile (whole, into the cache, where its reads find them or wait
+// for them), on as many goroutines as the HelperBudget has places for:
+// indexed spans do not depend on one another, so a long read runs on
+// every core the budget allows. (A read of two spans, as a sequential
+// reader's crossing a span's end, is left to read-ahead.)
+func (r *ReaderAt) readSpans(ctx context.Context, p []byte, off int64, help bool) (int, error) {
 	n := 0
-	need := off + int64(len(p))
+	end := off + int64(len(p))
 	for n < len(p) {
 		pos := off + int64(n)
-		s, start, err := r.spanAt(ctx, pos, need)
+		if starts := r.helpable(help, pos, end); starts != nil {
+			if k := r.front.budget.take(len(starts) - 1); k > 0 {
+				m, err := r.readHelped(ctx, p[n:], pos, starts, k)
+				return n + m, err
+			}
+		}
+		s, start, err := r.spanAt(ctx, pos, end)
 		if err != nil {
 			return n, err
 		}
@@ -203,23 +216,19 @@ func (r *ReaderAt) readRange(ctx context.Context, p []byte, off int64) (int, err
 	return n, nil
 }
 
-// readSpans reads p at off, all inside the stream, in order; when it
-// covers three spans or more that the index has, the spans after its
-// first are inflated meanwhile (whole, into the cache, where its reads
-// find them or wait for them), on as many goroutines as the
-// HelperBudget has places for: indexed spans do not depend on one
-// another, so a long read runs on every core the budget allows. (A read
-// of two spans, as a sequential reader's crossing a span's end, is left
-// to read-ahead.)
-func (r *ReaderAt) readSpans(ctx context.Context, p []byte, off int64) (int, error) {
-	starts := r.ix.spansIn(off, off+int64(len(p)), r.size)
-	k := 0
-	if len(starts) > 2 {
-		k = r.front.budget.take(len(starts) - 1)
+// helpable is, with help, the starts of the spans holding [off, end)
+// when they are three or more that the index has; else nil.
+func (r *ReaderAt) helpable(help bool, off, end int64) []int64 {
+	if !help {
+		return nil
 	}
-	if k == 0 {
-		return r.readRange(ctx, p, off)
-	}
+	return r.ix.spansIn(off, end, r.size, 3)
+}
+
+// readHelped is readSpans for p at off, whose spans start at starts,
+// with k places of the HelperBudget taken for helpers, given back once
+// they are done.
+func (r *ReaderAt) readHelped(ctx context.Context, p []byte, off int64, starts []int64, k int) (int, error) {
 	ctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -234,7 +243,7 @@ func (r *ReaderAt) readSpans(ctx context.Context, p []byte, off int64) (int, err
 			}
 		})
 	})
-	return r.readRange(ctx, p, off)
+	return r.readSpans(ctx, p, off, false)
 }
 
 // spanAt returns the span holding output offset off, or a prefix of it
