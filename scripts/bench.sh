@@ -576,6 +576,43 @@ done
 npzfs_flags=(--no-index)
 rm -rf "$work/index-bg"
 
+# ------------------------- 4e. deflated: the same member packed (SOZip)
+
+say "4e. the 1 GiB deflated member packed (npzfs pack, SOZip chunks): first read at 90%, whole read"
+# The archive npzfs pack makes of bigdefl.npz (chunks of 1 MiB; reused
+# while newer than its input). On a fresh mount with an empty index
+# folder, as a fresh machine has it: a first 4 KiB read at 90%, beside
+# the same read of the archive as numpy wrote it; then the member read
+# whole, beside what one core inflates of the same stream (inflatebench)
+# times the cores.
+packed="$data/bigdefl-packed.npz"
+if [ ! -s "$packed" ] || [ "$packed" -ot "$bigdefl" ]; then
+  "${guard[@]}" "$npzfs" pack "$bigdefl" "$packed" >"$work/pack.out" 2>&1 || rec s4e.pack.err "$(tail -n 1 "$work/pack.out")"
+fi
+if [ -s "$packed" ]; then
+  warm "$packed"
+  for r in $(seq "$rounds"); do
+    for kind in packed plain; do
+      arch=$packed; [ $kind = plain ] && arch=$bigdefl
+      rm -rf "$work/index-4e"
+      npzfs_flags=(--index-dir "$work/index-4e")
+      if start_fs npzfs "$arch" "$mnt"; then
+        run_rd "s4e.$kind.deep" "${guard[@]}" "$rd" seq "$mnt/z/raw.bin" "$deep" 4096 4096 >/dev/null || true
+        stop_fs "$mnt"
+      fi
+    done
+    rm -rf "$work/index-4e"
+    if start_fs npzfs "$packed" "$mnt"; then
+      run_rd s4e.packed.seq "${guard[@]}" "$rd" seq "$mnt/z.npy" 0 -1 1048576 >/dev/null || true
+      stop_fs "$mnt" packed-seq
+    fi
+    out=$(GOMAXPROCS=1 "${guard[@]}" taskset -c 0 "$work/inflatebench" -runs 3 -member z.npy "$packed" 2>"$work/err") \
+      && rec s4e.onecore "$out cores=$(nproc)" || rec s4e.onecore.err "$(head -n 1 "$work/err")"
+  done
+  npzfs_flags=(--no-index)
+  rm -rf "$work/index-4e"
+fi
+
 # ------------------------------------------ 4c. the inflater on one core
 
 say "4c. the inflater on one core beside igzip and libdeflate-gunzip, on numpy-like streams"

@@ -7,8 +7,9 @@
 #   bash scripts/bench/remote.sh DATA_DIR OUT.tsv     # called by scripts/bench.sh
 #
 # DATA_DIR holds stored.npz (one float32 array x), bigdefl.npz (one
-# deflated float32 array z, 1 GiB at full size) and many.npz (100,000
-# arrays), with their gen.py sidecars. Each measurement mounts afresh. The alternatives a
+# deflated float32 array z, 1 GiB at full size), bigdefl-packed.npz (the
+# same packed by npzfs pack) and many.npz (100,000 arrays), with their
+# gen.py sidecars. Each measurement mounts afresh. The alternatives a
 # user has: curl the archive then np.load(npz)[key]; rclone mount of the
 # HTTP remote; s3fs on versitygw (uploaded with curl's SigV4), behind a
 # proxy with the same latency and cap. A figure that cannot be had is
@@ -149,6 +150,36 @@ for r in $(seq "$rounds"); do
     umountr
   fi
 done
+
+say "4b. first 4 KiB at 90% of the 1 GiB deflated member, packed (SOZip) and as numpy wrote it"
+# A fresh mount with an empty index folder (a fresh machine): the
+# requests the mount makes (its tail, and for a member over 256 MiB the
+# look for its index: the packed one's SOZip index, the other's sidecar),
+# then those the stat of raw.bin and the read make. The packed archive
+# is scripts/bench.sh's (npzfs pack of bigdefl.npz).
+if [ -s "$data/bigdefl-packed.npz" ]; then
+  for r in $(seq "$rounds"); do
+    for kind in packed plain; do
+      name=bigdefl-packed.npz; [ $kind = plain ] && name=bigdefl.npz
+      rm -rf "$work/idx-deep"
+      n0=$(requests)
+      if timeout 120 "$npzfs" mount --log "$work/npzfs.log" --index-dir "$work/idx-deep" "$P/$name" "$mnt" 2>"$work/err"; then
+        n1=$(requests)
+        size=$(stat -c %s "$mnt/z/raw.bin")
+        off=$(( size / 10 * 9 / 4096 * 4096 ))
+        o=$(timeout 600 "$py" scripts/bench/npbench.py pread "$mnt/z/raw.bin" "$off" 4096 2>"$work/err") \
+          && rec "r.deep90.$kind" "$o requests=$(( $(requests) - n1 )) mount_requests=$((n1 - n0))" \
+          || rec "r.deep90.$kind.err" "$(tail -n 1 "$work/err")"
+        umountr
+      else
+        rec "r.deep90.$kind.err" "$(head -n 1 "$work/err")"
+      fi
+    done
+  done
+  rm -rf "$work/idx-deep"
+else
+  rec r.deep90.packed.err "no packed archive in $data (scripts/bench.sh makes it)"
+fi
 
 say "5. what a user would do instead: curl then np.load(npz)[x]"
 for r in $(seq "$rounds"); do

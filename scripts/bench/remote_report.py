@@ -101,6 +101,15 @@ def section(rows):
         f"median {fmt(md, ' ms', 1)}, p99 {fmt(p99, ' ms', 1)}, {n} requests" if md is not None else err(rows, "r.rand") or "n/a",
         f"injected latency {lat_ms:g} ms", "" if md is None else f"{md / lat_ms:.2f}x",
         "<= 1 request a read, median <= 1.5x", None if md is None else (md <= 1.5 * lat_ms and n <= 1000))
+    p, u = med(rows, "r.deep90.packed", "secs"), med(rows, "r.deep90.plain", "secs")
+    n, nu = most(rows, "r.deep90.packed", "requests"), most(rows, "r.deep90.plain", "requests")
+    m, mu = most(rows, "r.deep90.packed", "mount_requests"), most(rows, "r.deep90.plain", "mount_requests")
+    row("first 4 KiB at 90% of the 1 GiB deflated member packed (`npzfs pack`, SOZip), fresh mount, empty index folder",
+        f"{fmt(p, ' s', 3)}, {n} requests after the mount's {m}" if p is not None else err(rows, "r.deep90.packed") or "n/a",
+        f"as numpy wrote it: {fmt(u, ' s')}, {nu} requests after the mount's {mu}"
+        if u is not None else f"as numpy wrote it: {err(rows, 'r.deep90.plain') or 'n/a'}",
+        "" if p is None or u is None else f"{u / p:.0f}x faster",
+        "<= 2 requests", None if n is None else n <= 2)
     out.append("")
     out.append("What a user would do instead, in the same run (`np.load(npz)['x']` of the "
                "same 1 GiB array, through the same proxy):\n")

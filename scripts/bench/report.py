@@ -175,6 +175,7 @@ def build(r, gobench):
     stored_rows(r, row)
     deflated_rows(r, row)
     index_rows(r, row)
+    packed_rows(r, row)
     inflater_rows(r, row)
     many_rows(r, row)
     many_local_rows(r, row)
@@ -304,6 +305,28 @@ def index_rows(r, row):
     row("4d", "  then a first 4 KiB read at 90%", ms(bd), "s4d.bg.deep", "ms", ms(nd), "s4d.none.deep", "ms",
         "the same read on a fresh mount without `--index`", div(nd, bd), "—", None)
 
+
+def packed_rows(r, row):
+    """Rows of step 4e: the deflated member packed (SOZip chunks), issue 40."""
+    big_h = human((r.med("s4.big.seq", "bytes") or 0) - 128)
+
+    def ms(secs):
+        return None if secs is None else secs * 1000
+
+    pd, ud = r.med("s4e.packed.deep", "secs"), r.med("s4e.plain.deep", "secs")
+    row("4e", "%s deflated member packed (`npzfs pack`, SOZip chunks of 1 MiB): fresh mount, empty index folder, "
+        "first 4 KiB read at 90%%" % big_h, ms(pd), "s4e.packed.deep", "ms", ms(ud), "s4e.plain.deep", "ms",
+        "the same read of the archive as numpy wrote it", div(ud, pd), "<= 5 ms",
+        None if pd is None else pd * 1000 <= 5)
+    seq = r.med("s4e.packed.seq", "mbps")
+    b1, t1, cores = r.med("s4e.onecore", "bytes"), r.med("s4e.onecore", "secs"), r.med("s4e.onecore", "cores")
+    one = div(b1 / MiB if b1 is not None else None, t1)
+    ref = None if one is None or cores is None else one * cores
+    q = div(seq, ref)
+    row("4e", "  the packed member read whole (z.npy, 1 MiB reads), fresh mount", seq, "s4e.packed.seq", "MiB/s",
+        ref, "s4e.onecore", "MiB/s", "%s cores x one core's inflate of its stream (%s)" % (
+            "?" if cores is None else "%d" % cores, "?" if one is None else "%.0f MiB/s" % one),
+        q, ">= 0.9x", None if q is None else q >= 0.9)
 
 
 def inflater_rows(r, row):

@@ -9,6 +9,10 @@
 // once, with N workers (1: the sequential first pass; more: the parallel
 // one), and prints "bytes=N secs=S index=B split=K" (seconds of
 // indexing, the index's size as saved, 1 if the pass was split).
+//
+// With -member NAME the file is a zip archive instead, and the stream
+// its member NAME's (a packed member's SOZip chunks inflate as one
+// stream, their flushes empty blocks).
 package main
 
 import (
@@ -24,21 +28,32 @@ import (
 
 	"github.com/npzfs/npzfs/inflate"
 	"github.com/npzfs/npzfs/npz"
+	"github.com/npzfs/npzfs/zip"
 )
 
 func main() {
 	runs := flag.Int("runs", 3, "inflate this many times, report the fastest")
 	pass := flag.Int("pass", 0, "build the index once with this many workers instead")
+	name := flag.String("member", "", "inflate this member of a zip archive, not a gzip file's stream")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: inflatebench [-runs N | -pass N] FILE.gz")
+		fmt.Fprintln(os.Stderr, "usage: inflatebench [-runs N | -pass N] [-member NAME] FILE.gz|FILE.zip")
 		os.Exit(2)
 	}
 	data, err := os.ReadFile(flag.Arg(0))
+	var body []byte
+	var crc, size uint32
+	switch {
+	case err != nil:
+	case *name != "":
+		body, crc, size, err = zipMember(data, *name)
+	default:
+		body, crc, size, err = gzipBody(data)
+	}
 	if err == nil && *pass > 0 {
-		err = index(data, *pass)
+		err = index(body, crc, size, *pass)
 	} else if err == nil {
-		err = run(data, *runs)
+		err = run(body, crc, size, *runs)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "inflatebench:", err)
@@ -46,11 +61,7 @@ func main() {
 	}
 }
 
-func run(gz []byte, runs int) error {
-	body, crc, size, err := gzipBody(gz)
-	if err != nil {
-		return err
-	}
+func run(body []byte, crc, size uint32, runs int) error {
 	best := time.Duration(-1)
 	for range runs {
 		h := crc32.NewIEEE()
@@ -71,11 +82,7 @@ func run(gz []byte, runs int) error {
 	return nil
 }
 
-func index(gz []byte, workers int) error {
-	body, crc, size, err := gzipBody(gz)
-	if err != nil {
-		return err
-	}
+func index(body []byte, crc, size uint32, workers int) error {
 	r := inflate.NewReaderAt(bytes.NewReader(body), int64(len(body)), int64(size), crc, &inflate.Options{SpanSize: npz.DefaultSpanSize})
 	t := time.Now()
 	split, err := r.IndexAllParallel(context.Background(), workers)
@@ -93,6 +100,33 @@ func index(gz []byte, workers int) error {
 	}
 	fmt.Printf("bytes=%d secs=%.6f index=%d split=%d\n", int64(size), d.Seconds(), len(idx), n)
 	return nil
+}
+
+// zipMember is the raw DEFLATE stream of the member name of the zip
+// archive b, with its CRC-32 and (32-bit) size.
+func zipMember(b []byte, name string) (body []byte, crc, size uint32, err error) {
+	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	var e *zip.Entry
+	err = z.Entries(func(x *zip.Entry) {
+		if x.Name == name && e == nil {
+			c := *x
+			e = &c
+		}
+	})
+	switch {
+	case err != nil:
+		return nil, 0, 0, err
+	case e == nil || e.Method != zip.Deflated || e.Size >= 1<<32:
+		return nil, 0, 0, fmt.Errorf("no deflated member %q of under 4 GiB", name)
+	}
+	off, err := z.DataOffset(e)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return b[off : off+e.CompressedSize], e.CRC32, uint32(e.Size), nil
 }
 
 // gzipBody is the raw DEFLATE stream of a one-member gzip file with a
