@@ -350,3 +350,35 @@ func FuzzChunks(f *testing.F) {
 		}
 	})
 }
+
+// TestChunksIndexAll: IndexAll of a chunked stream checks its CRC-32 by
+// inflating every chunk (the index stays the chunks, and the last span
+// is then served without another pass); a CRC-32 that does not hold
+// drops them, and IndexAll fails as the stream read from its start does.
+func TestChunksIndexAll(t *testing.T) {
+	data := noisyFloat32(2<<20, 82)
+	comp, ch := chunked(t, data, 64<<10, 6)
+	crc := crc32.ChecksumIEEE(data)
+	r, c := chunkReader(data, comp, 64<<10, &chunkSource{ch: ch}, crc)
+	if err := r.IndexAll(context.Background()); err != nil {
+		t.Fatalf("IndexAll: %v", err)
+	}
+	if p := r.Progress(); !p.Chunks || p.ChunksDropped != nil {
+		t.Errorf("progress %+v", p)
+	}
+	before := c.bytes.Load()
+	p := make([]byte, 100)
+	if _, err := r.ReadAt(p, int64(len(data))-100); err != io.EOF || !bytes.Equal(p, data[len(data)-100:]) {
+		t.Fatalf("last span: %v", err)
+	}
+	if n := c.bytes.Load() - before; n > int64(len(comp))/16 {
+		t.Errorf("the last span, the stream checked, read %d compressed bytes of %d", n, len(comp))
+	}
+	bad, _ := chunkReader(data, comp, 64<<10, &chunkSource{ch: ch}, crc^1)
+	if err := bad.IndexAll(context.Background()); !errors.Is(err, ErrChecksum) {
+		t.Errorf("IndexAll with another CRC-32: %v", err)
+	}
+	if p := bad.Progress(); p.Chunks || p.ChunksDropped == nil {
+		t.Errorf("with another CRC-32: progress %+v", p)
+	}
+}

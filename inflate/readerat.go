@@ -153,10 +153,23 @@ func (r *ReaderAt) Progress() Progress { return r.ix.progress(r.size) }
 func (r *ReaderAt) IndexAll(ctx context.Context) error { return r.IndexTo(ctx, r.size) }
 
 // IndexTo is IndexAll as far as output offset off: it returns once the
-// index covers off (the whole stream, for off at or past Size).
+// index covers off (the whole stream, for off at or past Size). An index
+// made from Chunks covers the stream at once, and its length and CRC-32
+// are checked for the whole stream as a read of its last span checks
+// them (the spans not inflated yet are, in parallel: see Chunks); if
+// the CRC-32 does not hold, the chunks are dropped and the stream
+// indexed from its start.
 func (r *ReaderAt) IndexTo(ctx context.Context, off int64) error {
 	off = max(min(off, r.size-1), 0)
-	return r.front.extendFor(ctx, &outRange{start: off, end: off, background: true})
+	for {
+		err := r.front.extendFor(ctx, &outRange{start: off, end: off, background: true})
+		if err != nil || off < r.size-1 {
+			return err
+		}
+		if err := r.checkChunks(ctx); !errors.Is(err, ErrBadIndex) {
+			return err
+		}
+	}
 }
 
 // ReadAt implements io.ReaderAt over the inflated bytes.

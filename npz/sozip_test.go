@@ -158,63 +158,91 @@ func (c *countedReader) ReadAt(p []byte, off int64) (int, error) {
 
 // TestSOZipRandomAccess: a deflated member followed by its SOZip index
 // (with or without a data descriptor between) is read at 90% at once,
-// reading a chunk's compressed bytes and the index, not the member;
-// every byte is right, read in any order; SOZip and HasSavedIndex say
-// it has one; and nothing is written to the index store.
+// without verification (VerifyLazy), reading a chunk's compressed bytes
+// and the index, not the member; verified first (VerifyAuto), by a pass
+// that inflates its chunks, after which a read elsewhere reads a chunk's
+// bytes again. Every byte is right, read in any order; SOZip and
+// HasSavedIndex say it has one; and nothing is written to the index
+// store.
 func TestSOZipRandomAccess(t *testing.T) {
 	data := sozipArray(t, 1<<20, 1) // 4 MiB
-	for _, desc := range []bool{false, true} {
-		z := sozipZip(t, []sozipEnt{{name: "a/x.npy", data: data, chunk: 64 << 10, descriptor: desc}, {name: "s.npy", data: data[:1000]}})
+	for _, tc := range []struct {
+		desc bool
+		mode VerifyMode
+	}{{false, VerifyLazy}, {true, VerifyLazy}, {false, VerifyAuto}} {
+		z := sozipZip(t, []sozipEnt{{name: "a/x.npy", data: data, chunk: 64 << 10, descriptor: tc.desc}, {name: "s.npy", data: data[:1000]}})
 		store, err := OpenIndexStore(t.TempDir(), 1<<30)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := &countedReader{r: bytes.NewReader(z)}
-		a, err := NewReader(context.Background(), c, int64(len(z)), &Options{SpanSize: 128 << 10, Indexes: store, Logf: t.Logf})
+		a, err := NewReader(context.Background(), c, int64(len(z)), &Options{SpanSize: 128 << 10, Indexes: store, Verify: tc.mode, Logf: t.Logf})
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := a.Member("a/x.npy")
-		f, before := m.File(), c.n.Load()
-		off := int64(len(data)) * 9 / 10
-		p := make([]byte, 4096)
-		if _, err := f.ReadAt(p, off); err != nil || !bytes.Equal(p, data[off:off+4096]) {
-			t.Fatalf("descriptor %v: read at 90%%: %v", desc, err)
+		for i, off := range []int64{int64(len(data)) * 9 / 10, int64(len(data)) / 3} {
+			before, p := c.n.Load(), make([]byte, 4096)
+			if _, err := m.File().ReadAt(p, off); err != nil || !bytes.Equal(p, data[off:off+4096]) {
+				t.Fatalf("%+v: read at %d: %v", tc, off, err)
+			}
+			n, pass := c.n.Load()-before, i == 0 && tc.mode == VerifyAuto
+			if pass && n < m.CompressedSize() || !pass && n > int64(len(data))/16 {
+				t.Errorf("%+v: a read at %d read %d bytes of a member of %d", tc, off, n, m.CompressedSize())
+			}
 		}
-		if n := c.n.Load() - before; n > int64(len(data))/16 {
-			t.Errorf("descriptor %v: a read at 90%% read %d bytes of a member of %d", desc, n, m.CompressedSize())
+		if st := a.VerifyStats(); m.Verified() != (tc.mode == VerifyAuto) || st.Passes != int64(btoi(tc.mode == VerifyAuto)) {
+			t.Errorf("%+v: verified %v, %+v", tc, m.Verified(), st)
 		}
 		x, err := m.SOZip(context.Background())
 		if err != nil || x == nil || x.ChunkSize != 64<<10 || x.Chunks != (len(data)+64<<10-1)/(64<<10) || !m.HasSavedIndex(context.Background()) {
-			t.Errorf("descriptor %v: SOZip %+v, %v", desc, x, err)
+			t.Errorf("%+v: SOZip %+v, %v", tc, x, err)
 		}
 		if x, err := a.Member("s.npy").SOZip(context.Background()); x != nil || err != nil {
 			t.Errorf("a stored member's SOZip: %+v, %v", x, err)
 		}
-		rng := rand.New(rand.NewPCG(2, 2))
-		for range 50 {
-			off := rng.Int64N(int64(len(data)))
-			p := make([]byte, min(1+rng.Int64N(300<<10), int64(len(data))-off))
-			if n, err := f.ReadAt(p, off); (err != nil && err != io.EOF) || !bytes.Equal(p[:n], data[off:off+int64(len(p))]) {
-				t.Fatalf("descriptor %v: read of %d at %d: %d, %v", desc, len(p), off, n, err)
-			}
-		}
+		readAnywhere(t, m.File(), data)
 		if err := m.Verify(context.Background(), nil); err != nil {
-			t.Errorf("descriptor %v: Verify: %v", desc, err)
+			t.Errorf("%+v: Verify: %v", tc, err)
 		}
 		a.Close()
 		store.Close()
-		var files []string
-		filepath.WalkDir(store.Path(), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if len(files) > 0 {
-			t.Errorf("descriptor %v: the store holds %q", desc, files)
+		if files := filesIn(store.Path()); len(files) > 0 {
+			t.Errorf("%+v: the store holds %q", tc, files)
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// readAnywhere reads f at random offsets, and checks its bytes are data's.
+func readAnywhere(t *testing.T, f *File, data []byte) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(2, 2))
+	for range 50 {
+		off := rng.Int64N(int64(len(data)))
+		p := make([]byte, min(1+rng.Int64N(300<<10), int64(len(data))-off))
+		if n, err := f.ReadAt(p, off); (err != nil && err != io.EOF) || !bytes.Equal(p[:n], data[off:off+int64(len(p))]) {
+			t.Fatalf("read of %d at %d: %d, %v", len(p), off, n, err)
+		}
+	}
+}
+
+// filesIn lists the files under dir.
+func filesIn(dir string) []string {
+	var files []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files
 }
 
 // TestSOZipIndexNotUsed: an index that cannot be the member's (damaged,
@@ -344,5 +372,32 @@ func TestSOZipHeaderJSON(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: sozip %s, want %s", name, got, want)
 		}
+	}
+}
+
+// TestSOZipDamagedMember: a byte changed inside a chunk of a member with
+// a SOZip index, verified before it is served (VerifyAuto): every read
+// fails, at 90% and at its start alike, as for any member whose
+// verification fails; none gives a byte.
+func TestSOZipDamagedMember(t *testing.T) {
+	data := sozipArray(t, 1<<19, 8) // 2 MiB
+	_, starts := testfiles.Chunked(t, data, 64<<10, 6)
+	for _, at := range []int64{starts[9] + 20000, starts[20] + 7, 3000} {
+		z := sozipZip(t, []sozipEnt{{name: "x.npy", data: data, chunk: 64 << 10}})
+		z[30+len("x.npy")+int(at)] ^= 0x10
+		a, err := NewReader(context.Background(), bytes.NewReader(z), int64(len(z)), &Options{Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := a.Member("x.npy").File()
+		for _, off := range []int64{int64(len(data)) * 9 / 10, 0} {
+			if n, err := f.ReadAt(make([]byte, 4096), off); err == nil || n != 0 {
+				t.Errorf("byte %d changed: read at %d: %d bytes, %v", at, off, n, err)
+			}
+		}
+		if a.Member("x.npy").Failure() == nil {
+			t.Errorf("byte %d changed: the member does not say it fails", at)
+		}
+		a.Close()
 	}
 }

@@ -414,7 +414,8 @@ func (m *Member) runPass(ctx context.Context, p *verifyPass) {
 // it reads in done, when it is not nil: a stored member's blocks on
 // every core (their CRC-32s kept as its saved index, when it is large
 // enough to have one), a deflated member's first pass (its index saved
-// as any index is), or for a small deflated member one read.
+// as any index is; with a SOZip index, its chunks inflated on every
+// core, nothing saved), or for a small deflated member one read.
 func (m *Member) pass(ctx context.Context, done *atomic.Int64) error {
 	if err := m.readable(); err != nil {
 		return err
@@ -434,10 +435,10 @@ func (m *Member) pass(ctx context.Context, done *atomic.Int64) error {
 		if done != nil {
 			done.Add(m.e.Size)
 		}
-		if res.Loaded {
+		if res.Loaded && !res.SOZip {
 			return errLoadedIndex
 		}
-		return nil
+		return nil // (a SOZip index's chunks were inflated: a pass)
 	}
 	return m.readWhole(ctx, done)
 }
