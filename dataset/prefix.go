@@ -16,12 +16,15 @@ func (d *Dataset) openPrefix(ctx context.Context, url string, g *remote.Group, o
 	if err != nil {
 		return err
 	}
-	f := remote.NewFolder(l, o.Remote.ListTTL, o.Remote.options(d.logf))
+	// Its listings count against the group's block cache.
+	ro := o.Remote.options(d.logf)
+	ro.Cache = g.Cache()
+	f := remote.NewFolder(l, o.Remote.ListTTL, ro)
 	items, err := f.List(ctx, "")
 	if err != nil {
 		return err
 	}
-	if len(items) == 0 {
+	if items.Len() == 0 {
 		return fmt.Errorf("%s holds no object (check the prefix, or the folder's listing)", l)
 	}
 	d.kind, d.folder, d.listing = Folder, folder.NewRemote(f, g), f

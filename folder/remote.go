@@ -47,13 +47,13 @@ func RemoteEntry(it remote.Item) Entry {
 
 // List implements Store.
 func (p *Remote) List(ctx context.Context, rel string) ([]Entry, error) {
-	items, err := p.f.List(ctx, rel)
+	l, err := p.f.List(ctx, rel)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, len(items))
-	for i, it := range items {
-		out[i] = RemoteEntry(it)
+	out := make([]Entry, l.Len())
+	for i := range out {
+		out[i] = RemoteEntry(l.At(i))
 	}
 	return out, nil
 }

@@ -11,6 +11,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +21,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/npzfs/npzfs/internal/mountinfo"
 )
@@ -136,12 +139,17 @@ func TestPeriodicArchive(t *testing.T) {
 	}
 }
 
+// testCgroup is a memory cgroup a test made (memoryCgroup).
+type testCgroup struct {
+	dir    string
+	v2     bool
+	events string // the file whose oom_kill line counts OOM kills
+}
+
 // memoryCgroup makes a memory cgroup limited to limit bytes (cgroup v2
-// or v1, whichever the machine has) and returns the file a process
-// joins it through and a function that counts its OOM kills. It is
-// removed when the test ends, after its processes (the test's mounts are
-// cleared first).
-func memoryCgroup(t *testing.T, limit int64) (procs string, ooms func() int) {
+// or v1, whichever the machine has). It is removed when the test ends,
+// after its processes (the test's mounts are cleared first).
+func memoryCgroup(t *testing.T, limit int64) *testCgroup {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if requireFuse() {
@@ -150,20 +158,21 @@ func memoryCgroup(t *testing.T, limit int64) (procs string, ooms func() int) {
 		t.Skip("a memory cgroup needs root")
 	}
 	self, _ := os.ReadFile("/proc/self/cgroup")
-	var dir, limitFile, events string
+	var dir string
+	cg := &testCgroup{}
 	for _, m := range mountinfo.Read() {
 		if m.FSType == "cgroup2" {
 			ctl, _ := os.ReadFile(filepath.Join(m.Dir, "cgroup.controllers"))
 			if slices.Contains(strings.Fields(string(ctl)), "memory") {
 				// Under the top, whose children processes may join.
 				os.WriteFile(filepath.Join(m.Dir, "cgroup.subtree_control"), []byte("+memory"), 0)
-				dir, limitFile, events = m.Dir, "memory.max", "memory.events"
+				dir, cg.v2, cg.events = m.Dir, true, "memory.events"
 				break
 			}
 		}
 		if m.FSType == "cgroup" && hasWord(m.Super, "memory") {
 			// Under the process's own cgroup of the hierarchy.
-			dir, limitFile, events = m.Dir, "memory.limit_in_bytes", "memory.oom_control"
+			dir, cg.events = m.Dir, "memory.oom_control"
 			for _, line := range strings.Split(string(self), "\n") {
 				if f := strings.SplitN(line, ":", 3); len(f) == 3 && hasWord(f[1], "memory") && m.Root == "/" {
 					dir = filepath.Join(m.Dir, f[2])
@@ -178,38 +187,67 @@ func memoryCgroup(t *testing.T, limit int64) (procs string, ooms func() int) {
 		}
 		t.Skip("no memory cgroup controller")
 	}
-	cg := filepath.Join(dir, fmt.Sprintf("npzfs-test-%d", os.Getpid()))
-	if err := os.Mkdir(cg, 0o755); err != nil {
+	cg.dir = filepath.Join(dir, fmt.Sprintf("npzfs-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")))
+	if err := os.Mkdir(cg.dir, 0o755); err != nil {
 		t.Fatalf("making a cgroup: %v", err)
 	}
 	t.Cleanup(func() {
-		b, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+		b, _ := os.ReadFile(cg.procs())
 		for _, f := range strings.Fields(string(b)) {
 			pid, _ := strconv.Atoi(f)
 			t.Errorf("process %d still in the test's cgroup; killing it", pid)
 			syscall.Kill(pid, syscall.SIGKILL)
 			waitGone(pid)
 		}
-		if err := os.Remove(cg); err != nil {
+		if err := os.Remove(cg.dir); err != nil {
 			t.Errorf("removing the test's cgroup: %v", err)
 		}
 	})
-	if err := os.WriteFile(filepath.Join(cg, limitFile), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+	limitFile := "memory.limit_in_bytes"
+	if cg.v2 {
+		limitFile = "memory.max"
+	}
+	if err := os.WriteFile(filepath.Join(cg.dir, limitFile), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
 		t.Fatalf("limiting the cgroup: %v", err)
 	}
 	// No swap to escape to, where the machine has some.
-	os.WriteFile(filepath.Join(cg, "memory.swap.max"), []byte("0"), 0)
-	os.WriteFile(filepath.Join(cg, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0)
-	return filepath.Join(cg, "cgroup.procs"), func() int {
-		b, _ := os.ReadFile(filepath.Join(cg, events))
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" {
-				n, _ := strconv.Atoi(f[1])
-				return n
-			}
+	os.WriteFile(filepath.Join(cg.dir, "memory.swap.max"), []byte("0"), 0)
+	os.WriteFile(filepath.Join(cg.dir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0)
+	return cg
+}
+
+// procs is the file a process joins the cgroup through.
+func (cg *testCgroup) procs() string { return filepath.Join(cg.dir, "cgroup.procs") }
+
+// via is what mountVia runs npzfs mount through for the daemon to be
+// in the cgroup from its start.
+func (cg *testCgroup) via() []string {
+	return []string{"sh", "-c", `echo $$ > "$0" && exec "$@"`, cg.procs()}
+}
+
+// ooms counts the OOM kills in the cgroup.
+func (cg *testCgroup) ooms() int {
+	b, _ := os.ReadFile(filepath.Join(cg.dir, cg.events))
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" {
+			n, _ := strconv.Atoi(f[1])
+			return n
 		}
-		return 0
 	}
+	return 0
+}
+
+// peak is the most memory charged to the cgroup (its processes' and the
+// page cache of what they read), in bytes, or 0 where the kernel does
+// not say (memory.peak came in Linux 5.19).
+func (cg *testCgroup) peak() int64 {
+	name := "memory.max_usage_in_bytes"
+	if cg.v2 {
+		name = "memory.peak"
+	}
+	b, _ := os.ReadFile(filepath.Join(cg.dir, name))
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // hasWord reports whether the comma-separated list s holds w.
@@ -231,14 +269,35 @@ func hasWord(s, w string) bool {
 func TestMemoryTargetInCgroup(t *testing.T) {
 	needFuse(t)
 	const limit = 256 << 20
-	procs, ooms := memoryCgroup(t, limit)
+	cg := memoryCgroup(t, limit)
 	archive := filepath.Join(t.TempDir(), "periodic.npz")
 	block := periodicArchive(t, archive, 4<<30)
-	twice := append(bytes.Clone(block), block...) // the data from any offset, for a period
 	logFile := filepath.Join(t.TempDir(), "npzfs.log")
-	mnt := mountVia(t, []string{"sh", "-c", `echo $$ > "$0" && exec "$@"`, procs}, archive, "--log", logFile)
+	mnt := mountVia(t, cg.via(), archive, "--log", logFile)
 	pid := theDaemon(t, mnt)
 
+	readPeriodic(t, mnt, block)
+	if n := cg.ooms(); n != 0 {
+		t.Errorf("%d processes OOM-killed in the daemon's cgroup", n)
+	}
+	if !processAlive(pid) {
+		t.Fatalf("daemon %d died", pid)
+	}
+	hwm := vmHWM(t, pid)
+	t.Logf("daemon peak resident memory %d MiB, the cgroup's peak %d MiB, in a cgroup of %d MiB", hwm>>20, cg.peak()>>20, limit>>20)
+	log, _ := os.ReadFile(logFile)
+	if !strings.Contains(string(log), "memory target 224 MiB (7/8 of the cgroup's limit of 256 MiB)") {
+		t.Errorf("the log does not give the target from the cgroup:\n%s", log)
+	}
+}
+
+// readPeriodic reads 256 MiB of a/raw.bin under mnt, a mount of a
+// periodicArchive made of block, with 8 readers at once, each from 512
+// MiB deeper than the one before (the deepest starts first: its first
+// read indexes most of the member), and checks every byte.
+func readPeriodic(t *testing.T, mnt string, block []byte) {
+	t.Helper()
+	twice := append(bytes.Clone(block), block...) // the data from any offset, for a period
 	const readers, each = 8, 256 << 20
 	var wg sync.WaitGroup
 	for i := range readers {
@@ -249,7 +308,6 @@ func TestMemoryTargetInCgroup(t *testing.T) {
 				return
 			}
 			defer f.Close()
-			// The deepest first: its first read indexes most of it.
 			off := int64(readers-1-i) * 512 << 20
 			buf := make([]byte, 1<<20)
 			for done := 0; done < each; done += len(buf) {
@@ -270,16 +328,62 @@ func TestMemoryTargetInCgroup(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := ooms(); n != 0 {
+}
+
+// listingServer serves a folder /d/ of n copies of the archive data on
+// 127.0.0.1, listed as nginx's JSON autoindex lists (shard-0000000.npz
+// ...), the listing written as it is sent (about 95 bytes an entry),
+// never held whole.
+func listingServer(t *testing.T, n int, data []byte) string {
+	t.Helper()
+	mod := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/d/" {
+			http.ServeContent(w, r, "x.npz", mod, bytes.NewReader(data))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		bw := bufio.NewWriterSize(w, 1<<20)
+		defer bw.Flush()
+		bw.WriteString("[\n")
+		for i := range n {
+			sep := ",\n"
+			if i == n-1 {
+				sep = "\n]\n"
+			}
+			fmt.Fprintf(bw, `{ "name":"shard-%07d.npz", "type":"file", "mtime":"%s", "size":%d }%s`, i, mod.Format(http.TimeFormat), len(data), sep)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/d/"
+}
+
+// TestMillionEntryListingInCgroup: an HTTP folder of 1,000,000 archives
+// (a JSON listing of 95 MB) mounts with the default flags in a memory
+// cgroup of 256 MiB: the listing is read as it comes and kept compactly,
+// within the memory for remote data; an archive of it then reads right.
+func TestMillionEntryListingInCgroup(t *testing.T) {
+	needFuse(t)
+	const limit = 256 << 20
+	cg := memoryCgroup(t, limit)
+	archive, arrays := testArchive(t)
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := listingServer(t, 1000000, data)
+	logFile := filepath.Join(t.TempDir(), "npzfs.log")
+	mnt := mountVia(t, cg.via(), url, "--log", logFile)
+	pid := theDaemon(t, mnt)
+	got, err := os.ReadFile(filepath.Join(mnt, "shard-0765432.npz", arrays[0].name))
+	if want := append(bytes.Clone(arrays[0].header), arrays[0].raw...); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s of an archive of the folder: %d bytes, %v", arrays[0].name, len(got), err)
+	}
+	if n := cg.ooms(); n != 0 {
 		t.Errorf("%d processes OOM-killed in the daemon's cgroup", n)
 	}
 	if !processAlive(pid) {
 		t.Fatalf("daemon %d died", pid)
 	}
-	hwm := vmHWM(t, pid)
-	t.Logf("daemon peak resident memory %d MiB in a cgroup of %d MiB", hwm>>20, limit>>20)
-	log, _ := os.ReadFile(logFile)
-	if !strings.Contains(string(log), "memory target 224 MiB (7/8 of the cgroup's limit of 256 MiB)") {
-		t.Errorf("the log does not give the target from the cgroup:\n%s", log)
-	}
+	t.Logf("daemon peak resident memory %d MiB, the cgroup's peak %d MiB, in a cgroup of %d MiB", vmHWM(t, pid)>>20, cg.peak()>>20, limit>>20)
 }

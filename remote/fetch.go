@@ -42,7 +42,7 @@ func (s *Source) get(first, last int64, raFrom, raTo int64) ([]*block, error) {
 	// cycle through (the least recently used blocks go).
 	if raTo > raFrom && s.changed == nil {
 		for i := raFrom / bs; i <= (raTo-1)/bs; i++ {
-			if i > last && s.blocks[i] == nil && s.cache.pending.Load() < min(s.opts.CacheBytes, s.cache.max)/2 {
+			if i > last && s.blocks[i] == nil && s.cache.pending.Load() < min(s.opts.CacheBytes, s.cache.Max())/2 {
 				missing = append(missing, i)
 			}
 		}
@@ -188,9 +188,7 @@ func (s *Source) complete(b *block, data []byte) {
 	s.cache.pending.Add(-int64(len(data)))
 	s.used += int64(len(data))
 	s.mu.Unlock()
-	for _, old := range s.cache.add(b) {
-		old.src.forget(old)
-	}
+	forget(s.cache.add(b))
 }
 
 // forget drops b, pushed out of the cache, from the source's blocks.

@@ -29,6 +29,9 @@ func NewGroup(o *Options) *Group {
 	return g
 }
 
+// Cache is the group's block cache.
+func (g *Group) Cache() *Cache { return g.cache }
+
 // Open opens b's object as Open does, as one of the group's sources, with
 // the group's options but for o's TailBytes, Head and BlockSize.
 func (g *Group) Open(ctx context.Context, b Backend, o Options) (*Source, error) {

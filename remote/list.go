@@ -7,7 +7,6 @@ import (
 	"io"
 	iofs "io/fs"
 	"path"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,10 +32,12 @@ type Item struct {
 // query strings.
 type Lister interface {
 	// List lists the folder at dir ("" for the root, else sub-folder
-	// names joined by "/"): the objects and sub-folders directly in it,
-	// in any order, each name once. A folder that holds nothing is
-	// empty, not an error.
-	List(ctx context.Context, dir string) ([]Item, error)
+	// names joined by "/"): it gives add the objects and sub-folders
+	// directly in it as it reads them, in any order, each name once, and
+	// stops at add's first error, which it returns. A folder that holds
+	// nothing is empty, not an error. A listing tried again starts
+	// afresh: what it gave add before is forgotten.
+	List(ctx context.Context, dir string, add func(Item) error) error
 	// Object is a Backend for the object at name (a path under the
 	// root, as List's names joined by "/"), sharing the Lister's client
 	// and credentials.
@@ -113,13 +114,24 @@ const DefaultListTTL = 60 * time.Second
 // users of a folder being listed wait for that one listing. Failed
 // requests are retried as a Source retries its fetches; a listing that
 // fails is not kept. It is safe for concurrent use.
+//
+// Listings are kept compactly (Listing) and count against the bound of
+// the block Cache the Folder is given (Options.Cache, a Group's), as its
+// blocks do: blocks are pushed out to make room for them, and listings
+// together may take at most 3/4 of it. A folder whose listing needs more
+// than that has the least recently used of the others dropped (listed
+// again at their next use), and fails when that is not enough, as soon
+// as the listing being read passes it: a listing never takes more memory
+// than the bound allows.
 type Folder struct {
-	l    Lister
-	ttl  time.Duration
-	opts Options
-	now  func() time.Time
+	l     Lister
+	ttl   time.Duration
+	opts  Options
+	cache *Cache
+	now   func() time.Time
 
 	lists atomic.Int64 // listings made (each one or more requests)
+	clock atomic.Int64 // counts uses of listings, for listing.used
 
 	mu   sync.Mutex
 	dirs map[string]*listing
@@ -127,22 +139,33 @@ type Folder struct {
 
 // listing is one folder's listing, done when done is closed.
 type listing struct {
-	done  chan struct{}
-	at    time.Time
-	items []Item
-	index map[string]int // by name
-	err   error
+	dir  string
+	done chan struct{}
+	at   time.Time
+	l    *Listing
+	err  error
+	used atomic.Int64 // the Folder's clock at its last use
+
+	// charged is what the listing counts against the cache (guarded by
+	// the Folder's mu, once the listing is in dirs).
+	charged int64
 }
 
 // NewFolder returns a Folder over l keeping each listing for ttl (0
 // means DefaultListTTL; a negative ttl keeps none: every use lists
-// again). Of opts, the retries, backoff, read and stall timeouts and
-// Logf apply.
+// again). Of opts, the retries, backoff, read and stall timeouts, Logf
+// and Cache apply; without a Cache, listings count against a bound of
+// CacheBytes of their own.
 func NewFolder(l Lister, ttl time.Duration, opts *Options) *Folder {
 	if ttl == 0 {
 		ttl = DefaultListTTL
 	}
-	return &Folder{l: l, ttl: ttl, opts: opts.withDefaults(), now: time.Now, dirs: map[string]*listing{}}
+	f := &Folder{l: l, ttl: ttl, opts: opts.withDefaults(), now: time.Now, dirs: map[string]*listing{}}
+	f.cache = f.opts.Cache
+	if f.cache == nil {
+		f.cache = NewCache(f.opts.CacheBytes)
+	}
+	return f
 }
 
 // Lister is the Folder's Lister.
@@ -154,14 +177,14 @@ func (f *Folder) String() string { return f.l.String() }
 // Listings is how many listings the Folder made.
 func (f *Folder) Listings() int64 { return f.lists.Load() }
 
-// List returns the items of the folder at dir (see Lister.List), sorted
-// by name, from a listing at most the TTL old.
-func (f *Folder) List(ctx context.Context, dir string) ([]Item, error) {
+// List returns the listing of the folder at dir (see Lister.List), at
+// most the TTL old.
+func (f *Folder) List(ctx context.Context, dir string) (*Listing, error) {
 	l, err := f.get(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	return l.items, nil
+	return l.l, nil
 }
 
 // Stat returns the item at name (a path under the root), from its
@@ -173,11 +196,11 @@ func (f *Folder) Stat(ctx context.Context, name string) (Item, error) {
 	if err != nil {
 		return Item{}, err
 	}
-	i, ok := l.index[base]
+	it, ok := l.l.Find(base)
 	if !ok {
 		return Item{}, fmt.Errorf("%s%s: %w", f.l, name, iofs.ErrNotExist)
 	}
-	return l.items[i], nil
+	return it, nil
 }
 
 // Forget drops the listing of dir, so that its next use lists it again:
@@ -188,10 +211,20 @@ func (f *Folder) Forget(dir string) {
 	if l := f.dirs[dir]; l != nil {
 		select {
 		case <-l.done:
-			delete(f.dirs, dir)
+			f.dropLocked(l)
 		default: // being listed: that listing is new enough
 		}
 	}
+}
+
+// dropLocked takes l, done, out of the listings kept, and what it counts
+// against the cache. f.mu is held.
+func (f *Folder) dropLocked(l *listing) {
+	if f.dirs[l.dir] == l {
+		delete(f.dirs, l.dir)
+	}
+	f.cache.unkeep(l.charged)
+	l.charged = 0
 }
 
 // get returns dir's listing: the one kept, if fresh, or a new one (which
@@ -203,17 +236,19 @@ func (f *Folder) get(ctx context.Context, dir string) (*listing, error) {
 		select {
 		case <-l.done:
 			if l.err != nil || f.now().Sub(l.at) >= f.ttl {
+				f.dropLocked(l)
 				l = nil
 			}
 		default:
 		}
 	}
 	if l == nil {
-		l = &listing{done: make(chan struct{})}
+		l = &listing{dir: dir, done: make(chan struct{})}
 		f.dirs[dir] = l
-		go f.list(dir, l)
+		go f.list(l)
 	}
 	f.mu.Unlock()
+	l.used.Store(f.clock.Add(1))
 	select {
 	case <-l.done:
 	case <-ctx.Done():
@@ -225,72 +260,95 @@ func (f *Folder) get(ctx context.Context, dir string) (*listing, error) {
 	return l, nil
 }
 
-// list makes the listing l of dir, in the background: a caller that
-// gives up leaves it to the others.
-func (f *Folder) list(dir string, l *listing) {
+// chargeEvery is how many items a listing being read adds between
+// checks of what it takes against the cache's bound.
+const chargeEvery = 4096
+
+// list makes the listing l, in the background: a caller that gives up
+// leaves it to the others.
+func (f *Folder) list(l *listing) {
 	defer close(l.done)
 	ctx, cancel := context.WithTimeout(WithStallTimeout(context.Background(), f.opts.StallTimeout), f.opts.ReadTimeout)
 	defer cancel()
 	f.lists.Add(1)
 	what := "listing"
-	if dir != "" {
-		what = "listing " + dir + "/"
+	if l.dir != "" {
+		what = "listing " + l.dir + "/"
 	}
-	var items []Item
+	var b *listingBuilder
 	l.err = retry(ctx, &f.opts, f.l, what, nil, func(ctx context.Context) error {
-		var err error
-		items, err = f.l.List(ctx, dir)
-		return err
+		b = &listingBuilder{}
+		n := 0
+		return f.l.List(ctx, l.dir, func(it Item) error {
+			if err := b.add(it); err != nil {
+				return Permanent(fmt.Errorf("%s%s: %w", f.l, strings.TrimPrefix(l.dir+"/", "/"), err))
+			}
+			if n++; n%chargeEvery == 0 {
+				return f.charge(l, b.bytes())
+			}
+			return nil
+		})
 	})
+	if l.err == nil {
+		l.l = b.done()
+		l.err = f.charge(l, l.l.Bytes())
+	}
 	if l.err != nil {
+		f.mu.Lock()
+		f.dropLocked(l)
+		f.mu.Unlock()
 		if !IsPermanent(l.err) {
 			l.err = source.Transient(l.err)
 		}
 		return
 	}
 	l.at = f.now()
-	items = sortItems(items)
-	l.items, l.index = items, make(map[string]int, len(items))
-	for i, it := range items {
-		l.index[it.Name] = i
-	}
 }
 
-// sortItems sorts items by name, a folder before an object of the same
-// name, and drops the later of two items of one name (an object KEY and
-// the prefix KEY/: the folder is kept).
-func sortItems(items []Item) []Item {
-	slices.SortFunc(items, func(a, b Item) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
+// charge has l, being read, count n bytes against the cache, making room
+// by dropping the least recently used of the other listings kept when it
+// must. Past what listings may take, it fails for good.
+func (f *Folder) charge(l *listing, n int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for {
+		ok, out := f.cache.keep(n - l.charged)
+		forget(out)
+		if ok {
+			l.charged = n
+			return nil
 		}
-		if a.Dir == b.Dir {
-			return 0
+		var victim *listing
+		for _, o := range f.dirs {
+			select {
+			case <-o.done:
+				if o != l && o.charged > 0 && (victim == nil || o.used.Load() < victim.used.Load()) {
+					victim = o
+				}
+			default:
+			}
 		}
-		if a.Dir {
-			return -1
+		if victim == nil {
+			may := fmt.Sprintf("%d MiB", f.cache.Max()/4*3>>20)
+			if f.cache.Max() < 4<<20 {
+				may = fmt.Sprintf("%d KiB", f.cache.Max()/4*3>>10)
+			}
+			return Permanent(fmt.Errorf("%s%s: the folder's listing takes more than the %s of memory a remote folder's listings may take (3/4 of --remote-cache-mb, by default a share of --memory-mb)",
+				f.l, strings.TrimPrefix(l.dir+"/", "/"), may))
 		}
-		return 1
-	})
-	out := items[:0]
-	for i, it := range items {
-		if i > 0 && it.Name == items[i-1].Name {
-			continue
-		}
-		out = append(out, it)
+		f.dropLocked(victim)
 	}
-	return out
 }
 
 // Walk calls fn for every object under the folder dir of l, sub-folders
 // too, with its path under l's root, in lexical order of paths; it stops
 // at the first error, fn's or a listing's.
 func Walk(ctx context.Context, f *Folder, dir string, fn func(name string, it Item) error) error {
-	items, err := f.List(ctx, dir)
+	l, err := f.List(ctx, dir)
 	if err != nil {
 		return err
 	}
-	for _, it := range items {
+	for it := range l.All() {
 		name := it.Name
 		if dir != "" {
 			name = dir + "/" + name

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"slices"
 	"strings"
@@ -27,14 +28,14 @@ type fakeLister struct {
 func (l *fakeLister) String() string             { return "fake://folder/" }
 func (l *fakeLister) Object(name string) Backend { return nil }
 
-func (l *fakeLister) List(ctx context.Context, dir string) ([]Item, error) {
+func (l *fakeLister) List(ctx context.Context, dir string, add func(Item) error) error {
 	l.lists.Add(1)
 	if l.gate != nil {
 		<-l.gate
 	}
 	if l.fail != nil {
 		if err := l.fail(dir); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	l.mu.Lock()
@@ -59,7 +60,12 @@ func (l *fakeLister) List(ctx context.Context, dir string) ([]Item, error) {
 		}
 		out = append(out, Item{Name: rest, Object: Object{Size: size}})
 	}
-	return out, nil
+	for _, it := range out {
+		if err := add(it); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *fakeLister) set(path string, size int64) {
@@ -72,9 +78,9 @@ func (l *fakeLister) set(path string, size int64) {
 	}
 }
 
-func names(items []Item) string {
+func names(l *Listing) string {
 	var s []string
-	for _, it := range items {
+	for it := range l.All() {
 		if it.Dir {
 			s = append(s, it.Name+"/")
 		} else {
@@ -150,7 +156,7 @@ func TestFolderSharesOneListing(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			if items, err := f.List(context.Background(), ""); err != nil || len(items) != 1 {
+			if items, err := f.List(context.Background(), ""); err != nil || items.Len() != 1 {
 				t.Errorf("%v, %v", items, err)
 			}
 		})
@@ -178,7 +184,7 @@ func TestFolderRetriesAndDoesNotKeepFailures(t *testing.T) {
 		return nil
 	}
 	f := NewFolder(l, time.Minute, &Options{Backoff: time.Millisecond})
-	if items, err := f.List(context.Background(), ""); err != nil || len(items) != 1 || l.lists.Load() != 3 {
+	if items, err := f.List(context.Background(), ""); err != nil || items.Len() != 1 || l.lists.Load() != 3 {
 		t.Errorf("after two failures: %v, %v, %d requests", items, err, l.lists.Load())
 	}
 	f = NewFolder(l, time.Minute, &Options{Backoff: time.Millisecond, Retries: -1})
@@ -191,16 +197,66 @@ func TestFolderRetriesAndDoesNotKeepFailures(t *testing.T) {
 		t.Errorf("a permanent failure: %v", err)
 	}
 	l.fail = nil
-	if items, err := f.List(context.Background(), ""); err != nil || len(items) != 1 {
+	if items, err := f.List(context.Background(), ""); err != nil || items.Len() != 1 {
 		t.Errorf("once mended: %v, %v", items, err)
+	}
+}
+
+// TestFolderListingsCountAgainstTheCache: a folder's listing pushes
+// blocks out of the cache it is given to make room for itself; one that
+// would take more than 3/4 of the cache fails for good, saying so, as
+// soon as it passes that, and the listing of another folder that needs
+// room drops the least recently used of those kept, which the next use
+// lists again.
+func TestFolderListingsCountAgainstTheCache(t *testing.T) {
+	c := NewCache(1 << 20)
+	obj := newFake(1 << 20)
+	src := open(t, obj, &Options{BlockSize: 4096, TailBytes: 4096, Cache: c, Backoff: time.Millisecond, StallTimeout: time.Second})
+	readBack(t, src, obj, 0, 900<<10)
+	src.wg.Wait()
+	l := &fakeLister{objs: map[string]int64{}}
+	for i := range 40000 {
+		l.set(fmt.Sprintf("big/o%05d.npz", i), 1)
+		if i < 20000 {
+			l.set(fmt.Sprintf("a/o%05d.npz", i), 1)
+			l.set(fmt.Sprintf("b/o%05d.npz", i), 1)
+		}
+	}
+	f := NewFolder(l, time.Minute, &Options{Cache: c})
+	ctx := context.Background()
+	a, err := f.List(ctx, "a")
+	if err != nil || a.Len() != 20000 {
+		t.Fatalf("a: %v", err)
+	}
+	if used := c.Used(); used+a.Bytes() > c.Max() || c.kept != a.Bytes() {
+		t.Errorf("blocks of %d bytes and a listing of %d counted as %d, in a cache of %d", used, a.Bytes(), c.kept, c.Max())
+	}
+	if got := src.Stats().CachedBytes; got != c.Used() {
+		t.Errorf("the source holds %d bytes, the cache %d", got, c.Used())
+	}
+	_, err = f.List(ctx, "big")
+	if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "the folder's listing takes more than the 768 KiB") {
+		t.Errorf("a listing too large: %v", err)
+	}
+	if _, err := f.List(ctx, "b"); err != nil {
+		t.Fatalf("b: %v", err)
+	}
+	n := l.lists.Load()
+	if _, err := f.List(ctx, "a"); err != nil || l.lists.Load() != n+1 {
+		t.Errorf("a, dropped for b, is listed again: %v, %d listings, want %d", err, l.lists.Load(), n+1)
 	}
 }
 
 // TestSortItemsKeepsTheFolder: an object KEY and a prefix KEY/ make one
 // item, the folder.
 func TestSortItemsKeepsTheFolder(t *testing.T) {
-	items := sortItems([]Item{{Name: "x.npz", Object: Object{Size: 3}}, {Name: "b"}, {Name: "x.npz", Dir: true}, {Name: "a"}})
-	if got := names(items); got != "a b x.npz/" {
+	var b listingBuilder
+	for _, it := range []Item{{Name: "x.npz", Object: Object{Size: 3}}, {Name: "b"}, {Name: "x.npz", Dir: true}, {Name: "a"}} {
+		if err := b.add(it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := names(b.done()); got != "a b x.npz/" {
 		t.Errorf("%q", got)
 	}
 }

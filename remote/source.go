@@ -247,9 +247,7 @@ func (s *Source) keep(off int64, data []byte) {
 		s.blocks[i] = b
 		s.used += int64(len(data))
 		s.mu.Unlock()
-		for _, old := range s.cache.add(b) {
-			old.src.forget(old)
-		}
+		forget(s.cache.add(b))
 	}
 }
 

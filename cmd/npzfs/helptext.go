@@ -216,8 +216,10 @@ bucket alone) or https://HOST/PATH/ where the server lists the folder in
 JSON (nginx's "autoindex_format json", or an index.json in it). Each
 folder is listed on first look (one request a page of 1,000 objects),
 and its listing kept --list-ttl (60s): objects added, removed or
-replaced appear, vanish or change after it. An archive is opened (its
-tail fetched) when a name inside it is first looked up; its blocks share
+replaced appear, vanish or change after it. Listings are read as they
+come and kept compactly (about 24 bytes an entry besides its name), in
+--remote-cache-mb with the blocks. An archive is opened (its tail
+fetched) when a name inside it is first looked up; its blocks share
 --remote-cache-mb with the others'.
 
 A deflated member (np.savez_compressed) is inflated from its start the

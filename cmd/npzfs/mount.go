@@ -110,7 +110,7 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	fl.IntVar(&ma.maxHeaderKB, "max-header-kb", npz.DefaultMaxHeaderLen>>10, "longest npy header read, in `KiB`: arrays with longer headers are served without views")
 	fl.Var(&ma.verify, "verify", verifyUsage)
 	fl.IntVar(&ma.maxOpen, "max-open", tree.DefaultMaxOpen, "for a folder: archives kept open when no file of theirs is in use")
-	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive or folder: memory for fetched blocks, in `MiB`, for all its archives (default 1/2 of --memory-mb)")
+	fl.IntVar(&ma.remoteCacheMB, "remote-cache-mb", 0, "for a remote archive or folder: memory for fetched blocks, in `MiB`, for all its archives, and a folder's listings (default 1/2 of --memory-mb)")
 	fl.DurationVar(&ma.listTTL, "list-ttl", remote.DefaultListTTL, "for a remote folder (s3://BUCKET/PREFIX/, https://HOST/PATH/): how long a folder's listing is kept before it is listed again (`DURATION`: 60s, 5m, 0s to list at every look)")
 	ma.remote.add(fl)
 	ma.index.add(fl, true)

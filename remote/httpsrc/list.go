@@ -1,6 +1,7 @@
 package httpsrc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,9 +20,6 @@ import (
 // ManifestName is the listing a folder may hold for servers that list
 // no folder themselves: FOLDER/index.json.
 const ManifestName = "index.json"
-
-// maxListing bounds a listing's body: about a million entries.
-const maxListing = 256 << 20
 
 // Lister is a remote.Lister of a folder on an HTTP server, one level at
 // a time, from a listing in JSON the server gives without guessing: the
@@ -92,77 +90,92 @@ func (l *Lister) Object(name string) remote.Backend {
 	return &Backend{url: u, shown: Redact(u), header: l.header, client: l.client}
 }
 
-// List implements remote.Lister.
-func (l *Lister) List(ctx context.Context, dir string) ([]remote.Item, error) {
+// List implements remote.Lister: the listing is read as it comes, an
+// entry at a time, never whole.
+func (l *Lister) List(ctx context.Context, dir string, add func(remote.Item) error) error {
 	folder := ""
 	if dir != "" {
 		folder = dir + "/"
 	}
 	if l.manifest.Load() != 1 {
-		items, ok, err := l.get(ctx, l.url(folder), true)
+		ok, err := l.get(ctx, l.url(folder), true, add)
 		if err != nil || ok {
 			if ok {
 				l.manifest.Store(2)
 			}
-			return items, err
+			return err
 		}
 		if l.manifest.Load() == 2 {
-			return nil, remote.Permanent(fmt.Errorf("%s%s: the server gives no JSON listing of this folder", l.shown, folder))
+			return remote.Permanent(fmt.Errorf("%s%s: the server gives no JSON listing of this folder", l.shown, folder))
 		}
 	}
-	items, ok, err := l.get(ctx, l.url(folder+ManifestName), false)
+	ok, err := l.get(ctx, l.url(folder+ManifestName), false, add)
 	if err != nil || ok {
 		if ok {
 			l.manifest.Store(1)
 		}
-		return items, err
+		return err
 	}
-	return nil, remote.Permanent(fmt.Errorf("%s%s: the server gives no listing npzfs can read: it must answer the folder's URL with a JSON listing (nginx: autoindex on; autoindex_format json;) or serve %s in the folder (its format: see README.md)", l.shown, folder, ManifestName))
+	return remote.Permanent(fmt.Errorf("%s%s: the server gives no listing npzfs can read: it must answer the folder's URL with a JSON listing (nginx: autoindex on; autoindex_format json;) or serve %s in the folder (its format: see README.md)", l.shown, folder, ManifestName))
 }
 
-// get asks u for a listing; ok is false, with no error, when the answer
-// is not one (for the folder's URL: not found, forbidden, or not JSON;
-// for a manifest: not found or forbidden).
-func (l *Lister) get(ctx context.Context, u string, folder bool) (items []remote.Item, ok bool, err error) {
+// get asks u for a listing and gives add its entries; ok is false, with
+// no error, when the answer is not one (for the folder's URL: not found,
+// forbidden, or not JSON; for a manifest: not found or forbidden).
+func (l *Lister) get(ctx context.Context, u string, folder bool, add func(remote.Item) error) (ok bool, err error) {
 	b := &Backend{url: u, shown: Redact(u), client: l.client, header: l.header}
 	req, err := b.get(ctx)
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := b.do(req)
 	if errors.Is(err, errRefused) {
-		return nil, false, remote.Permanent(err)
+		return false, remote.Permanent(err)
 	}
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusOK:
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusGone:
-		return nil, false, nil
+		return false, nil
 	default:
-		return nil, false, b.statusError(resp, "the listing: ")
+		return false, b.statusError(resp, "the listing: ")
 	}
 	if folder {
 		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 		if mt != "application/json" {
-			return nil, false, nil
+			return false, nil
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListing+1))
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: the listing: %w", b.shown, err)
+	body := &readErr{r: resp.Body}
+	err = ParseListing(body, add)
+	switch {
+	case err == nil:
+		return true, nil
+	case body.err != nil:
+		return true, fmt.Errorf("%s: the listing: %w", b.shown, body.err)
+	case errors.Is(err, errNotListing):
+		return true, remote.Permanent(fmt.Errorf("%s: %v", b.shown, err))
 	}
-	if len(body) > maxListing {
-		return nil, false, remote.Permanent(fmt.Errorf("%s: a listing of more than %d MiB", b.shown, maxListing>>20))
+	return true, err // add's
+}
+
+// readErr is a reader that keeps the error its reader gave, but for
+// io.EOF: a listing cut short by the network, not one that is not JSON.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
 	}
-	items, err = ParseListing(body)
-	if err != nil {
-		return nil, false, remote.Permanent(fmt.Errorf("%s: %v", b.shown, err))
-	}
-	return items, true, nil
+	return n, err
 }
 
 // listEntry is one entry of a JSON listing.
@@ -173,34 +186,57 @@ type listEntry struct {
 	MTime string `json:"mtime"`
 }
 
-// ParseListing reads a JSON listing (see Lister): files and folders
-// whose names can be file names; entries of another type, or a file
-// without a size, are left out.
-func ParseListing(b []byte) ([]remote.Item, error) {
-	var ents []listEntry
-	if err := json.Unmarshal(b, &ents); err != nil {
-		return nil, fmt.Errorf("not a JSON listing (an array of {\"name\", \"type\", \"size\", \"mtime\"}): %v", err)
+// errNotListing is wrapped by ParseListing's errors for what is not a
+// JSON listing.
+var errNotListing = errors.New("not a JSON listing (an array of {\"name\", \"type\", \"size\", \"mtime\"})")
+
+// ParseListing reads a JSON listing (see Lister) from r, an entry at a
+// time, and gives add its files and folders whose names can be file
+// names; entries of another type, or a file without a size, are left
+// out. It stops at add's first error, which it returns; what is not a
+// listing is an error wrapping errNotListing.
+func ParseListing(r io.Reader, add func(remote.Item) error) error {
+	d := json.NewDecoder(r)
+	if tok, err := d.Token(); err != nil || tok != json.Delim('[') {
+		return fmt.Errorf("%w: %v", errNotListing, cmp.Or(err, fmt.Errorf("it starts with %v", tok)))
 	}
-	items := make([]remote.Item, 0, len(ents))
-	for _, e := range ents {
-		if !remote.ValidName(e.Name) {
-			continue
+	for d.More() {
+		var e listEntry
+		if err := d.Decode(&e); err != nil {
+			return fmt.Errorf("%w: %v", errNotListing, err)
 		}
-		switch e.Type {
-		case "directory":
-			items = append(items, remote.Item{Name: e.Name, Dir: true})
-		case "file":
-			if e.Size == nil || *e.Size < 0 {
-				continue
+		if it, ok := e.item(); ok {
+			if err := add(it); err != nil {
+				return err
 			}
-			it := remote.Item{Name: e.Name, Object: remote.Object{Size: *e.Size}}
-			if t, err := http.ParseTime(e.MTime); err == nil {
-				it.LastModified = t
-			} else if t, err := time.Parse(time.RFC3339, e.MTime); err == nil {
-				it.LastModified = t
-			}
-			items = append(items, it)
 		}
 	}
-	return items, nil
+	if _, err := d.Token(); err != nil {
+		return fmt.Errorf("%w: %v", errNotListing, err)
+	}
+	return nil
+}
+
+// item is the entry as an item, if it is a file or folder whose name
+// can be a file name.
+func (e *listEntry) item() (remote.Item, bool) {
+	if !remote.ValidName(e.Name) {
+		return remote.Item{}, false
+	}
+	switch e.Type {
+	case "directory":
+		return remote.Item{Name: e.Name, Dir: true}, true
+	case "file":
+		if e.Size == nil || *e.Size < 0 {
+			return remote.Item{}, false
+		}
+		it := remote.Item{Name: e.Name, Object: remote.Object{Size: *e.Size}}
+		if t, err := http.ParseTime(e.MTime); err == nil {
+			it.LastModified = t
+		} else if t, err := time.Parse(time.RFC3339, e.MTime); err == nil {
+			it.LastModified = t
+		}
+		return it, true
+	}
+	return remote.Item{}, false
 }

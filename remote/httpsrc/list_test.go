@@ -3,6 +3,8 @@ package httpsrc
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -59,6 +61,15 @@ const nginxListing = `[
 { "name":"nosize.npz", "type":"file" }
 ]`
 
+// list is what l lists of dir, in the order it lists it.
+func list(ctx context.Context, l *Lister, dir string) (items []remote.Item, err error) {
+	err = l.List(ctx, dir, func(it remote.Item) error {
+		items = append(items, it)
+		return nil
+	})
+	return items, err
+}
+
 func describe(items []remote.Item) string {
 	var s []string
 	for _, it := range items {
@@ -90,14 +101,14 @@ func TestListerReadsJSONListings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items, err := l.List(ctx, "")
+	items, err := list(ctx, l, "")
 	if got := describe(items); err != nil || got != "a b.npz:2025-01-01 sub/" {
 		t.Errorf("nginx listing: %q, %v", got, err)
 	}
 	if items[0].Size != 123 {
 		t.Errorf("size %d", items[0].Size)
 	}
-	if items, err := l.List(ctx, "sub"); err != nil || describe(items) != "c.npz:0001-01-01" {
+	if items, err := list(ctx, l, "sub"); err != nil || describe(items) != "c.npz:0001-01-01" {
 		t.Errorf("sub-folder: %v, %v", describe(items), err)
 	}
 	if b := l.Object("sub/a b.npz").String(); b != srv.URL+"/ds/sub/a%20b.npz" {
@@ -105,10 +116,10 @@ func TestListerReadsJSONListings(t *testing.T) {
 	}
 
 	m, _ := NewLister(srv.URL+"/man/", nil)
-	if items, err := m.List(ctx, ""); err != nil || describe(items) != "x.npz:2025-02-03 deep/" {
+	if items, err := list(ctx, m, ""); err != nil || describe(items) != "x.npz:2025-02-03 deep/" {
 		t.Errorf("manifest: %q, %v", describe(items), err)
 	}
-	if items, err := m.List(ctx, "deep"); err != nil || describe(items) != "y.npz:0001-01-01" {
+	if items, err := list(ctx, m, "deep"); err != nil || describe(items) != "y.npz:0001-01-01" {
 		t.Errorf("manifest of a sub-folder: %q, %v", describe(items), err)
 	}
 	// Once a manifest answered, the folders' URLs are not asked again.
@@ -122,7 +133,7 @@ func TestListerReadsJSONListings(t *testing.T) {
 		{"/bad/", "not a JSON listing"},
 	} {
 		l, _ := NewLister(srv.URL+tc.dir, nil)
-		_, err := l.List(ctx, "")
+		_, err := list(ctx, l, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !remote.IsPermanent(err) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one permanent line with %q", tc.dir, err, tc.want)
 		}
@@ -157,11 +168,11 @@ func TestListerAgainstNginx(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	items, err := l.List(ctx, "")
+	items, err := list(ctx, l, "")
 	if err != nil || len(items) != 2 {
 		t.Fatalf("%+v, %v", items, err)
 	}
-	items, err = l.List(ctx, "sub dir")
+	items, err = list(ctx, l, "sub dir")
 	if err != nil || len(items) != 1 || items[0].Name != "b c.npz" || items[0].Size != 7000 {
 		t.Fatalf("sub-folder: %+v, %v", items, err)
 	}
@@ -179,5 +190,48 @@ func TestListerAgainstNginx(t *testing.T) {
 	}
 	if st := s.Stats(); st.Requests != 2 || st.BytesFetched < 7000 {
 		t.Errorf("opened with its first 3000 bytes, then read whole: %+v", st)
+	}
+}
+
+// TestListingReadAsItComes: a listing's entries reach add as they are
+// read, and add's error ends it as it is (a listing too large for its
+// budget); a listing cut short by the connection is an error that may
+// pass, not "not a JSON listing".
+func TestListingReadAsItComes(t *testing.T) {
+	const entry = `{"name":"x%06d.npz","type":"file","size":1},`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, "[")
+		for i := range 1000 {
+			fmt.Fprintf(w, entry, i)
+		}
+		if r.URL.Path == "/cut/" {
+			w.(http.Flusher).Flush()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		fmt.Fprint(w, `{"name":"last.npz","type":"file","size":1}]`)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	l, _ := NewLister(srv.URL+"/whole/", nil)
+	stop := errors.New("enough")
+	n := 0
+	err := l.List(ctx, "", func(it remote.Item) error {
+		if n++; n == 10 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || n != 10 {
+		t.Errorf("add's error after %d items: %v", n, err)
+	}
+	if items, err := list(ctx, l, ""); err != nil || len(items) != 1001 || items[1000].Name != "last.npz" {
+		t.Errorf("whole: %d items, %v", len(items), err)
+	}
+	l, _ = NewLister(srv.URL+"/cut/", nil)
+	if _, err := list(ctx, l, ""); err == nil || remote.IsPermanent(err) || strings.Contains(err.Error(), "not a JSON listing") {
+		t.Errorf("a listing cut short: %v, want an error that may pass", err)
 	}
 }

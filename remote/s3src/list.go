@@ -30,10 +30,11 @@ func (l *Lister) String() string { return "s3://" + l.bucket + "/" + l.prefix }
 // Object implements remote.Lister.
 func (l *Lister) Object(name string) remote.Backend { return l.c.Object(l.bucket, l.prefix+name) }
 
-// List implements remote.Lister. Keys whose name in their folder cannot
-// be a file name (see remote.ValidName: "a//b", "..") are left out, as is
-// a folder's own marker object (the key PREFIX/ itself).
-func (l *Lister) List(ctx context.Context, dir string) ([]remote.Item, error) {
+// List implements remote.Lister, a page at a time. Keys whose name in
+// their folder cannot be a file name (see remote.ValidName: "a//b", "..")
+// are left out, as is a folder's own marker object (the key PREFIX/
+// itself).
+func (l *Lister) List(ctx context.Context, dir string, add func(remote.Item) error) error {
 	prefix := l.prefix
 	if dir != "" {
 		prefix += dir + "/"
@@ -42,11 +43,10 @@ func (l *Lister) List(ctx context.Context, dir string) ([]remote.Item, error) {
 	if l.c.pageSize > 0 {
 		in.MaxKeys = aws.Int32(l.c.pageSize)
 	}
-	var items []remote.Item
 	for {
 		out, err := l.c.client.ListObjectsV2(ctx, in)
 		if err != nil {
-			return nil, l.c.explain(ctx, stringer("s3://"+l.bucket+"/"+prefix), l.bucket, err, "")
+			return l.c.explain(ctx, stringer("s3://"+l.bucket+"/"+prefix), l.bucket, err, "")
 		}
 		for _, o := range out.Contents {
 			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
@@ -57,16 +57,21 @@ func (l *Lister) List(ctx context.Context, dir string) ([]remote.Item, error) {
 			if o.LastModified != nil {
 				it.LastModified = *o.LastModified
 			}
-			items = append(items, it)
+			if err := add(it); err != nil {
+				return err
+			}
 		}
 		for _, p := range out.CommonPrefixes {
 			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(p.Prefix), prefix), "/")
-			if remote.ValidName(name) {
-				items = append(items, remote.Item{Name: name, Dir: true})
+			if !remote.ValidName(name) {
+				continue
+			}
+			if err := add(remote.Item{Name: name, Dir: true}); err != nil {
+				return err
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
-			return items, nil
+			return nil
 		}
 		in.ContinuationToken = out.NextContinuationToken
 	}

@@ -188,6 +188,15 @@ func s3Setup(t *testing.T, o *Options) (*testserver.S3, *Client) {
 	return srv, c
 }
 
+// list is what l lists of dir, in the order it lists it.
+func list(ctx context.Context, l *Lister, dir string) (items []remote.Item, err error) {
+	err = l.List(ctx, dir, func(it remote.Item) error {
+		items = append(items, it)
+		return nil
+	})
+	return items, err
+}
+
 // TestListerAgainstVersityGW lists a prefix one level at a time, in
 // pages of 2 keys: objects with their size and ETag, sub-prefixes as
 // folders, keys that cannot be file names and folder markers left out; a
@@ -222,14 +231,14 @@ func TestListerAgainstVersityGW(t *testing.T) {
 		{"ds/", "nothing", ""},
 		{"", "", "ds/ top.npz:106"},
 	} {
-		items, err := c.Lister("lst", tc.prefix).List(ctx, tc.dir)
+		items, err := list(ctx, c.Lister("lst", tc.prefix), tc.dir)
 		if got := show(items); err != nil || got != tc.want {
 			t.Errorf("list %q %q: %q, %v; want %q", tc.prefix, tc.dir, got, err, tc.want)
 		}
 	}
 	// What the listing says is what an opened object is.
 	l := c.Lister("lst", "ds/")
-	items, _ := l.List(ctx, "")
+	items, _ := list(ctx, l, "")
 	for _, head := range []bool{false, true} {
 		s, err := remote.Open(ctx, l.Object("a.npz"), &remote.Options{Head: head, TailBytes: 50})
 		if err != nil {
@@ -244,7 +253,7 @@ func TestListerAgainstVersityGW(t *testing.T) {
 		}
 		s.Close()
 	}
-	if _, err := c.Lister("nobucket", "").List(ctx, ""); err == nil || !strings.Contains(err.Error(), "no such bucket") || !remote.IsPermanent(err) {
+	if _, err := list(ctx, c.Lister("nobucket", ""), ""); err == nil || !strings.Contains(err.Error(), "no such bucket") || !remote.IsPermanent(err) {
 		t.Errorf("listing a missing bucket: %v", err)
 	}
 	if _, err := NewLister(ctx, "s3://lst/ds", &Options{Endpoint: srv.Endpoint}); err == nil {
