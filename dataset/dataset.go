@@ -248,6 +248,19 @@ func (d *Dataset) ArchiveOptions() npz.Options {
 	return ao
 }
 
+// SetBudgets resizes the dataset's budgets while it is served, for a
+// memory target that changed (memplan.Follow): the span cache to spans
+// bytes, the indexes' window budget to indexes, a remote dataset's block
+// cache (with a folder's listings) to remote. Lower ones are kept to at
+// once, as far as reads under way and listings kept allow.
+func (d *Dataset) SetBudgets(spans, indexes, remote int64) {
+	d.cache.SetBudget(spans)
+	d.opts.Archive.Windows.SetLimit(indexes)
+	if d.group != nil {
+		d.group.Cache().SetMax(remote)
+	}
+}
+
 // Close closes what Open opened: the archive or folder, a remote source
 // and its disk cache, then the index store, which waits for indexes
 // being saved.

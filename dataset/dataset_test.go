@@ -1,11 +1,15 @@
 package dataset
 
 import (
+	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npzfs/npzfs/internal/testfiles"
 	"github.com/npzfs/npzfs/npy"
@@ -94,5 +98,34 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSetBudgets: a dataset's budgets resized while it is open are what
+// its caches keep to, a remote one's block cache too.
+func TestSetBudgets(t *testing.T) {
+	archive := testfiles.Copy(t, corpus+"numpy_savez.npz", t.TempDir(), "a.npz")
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "a.npz", time.Unix(1, 0), bytes.NewReader(data))
+	}))
+	defer srv.Close()
+	for _, name := range []string{archive, srv.URL + "/a.npz"} {
+		d, err := Open(context.Background(), name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.SetBudgets(3<<20, 5<<20, 7<<20)
+		st := d.Stats()
+		if st.SpanCache.Budget != 3<<20 || d.opts.Archive.Windows.Limit() != 5<<20 {
+			t.Errorf("%s: span cache %d, windows %d", name, st.SpanCache.Budget, d.opts.Archive.Windows.Limit())
+		}
+		if d.Remote() && d.group.Cache().Max() != 7<<20 {
+			t.Errorf("%s: block cache %d", name, d.group.Cache().Max())
+		}
+		d.Close()
 	}
 }

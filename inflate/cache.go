@@ -1,9 +1,13 @@
 package inflate
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Cache is an LRU of inflated spans with a byte budget, safe for concurrent
-// use, shareable between readers.
+// use, shareable between readers. Its budget may be changed while it is
+// used (SetBudget).
 //
 // It also recycles the buffers spans are inflated into. Reading a deflated
 // member inflates its size again in spans; were each span a new buffer, the
@@ -12,7 +16,7 @@ import "sync"
 // buffer, once no read is copying from it, and the next span is inflated
 // into that. The budget bounds cached spans and spare buffers together.
 type Cache struct {
-	budget int64
+	budget atomic.Int64
 
 	mu         sync.Mutex
 	used       int64 // bytes pinned by cached spans
@@ -49,13 +53,28 @@ func newSpan(buf, data []byte) *span { return &span{data: data, buf: buf, refs: 
 // NewCache returns a cache that holds at most budget bytes of spans and
 // spare buffers.
 func NewCache(budget int64) *Cache {
-	c := &Cache{budget: budget, items: make(map[cacheKey]*span)}
+	c := &Cache{items: make(map[cacheKey]*span)}
+	c.budget.Store(budget)
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	return c
 }
 
-// Budget reports the byte budget the cache was made with.
-func (c *Cache) Budget() int64 { return c.budget }
+// Budget reports the cache's byte budget.
+func (c *Cache) Budget() int64 { return c.budget.Load() }
+
+// SetBudget changes the cache's byte budget: a lower one drops spare
+// buffers and spans, the least recently used first, at once (spans that
+// reads still copy from are freed when they are done). Readers made
+// before keep the read-ahead they chose for the budget they found.
+func (c *Cache) SetBudget(budget int64) {
+	budget = max(budget, 0)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget.Store(budget)
+	for c.used+c.spareBytes > budget && !c.empty() {
+		c.shed()
+	}
+}
 
 // Used reports the bytes the cache holds now, in spans and spare buffers.
 func (c *Cache) Used() int64 {
@@ -106,7 +125,7 @@ func (c *Cache) get(k cacheKey) *span {
 // already; the caller still holds s and must release it.
 func (c *Cache) put(k cacheKey, s *span) {
 	cost := int64(cap(s.buf))
-	if cost > c.budget {
+	if cost > c.budget.Load() {
 		return
 	}
 	c.mu.Lock()
@@ -124,7 +143,7 @@ func (c *Cache) put(k cacheKey, s *span) {
 	c.items[k] = s
 	c.used += cost
 	c.pushFront(s)
-	for c.used+c.spareBytes > c.budget {
+	for c.used+c.spareBytes > c.budget.Load() {
 		c.shed()
 	}
 }
@@ -170,7 +189,7 @@ func (c *Cache) recycle(buf []byte) {
 
 // addSpare keeps buf for alloc if the budget has room for it.
 func (c *Cache) addSpare(buf []byte) {
-	if n := int64(cap(buf)); c.used+c.spareBytes+n <= c.budget {
+	if n := int64(cap(buf)); c.used+c.spareBytes+n <= c.budget.Load() {
 		c.spare = append(c.spare, buf)
 		c.spareBytes += n
 	}
@@ -182,7 +201,7 @@ func (c *Cache) addSpare(buf []byte) {
 // buffer (from the least recently used span). A buffer larger than the
 // whole budget is never cached, so it evicts nothing.
 func (c *Cache) alloc(n int) []byte {
-	if int64(n) > c.budget {
+	if int64(n) > c.budget.Load() {
 		return make([]byte, n)
 	}
 	c.mu.Lock()
@@ -191,12 +210,15 @@ func (c *Cache) alloc(n int) []byte {
 		if b := c.takeSpare(n); b != nil {
 			return b[:n]
 		}
-		if c.used+c.spareBytes+int64(n) <= c.budget {
-			return make([]byte, n)
+		if c.used+c.spareBytes+int64(n) <= c.budget.Load() || c.empty() {
+			return make([]byte, n) // or the budget was lowered meanwhile
 		}
 		c.shed()
 	}
 }
+
+// empty reports a cache with no span and no spare buffer. c.mu is held.
+func (c *Cache) empty() bool { return len(c.spare) == 0 && c.lru.prev == &c.lru }
 
 // takeSpare removes and returns the smallest spare buffer of at least n
 // bytes, or nil.

@@ -110,3 +110,43 @@ func TestCacheRecycles(t *testing.T) {
 		t.Fatalf("used %d, or a span was evicted before the spare", c.Used())
 	}
 }
+
+// TestCacheSetBudget: a lower budget drops spare buffers and the least
+// recently used spans at once, never a span a read still holds (it is
+// freed when let go); a higher one keeps more again.
+func TestCacheSetBudget(t *testing.T) {
+	c := NewCache(400)
+	k := func(i int) cacheKey { return cacheKey{1, int64(i)} }
+	putSpan(c, k(1), "a", 100)
+	putSpan(c, k(2), "b", 100)
+	held := c.get(k(2))
+	putSpan(c, k(3), "c", 100)
+	c.recycle(make([]byte, 100)) // a spare buffer
+	if c.Used() != 400 {
+		t.Fatalf("used %d, want 400", c.Used())
+	}
+	c.SetBudget(150)
+	if c.Used() > 150 || c.Budget() != 150 || cached(c, k(1)) || cached(c, k(2)) || !cached(c, k(3)) {
+		t.Errorf("after SetBudget(150): used %d, 1 %v, 2 %v, 3 %v", c.Used(), cached(c, k(1)), cached(c, k(2)), cached(c, k(3)))
+	}
+	if string(held.data) != "b" {
+		t.Error("a span held by a read changed")
+	}
+	c.release(held) // no room for it as a spare buffer
+	if c.Used() > 150 {
+		t.Errorf("used %d after the read let go, budget 150", c.Used())
+	}
+	c.SetBudget(0)
+	if c.Used() != 0 || cached(c, k(3)) {
+		t.Errorf("after SetBudget(0): used %d", c.Used())
+	}
+	if b := c.alloc(100); len(b) != 100 {
+		t.Errorf("alloc(100) in an empty cache of no budget: %d bytes", len(b))
+	}
+	c.SetBudget(300)
+	putSpan(c, k(4), "d", 100)
+	putSpan(c, k(5), "e", 100)
+	if c.Used() != 200 || !cached(c, k(4)) || !cached(c, k(5)) {
+		t.Errorf("after SetBudget(300): used %d", c.Used())
+	}
+}

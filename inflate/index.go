@@ -100,6 +100,9 @@ type loadedIndex struct {
 func (ix *index) init(windows *WindowBudget, hooks *testHooks) {
 	ix.windows, ix.hooks = windows, hooks
 	ix.cps = []checkpoint{{state: stHeader}}
+	if windows != nil {
+		windows.join(ix)
+	}
 }
 
 // covers reports whether the index covers output offset off of a stream
@@ -299,11 +302,14 @@ func (ix *index) addWinBytes(n int64) {
 // release takes the index's windows out of its budget for good.
 func (ix *index) release() {
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	if ix.windows != nil && !ix.released {
 		ix.windows.used.Add(-ix.winBytes)
 	}
 	ix.released = true
+	ix.mu.Unlock()
+	if ix.windows != nil {
+		ix.windows.leave(ix)
+	}
 }
 
 // fitBudget keeps the index within its window budget. Once an index has
@@ -327,6 +333,22 @@ func (ix *index) fitBudget() {
 			return // nothing left to drop
 		}
 	}
+}
+
+// halve thins the index for a budget lowered (WindowBudget.SetLimit):
+// it doubles its stride until that drops checkpoints, as fitBudget does,
+// and reports whether it dropped any.
+func (ix *index) halve() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for !ix.released && ix.winBytes > 0 && len(ix.cps) > 2 && ix.stride <= int64(len(ix.cps))*4 {
+		ix.stride = max(ix.stride, 1) * 2
+		ix.windows.thinned.Add(1)
+		if ix.dropCheckpoints() {
+			return true
+		}
+	}
+	return false
 }
 
 // dropCheckpoints removes the checkpoints between the first and the last

@@ -69,18 +69,69 @@ func TestWindowBudget(t *testing.T) {
 		_, w := r.IndexStats()
 		held += w
 		checkRead(t, r, data, int64(len(data))/2, 100000) // still right after thinning
-		// Evenly thinned: the kept checkpoints are a stride apart.
-		r.ix.mu.RLock()
-		for i := 1; i+2 < len(r.ix.cps); i++ {
-			if d := r.ix.cps[i+1].seq - r.ix.cps[i].seq; r.ix.cps[i].seq%r.ix.stride != 0 || d != r.ix.stride {
-				t.Errorf("checkpoint %d (number %d) is %d spans from the next, stride %d", i, r.ix.cps[i].seq, d, r.ix.stride)
-				break
-			}
-		}
-		r.ix.mu.RUnlock()
+		evenlyThinned(t, r)
 	}
 	if held > budget.Limit()+2*(windowSize*2) || budget.Used() > budget.Limit()+2*windowSize {
 		t.Errorf("windows hold %d bytes (budget says %d) for a budget of %d", held, budget.Used(), budget.Limit())
+	}
+}
+
+// evenlyThinned checks that r's kept checkpoints are a stride apart.
+func evenlyThinned(t *testing.T, r *ReaderAt) {
+	t.Helper()
+	r.ix.mu.RLock()
+	defer r.ix.mu.RUnlock()
+	for i := 1; i+2 < len(r.ix.cps); i++ {
+		if d := r.ix.cps[i+1].seq - r.ix.cps[i].seq; r.ix.cps[i].seq%r.ix.stride != 0 || d != r.ix.stride {
+			t.Errorf("checkpoint %d (number %d) is %d spans from the next, stride %d", i, r.ix.cps[i].seq, d, r.ix.stride)
+			return
+		}
+	}
+}
+
+// TestWindowBudgetLowered: a budget lowered while readers read thins
+// their indexes at once, evenly, to fit it; reads stay right; a reader
+// released is left alone.
+func TestWindowBudgetLowered(t *testing.T) {
+	data := repeatedRandom(8<<20, 20<<10, 2)
+	comp := deflate(t, data, 6)
+	crc := crc32.ChecksumIEEE(data)
+	budget := NewWindowBudget(64 << 20)
+	var readers []*ReaderAt
+	for range 3 {
+		r := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), int64(len(data)), crc,
+			&Options{SpanSize: 32 << 10, Cache: NewCache(1 << 20), Windows: budget})
+		if err := readAllAt(r, int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+	}
+	gone := readers[2]
+	gone.Release()
+	_, goneWin := gone.IndexStats()
+	if used := budget.Used(); used < 8<<20 {
+		t.Fatalf("two indexes hold %d bytes of windows: the data does not exercise the budget", used)
+	}
+	var wg sync.WaitGroup
+	for i, r := range readers[:2] {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 10))
+			for range 40 {
+				checkRead(t, r, data, rng.Int64N(int64(len(data))-5000), 5000)
+			}
+		})
+	}
+	budget.SetLimit(1 << 20)
+	wg.Wait()
+	if budget.Thinned() == 0 || budget.Used() > budget.Limit() {
+		t.Errorf("windows hold %d bytes for a budget lowered to %d (thinned %d times)", budget.Used(), budget.Limit(), budget.Thinned())
+	}
+	for _, r := range readers[:2] {
+		checkRead(t, r, data, int64(len(data))/3, 100000)
+		evenlyThinned(t, r)
+	}
+	if _, w := gone.IndexStats(); w != goneWin {
+		t.Errorf("a released reader's windows went from %d to %d bytes", goneWin, w)
 	}
 }
 

@@ -225,6 +225,14 @@ func (cg *testCgroup) via() []string {
 	return []string{"sh", "-c", `echo $$ > "$0" && exec "$@"`, cg.procs()}
 }
 
+// join moves the process pid into the cgroup.
+func (cg *testCgroup) join(t *testing.T, pid int) {
+	t.Helper()
+	if err := os.WriteFile(cg.procs(), []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatalf("moving %d into the test's cgroup: %v", pid, err)
+	}
+}
+
 // ooms counts the OOM kills in the cgroup.
 func (cg *testCgroup) ooms() int {
 	b, _ := os.ReadFile(filepath.Join(cg.dir, cg.events))
@@ -235,6 +243,20 @@ func (cg *testCgroup) ooms() int {
 		}
 	}
 	return 0
+}
+
+// check checks that no process of the cgroup, of limit bytes, was
+// OOM-killed and that the daemon pid still runs, and logs its peak
+// resident memory and the cgroup's peak.
+func (cg *testCgroup) check(t *testing.T, pid int, limit int64) {
+	t.Helper()
+	if n := cg.ooms(); n != 0 {
+		t.Errorf("%d processes OOM-killed in the daemon's cgroup", n)
+	}
+	if !processAlive(pid) {
+		t.Fatalf("daemon %d died", pid)
+	}
+	t.Logf("daemon peak resident memory %d MiB, the cgroup's peak %d MiB, in a cgroup of %d MiB", vmHWM(t, pid)>>20, cg.peak()>>20, limit>>20)
 }
 
 // peak is the most memory charged to the cgroup (its processes' and the
@@ -260,6 +282,18 @@ func hasWord(s, w string) bool {
 	return false
 }
 
+// periodicInCgroup makes a memory cgroup of limit bytes, a
+// periodicArchive of 4 GiB and its block, and names a log file, for a
+// test of a daemon in the cgroup reading the archive.
+func periodicInCgroup(t *testing.T, limit int64) (cg *testCgroup, archive string, block []byte, logFile string) {
+	t.Helper()
+	needFuse(t)
+	cg = memoryCgroup(t, limit)
+	archive = filepath.Join(t.TempDir(), "periodic.npz")
+	block = periodicArchive(t, archive, 4<<30)
+	return cg, archive, block, filepath.Join(t.TempDir(), "npzfs.log")
+}
+
 // TestMemoryTargetInCgroup: a 4 GiB deflated member of a random 20 KiB
 // block repeated (whose index is as large as indexes get) read by 8
 // readers at once, each from deeper in it, by a daemon in a cgroup of
@@ -267,28 +301,39 @@ func hasWord(s, w string) bool {
 // from the cgroup's limit and keeps to it, so it is never OOM-killed, and
 // every byte read is right.
 func TestMemoryTargetInCgroup(t *testing.T) {
-	needFuse(t)
 	const limit = 256 << 20
-	cg := memoryCgroup(t, limit)
-	archive := filepath.Join(t.TempDir(), "periodic.npz")
-	block := periodicArchive(t, archive, 4<<30)
-	logFile := filepath.Join(t.TempDir(), "npzfs.log")
+	cg, archive, block, logFile := periodicInCgroup(t, limit)
 	mnt := mountVia(t, cg.via(), archive, "--log", logFile)
 	pid := theDaemon(t, mnt)
 
 	readPeriodic(t, mnt, block)
-	if n := cg.ooms(); n != 0 {
-		t.Errorf("%d processes OOM-killed in the daemon's cgroup", n)
-	}
-	if !processAlive(pid) {
-		t.Fatalf("daemon %d died", pid)
-	}
-	hwm := vmHWM(t, pid)
-	t.Logf("daemon peak resident memory %d MiB, the cgroup's peak %d MiB, in a cgroup of %d MiB", hwm>>20, cg.peak()>>20, limit>>20)
+	cg.check(t, pid, limit)
 	log, _ := os.ReadFile(logFile)
 	if !strings.Contains(string(log), "memory target 224 MiB (7/8 of the cgroup's limit of 256 MiB)") {
 		t.Errorf("the log does not give the target from the cgroup:\n%s", log)
 	}
+}
+
+// TestMemoryTargetFollowsTheCgroup: a daemon started with the default
+// flags outside any limit, then moved into a memory cgroup of 256 MiB,
+// follows the cgroup's limit: it logs the target it takes from it and
+// keeps to it, its caches shrunk, so that 8 readers of a 4 GiB deflated
+// member (as TestMemoryTargetInCgroup's) get every byte right and it is
+// never OOM-killed.
+func TestMemoryTargetFollowsTheCgroup(t *testing.T) {
+	const limit = 256 << 20
+	cg, archive, block, logFile := periodicInCgroup(t, limit)
+	// An index folder of its own: no index saved by another test.
+	mnt := mountVia(t, []string{"env", "XDG_CACHE_HOME=" + t.TempDir()}, archive, "--log", logFile)
+	pid := theDaemon(t, mnt)
+	cg.join(t, pid)
+	const followed = "the cgroup's memory limit changed: memory target 224 MiB (7/8 of the cgroup's limit of 256 MiB)"
+	eventually(t, "the daemon logs the cgroup's limit", func() bool {
+		log, _ := os.ReadFile(logFile)
+		return strings.Contains(string(log), followed)
+	})
+	readPeriodic(t, mnt, block)
+	cg.check(t, pid, limit)
 }
 
 // readPeriodic reads 256 MiB of a/raw.bin under mnt, a mount of a
@@ -379,11 +424,5 @@ func TestMillionEntryListingInCgroup(t *testing.T) {
 	if want := append(bytes.Clone(arrays[0].header), arrays[0].raw...); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("%s of an archive of the folder: %d bytes, %v", arrays[0].name, len(got), err)
 	}
-	if n := cg.ooms(); n != 0 {
-		t.Errorf("%d processes OOM-killed in the daemon's cgroup", n)
-	}
-	if !processAlive(pid) {
-		t.Fatalf("daemon %d died", pid)
-	}
-	t.Logf("daemon peak resident memory %d MiB, the cgroup's peak %d MiB, in a cgroup of %d MiB", vmHWM(t, pid)>>20, cg.peak()>>20, limit>>20)
+	cg.check(t, pid, limit)
 }

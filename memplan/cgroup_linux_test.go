@@ -72,3 +72,35 @@ func TestCgroupLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcher: a watcher follows its limit files as they change,
+// reading the mount table again only when the process's cgroups change.
+func TestWatcher(t *testing.T) {
+	dir := t.TempDir()
+	writeLimits(t, dir, map[string]string{"a/memory.max": "max", "b/memory.max": "268435456"})
+	cgroups := "0::/a\n"
+	var mounts int
+	w := watcher{
+		read: func(name string) ([]byte, error) {
+			if name == "/proc/self/cgroup" {
+				return []byte(cgroups), nil
+			}
+			return os.ReadFile(name)
+		},
+		mounts: func() []mountinfo.Entry {
+			mounts++
+			return []mountinfo.Entry{{Dir: dir, Root: "/", FSType: "cgroup2"}}
+		},
+	}
+	if got := w.limit(); got != 0 {
+		t.Errorf("no limit: %d", got)
+	}
+	writeLimits(t, dir, map[string]string{"a/memory.max": "536870912"})
+	if got := w.limit(); got != 512<<20 || mounts != 1 {
+		t.Errorf("a limit set: %d, %d readings of the mount table", got, mounts)
+	}
+	cgroups = "0::/b\n" // moved
+	if got := w.limit(); got != 256<<20 || mounts != 2 {
+		t.Errorf("moved: %d, %d readings of the mount table", got, mounts)
+	}
+}

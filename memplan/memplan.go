@@ -1,11 +1,14 @@
 // Package memplan plans a daemon's memory: one target, from the command
 // line or the memory limit of the process's cgroup, and the shares of it
-// each cache and budget gets. It computes; the command applies the plan
-// (Go's soft memory limit is the process's, set once, in main).
+// each cache and budget gets; it makes the target Go's soft memory limit
+// (SetMemoryLimit), and follows the cgroup's limit while the daemon runs
+// (Follow), for the daemon to resize its caches to each new plan.
 package memplan
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 )
 
 // DefaultMemoryTarget is a daemon's memory target where neither the
@@ -35,9 +38,12 @@ type Plan struct {
 	Target    int64 // bytes
 	SpanCache int64 // inflated spans (npz.Options.CacheBytes): 1/32 of Target
 	Indexes   int64 // checkpoints' windows (npz.Options.IndexBytes): 1/8
-	Remote    int64 // a remote archive's fetched blocks: 1/2
+	Remote    int64 // a remote dataset's fetched blocks and folder listings: 1/2
 	// Why says where Target comes from, for the log.
 	Why string
+	// given is what Make was asked for (Target and the budgets), for
+	// ForLimit.
+	given [4]int64
 }
 
 // Make completes want: each budget set (non-zero) is kept, each
@@ -47,17 +53,31 @@ type Plan struct {
 // raised to twice the budgets set when they take more than half of it. A
 // target set below the budgets set is an error.
 func Make(want Plan) (Plan, error) {
-	m := want
+	set := want.SpanCache + want.Indexes + want.Remote
+	if want.Target > 0 && set > want.Target {
+		return want, fmt.Errorf("the memory target of %d MiB is less than the budgets given (%d MiB)", want.Target>>20, set>>20)
+	}
+	return plan([4]int64{want.Target, want.SpanCache, want.Indexes, want.Remote}, CgroupLimit()), nil
+}
+
+// ForLimit is the plan what m was made from (Make's want) makes where the
+// process's cgroup has a memory limit of limit bytes (0: none).
+func (m Plan) ForLimit(limit int64) Plan { return plan(m.given, limit) }
+
+// plan is Make's plan for given (Target, SpanCache, Indexes, Remote), under
+// a cgroup memory limit of limit bytes (0: none).
+func plan(given [4]int64, limit int64) Plan {
+	m := Plan{Target: given[0], SpanCache: given[1], Indexes: given[2], Remote: given[3], given: given}
 	set := m.SpanCache + m.Indexes + m.Remote
 	switch {
 	case m.Target > 0:
-		if set > m.Target {
-			return m, fmt.Errorf("the memory target of %d MiB is less than the budgets given (%d MiB)", m.Target>>20, set>>20)
-		}
 		m.Why = "as given"
+		if limit > 0 && m.Target > int64(float64(limit)*cgroupShare) {
+			m.Why = fmt.Sprintf("as given, though the cgroup's limit is %d MiB", limit>>20)
+		}
 	default:
 		m.Target, m.Why = DefaultMemoryTarget, "the default"
-		if limit := CgroupLimit(); limit > 0 && int64(float64(limit)*cgroupShare) < m.Target {
+		if limit > 0 && int64(float64(limit)*cgroupShare) < m.Target {
 			m.Target = int64(float64(limit) * cgroupShare)
 			m.Why = fmt.Sprintf("7/8 of the cgroup's limit of %d MiB", limit>>20)
 		}
@@ -74,10 +94,21 @@ func Make(want Plan) (Plan, error) {
 	share(&m.SpanCache, 32)
 	share(&m.Indexes, 8)
 	share(&m.Remote, 2)
-	return m, nil
+	return m
+}
+
+// SetMemoryLimit makes the plan's target Go's soft memory limit, unless
+// the GOMEMLIMIT environment variable sets one (the user's setting
+// stands). It returns the limit in effect.
+func SetMemoryLimit(m Plan) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	debug.SetMemoryLimit(m.Target)
+	return m.Target
 }
 
 func (m Plan) String() string {
-	return fmt.Sprintf("memory target %d MiB (%s): inflated spans %d MiB, indexes %d MiB, remote blocks %d MiB",
+	return fmt.Sprintf("memory target %d MiB (%s): inflated spans %d MiB, indexes %d MiB, remote blocks and listings %d MiB",
 		m.Target>>20, m.Why, m.SpanCache>>20, m.Indexes>>20, m.Remote>>20)
 }

@@ -1,8 +1,13 @@
 package memplan
 
 import (
+	"context"
+	"os"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestMake: budgets not given are shares of the target; given ones
@@ -37,5 +42,76 @@ func TestMake(t *testing.T) {
 	m, _ = Make(Plan{SpanCache: 1 << 30})
 	if m.Target < 2<<30 || m.Indexes != m.Target/8 {
 		t.Errorf("a 1 GiB span cache given: %v", m)
+	}
+}
+
+// TestForLimit: the plan for another cgroup limit is made from what the
+// first was made from: a target not given follows the limit, down and up
+// again; one given stays, its reason naming a limit below it; budgets
+// given stay.
+func TestForLimit(t *testing.T) {
+	m := plan([4]int64{}, 0)
+	low := m.ForLimit(256 << 20)
+	if low.Target != 224<<20 || low.SpanCache != 7<<20 || low.Indexes != 28<<20 || low.Remote != 112<<20 || !strings.Contains(low.Why, "cgroup's limit of 256 MiB") {
+		t.Errorf("under 256 MiB: %v", low)
+	}
+	if back := low.ForLimit(0); back != m || back.Target != DefaultMemoryTarget {
+		t.Errorf("without a limit again: %v, want %v", back, m)
+	}
+	given, err := Make(Plan{Target: 512 << 20, Indexes: 100 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := given.ForLimit(256 << 20); p.Target != 512<<20 || p.Indexes != 100<<20 || p.SpanCache != 16<<20 || !strings.Contains(p.Why, "as given, though the cgroup's limit is 256 MiB") {
+		t.Errorf("a target given, under 256 MiB: %v", p)
+	}
+	if p := plan([4]int64{0, 0, 100 << 20, 0}, 0).ForLimit(128 << 20); p.Target != 200<<20 || p.Indexes != 100<<20 || p.Why != "twice the budgets given" {
+		t.Errorf("a budget given, under 128 MiB: %v", p)
+	}
+}
+
+// TestFollow: follow applies each plan a new limit makes, once, and
+// nothing while the limit stays.
+func TestFollow(t *testing.T) {
+	var limit atomic.Int64
+	applied := make(chan Plan)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var n int
+	go func() {
+		defer close(done)
+		follow(ctx, plan([4]int64{}, 0), time.Millisecond, limit.Load, func(p Plan) {
+			n++
+			applied <- p
+		})
+	}()
+	for _, l := range []int64{256 << 20, 1 << 30, 128 << 20} {
+		limit.Store(l)
+		want := min(l/8*7, DefaultMemoryTarget)
+		if p := <-applied; p.Target != want {
+			t.Errorf("limit %d MiB: target %d MiB, want %d", l>>20, p.Target>>20, want>>20)
+		}
+	}
+	cancel()
+	<-done
+	if n != 3 {
+		t.Errorf("%d plans applied for 3 limits", n)
+	}
+}
+
+// TestSetMemoryLimit: the target becomes Go's soft memory limit, unless
+// GOMEMLIMIT sets one.
+func TestSetMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(prev)
+	m := Plan{Target: 300 << 20}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(1 << 30)
+	if got := SetMemoryLimit(m); got != 1<<30 || debug.SetMemoryLimit(-1) != 1<<30 {
+		t.Errorf("with GOMEMLIMIT set: %d, want the user's 1 GiB", got)
+	}
+	os.Unsetenv("GOMEMLIMIT")
+	if got := SetMemoryLimit(m); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
+		t.Errorf("without GOMEMLIMIT: %d, want the target", got)
 	}
 }

@@ -11,8 +11,8 @@ import (
 // block used least recently, of whichever source, goes first. It also
 // bounds their read-ahead in flight together, to half its bound. What
 // is kept beside the blocks (a Folder's listings) counts against the
-// bound too, and may take up to 3/4 of it. It is safe for concurrent
-// use.
+// bound too, and may take up to 3/4 of it. The bound may be changed
+// while the cache is used (SetMax). It is safe for concurrent use.
 //
 // A source's own lock may be held when the cache's is taken (to mark a
 // block used), never the other way round: blocks pushed out are dropped
@@ -40,6 +40,21 @@ func NewCache(maxBytes int64) *Cache {
 
 // Max is the cache's bound.
 func (c *Cache) Max() int64 { return c.max.Load() }
+
+// SetMax changes the cache's bound to maxBytes (0 means
+// DefaultCacheBytes): a lower one pushes blocks out at once, the least
+// recently used first; what is kept beside them stays until it is let
+// go.
+func (c *Cache) SetMax(maxBytes int64) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	c.mu.Lock()
+	c.max.Store(maxBytes)
+	out := c.trimLocked()
+	c.mu.Unlock()
+	forget(out)
+}
 
 // Used is the bytes of blocks it holds.
 func (c *Cache) Used() int64 {

@@ -210,10 +210,7 @@ func TestFolderRetriesAndDoesNotKeepFailures(t *testing.T) {
 // lists again.
 func TestFolderListingsCountAgainstTheCache(t *testing.T) {
 	c := NewCache(1 << 20)
-	obj := newFake(1 << 20)
-	src := open(t, obj, &Options{BlockSize: 4096, TailBytes: 4096, Cache: c, Backoff: time.Millisecond, StallTimeout: time.Second})
-	readBack(t, src, obj, 0, 900<<10)
-	src.wg.Wait()
+	_, src := cachedSource(t, c, 900<<10)
 	l := &fakeLister{objs: map[string]int64{}}
 	for i := range 40000 {
 		l.set(fmt.Sprintf("big/o%05d.npz", i), 1)

@@ -475,6 +475,36 @@ func TestSharedCacheBoundsSources(t *testing.T) {
 	}
 }
 
+// cachedSource opens an object of 1 MiB in blocks of 4 KiB cached in c,
+// and reads its first n bytes.
+func cachedSource(t *testing.T, c *Cache, n int64) (*fake, *Source) {
+	t.Helper()
+	f := newFake(1 << 20)
+	s := open(t, f, &Options{BlockSize: 4096, TailBytes: 4096, Cache: c, Backoff: time.Millisecond, StallTimeout: time.Second})
+	readBack(t, s, f, 0, n)
+	s.wg.Wait() // and its read-ahead
+	return f, s
+}
+
+// TestCacheSetMax: a cache's bound lowered pushes the least recently
+// used blocks out of their sources at once; reads go on right, within the
+// new bound.
+func TestCacheSetMax(t *testing.T) {
+	c := NewCache(256 << 10)
+	f, s := cachedSource(t, c, 200<<10)
+	c.SetMax(16 << 10)
+	if c.Used() > 16<<10 || s.Stats().CachedBytes != c.Used() || c.Max() != 16<<10 {
+		t.Errorf("after SetMax(16 KiB): the cache holds %d bytes, the source %d", c.Used(), s.Stats().CachedBytes)
+	}
+	for off := int64(0); off < 1<<20; off += 50 << 10 {
+		readBack(t, s, f, off, 9000)
+	}
+	s.wg.Wait()
+	if c.Used() > 16<<10 {
+		t.Errorf("the cache holds %d bytes, more than its %d", c.Used(), c.Max())
+	}
+}
+
 // TestReadAheadStopsAtTheReadLimit: a sequential reader whose reads carry
 // a source.ReadLimit (a member's end) has nothing fetched past it.
 func TestReadAheadStopsAtTheReadLimit(t *testing.T) {

@@ -15,12 +15,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/npzfs/npzfs/memplan"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/spf13/pflag"
 )
@@ -238,18 +236,6 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	}
 	fmt.Fprintf(stderr, "npzfs %s: %v\n", cmd, err)
 	return exitFail
-}
-
-// setMemoryLimit makes the plan's target Go's soft memory limit, unless
-// the GOMEMLIMIT environment variable sets one (the user's setting
-// stands). It returns the limit in effect. It is the process's setting:
-// a daemon sets it once, before it serves.
-func setMemoryLimit(m memplan.Plan) int64 {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return debug.SetMemoryLimit(-1)
-	}
-	debug.SetMemoryLimit(m.Target)
-	return m.Target
 }
 
 // interruptible is the context of a command that may wait on a server:

@@ -2,12 +2,8 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"runtime/debug"
 	"strings"
 	"testing"
-
-	"github.com/npzfs/npzfs/memplan"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -73,22 +69,5 @@ func TestVersion(t *testing.T) {
 		if code != exitOK || out != "npzfs "+versionString()+"\n" || errs != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
-	}
-}
-
-// TestSetMemoryLimit: the target becomes Go's soft memory limit, unless
-// GOMEMLIMIT sets one.
-func TestSetMemoryLimit(t *testing.T) {
-	prev := debug.SetMemoryLimit(-1)
-	defer debug.SetMemoryLimit(prev)
-	m := memplan.Plan{Target: 300 << 20}
-	t.Setenv("GOMEMLIMIT", "1GiB")
-	debug.SetMemoryLimit(1 << 30)
-	if got := setMemoryLimit(m); got != 1<<30 || debug.SetMemoryLimit(-1) != 1<<30 {
-		t.Errorf("with GOMEMLIMIT set: %d, want the user's 1 GiB", got)
-	}
-	os.Unsetenv("GOMEMLIMIT")
-	if got := setMemoryLimit(m); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
-		t.Errorf("without GOMEMLIMIT: %d, want the target", got)
 	}
 }

@@ -305,9 +305,9 @@ func (ma *mountArgs) serve(logger *log.Logger, ready func(daemon.Ready)) error {
 	if err != nil {
 		return err
 	}
-	setMemoryLimit(mem)
+	memplan.SetMemoryLimit(mem)
 	return daemon.Serve(&daemon.Config{
-		Source: ma.archive, Mountpoint: ma.mountpoint, Dataset: opts, MaxOpen: ma.maxOpen,
+		Source: ma.archive, Mountpoint: ma.mountpoint, Dataset: opts, Memory: mem, MaxOpen: ma.maxOpen,
 		MountOptions: ma.options, Debug: ma.debug, ReadAheadKB: ma.readAheadKB, Index: ma.buildIndex,
 		Options: ma.shownOptions(), Log: ma.logTarget, Logger: logger, Owner: ma.owner, RemoveMountpoint: ma.rmdir,
 	}, func(r daemon.Ready) {

@@ -90,7 +90,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "serve", err.Error())
 	}
-	setMemoryLimit(mem)
+	memplan.SetMemoryLimit(mem)
 	logger := log.New(stderr, "npzfs serve: ", 0)
 	opts := &dataset.Options{
 		Archive: npz.Options{CacheBytes: mem.SpanCache, IndexBytes: mem.Indexes, MaxHeaderLen: sa.maxHeaderKB << 10,
@@ -110,6 +110,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if d.Kind() == dataset.Folder {
 		return fail(stderr, "serve", fmt.Errorf("%s is a folder: serve takes one archive (.npz or .npy)", d.Name()))
 	}
+	stopFollowing := memplan.Follow(mem, func(p memplan.Plan) { d.SetBudgets(p.SpanCache, p.Indexes, p.Remote) })
+	defer stopFollowing() // before the dataset is closed
 	// A client gone makes writes fail (EPIPE), not kill the server
 	// before it closes the archive.
 	signal.Ignore(syscall.SIGPIPE)

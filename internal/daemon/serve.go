@@ -29,6 +29,7 @@ import (
 	npzfs "github.com/npzfs/npzfs/fs"
 	"github.com/npzfs/npzfs/indexer"
 	"github.com/npzfs/npzfs/internal/mountinfo"
+	"github.com/npzfs/npzfs/memplan"
 	"github.com/npzfs/npzfs/npz"
 	"github.com/npzfs/npzfs/tree"
 	"github.com/npzfs/npzfs/zip"
@@ -47,6 +48,11 @@ type Config struct {
 	// sources. With an IndexDir, Ready counts the large deflated members
 	// that have no saved index.
 	Dataset *dataset.Options
+	// Memory is the memory plan the dataset's budgets were made from
+	// (memplan.Make): once the mount is live, the daemon follows its
+	// cgroup's memory limit, resizing them to each new plan
+	// (memplan.Follow). The zero Plan follows nothing.
+	Memory memplan.Plan
 	// MaxOpen bounds a folder's archives kept open (tree.Options).
 	MaxOpen int
 	// MountOptions are passed to the mount (-o: allow_other, noatime, ...).
@@ -95,7 +101,8 @@ type Ready struct {
 // (members that cannot be read) once it is live, and serves until
 // unmounted (by npzfs unmount, or here on SIGINT/SIGTERM). It answers
 // npzfs status meanwhile (Statuses). The process's memory limit is the
-// caller's to set, before.
+// caller's to set, before; the daemon changes it when it follows its
+// cgroup's (Config.Memory).
 func Serve(cfg *Config, ready func(Ready)) error {
 	logger := cfg.Logger
 	// Catch the signals before mounting: one that arrives while the
@@ -158,6 +165,13 @@ func Serve(cfg *Config, ready func(Ready)) error {
 	}
 	mp.unlock()
 	ready(cfg.readyStatus(mp, d))
+	if cfg.Memory.Target > 0 {
+		stop := memplan.Follow(cfg.Memory, func(p memplan.Plan) {
+			logger.Printf("the cgroup's memory limit changed: %v", p)
+			d.SetBudgets(p.SpanCache, p.Indexes, p.Remote)
+		})
+		defer stop() // before the dataset is closed
+	}
 	if bg != nil {
 		stop := runInBackground(bg, logger)
 		defer stop()
