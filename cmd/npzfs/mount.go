@@ -43,10 +43,8 @@ func init() {
 
 type mountArgs struct {
 	archive, mountpoint string
-	foreground          bool
 	debug               bool
 	options             []string
-	logFile             string
 	memoryMB            int
 	cacheMB             int
 	indexMB             int
@@ -54,15 +52,23 @@ type mountArgs struct {
 	maxHeaderKB         int
 	verify              verifyFlag
 	maxOpen             int
-	readyFD             int // daemon mode: report readiness on this fd
 	remoteCacheMB       int
 	remote              remoteFlags
 	listTTL             time.Duration
 	index               indexFlags
 	buildIndex          bool
-	owner               int
-	rmdir               bool
-	logTarget           string // where the daemon's messages go, for npzfs status
+	life                lifeArgs
+}
+
+// lifeArgs are the flags of a daemon's life: how it starts, where it
+// logs, and what ends it.
+type lifeArgs struct {
+	foreground bool
+	readyFD    int // daemon mode: report readiness on this fd
+	logFile    string
+	logTarget  string // where the daemon's messages go, for npzfs status
+	owner      int
+	rmdir      bool
 }
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -89,9 +95,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	switch {
-	case ma.readyFD > 0:
+	case ma.life.readyFD > 0:
 		return runDaemon(&ma)
-	case ma.foreground:
+	case ma.life.foreground:
 		return runForeground(&ma, stderr)
 	}
 	return startDaemon(&ma, args, stderr)
@@ -99,10 +105,10 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 
 // addFlags defines mount's flags on fl; -o's values go to opts.
 func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
-	fl.BoolVarP(&ma.foreground, "foreground", "f", false, "stay attached: serve until SIGINT/SIGTERM or unmount, log to stderr")
+	fl.BoolVarP(&ma.life.foreground, "foreground", "f", false, "stay attached: serve until SIGINT/SIGTERM or unmount, log to stderr")
 	fl.BoolVar(&ma.debug, "debug", false, "log every FUSE request and reply")
 	fl.StringArrayVarP(opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
-	fl.StringVar(&ma.logFile, "log", "", "append the daemon's messages to `FILE`")
+	fl.StringVar(&ma.life.logFile, "log", "", "append the daemon's messages to `FILE`")
 	fl.IntVar(&ma.memoryMB, "memory-mb", 0, "the daemon's memory target, in `MiB`: the caches below not given are shares of it, and it is Go's soft memory limit (default 512, or 7/8 of the cgroup's memory limit where that is less)")
 	fl.IntVar(&ma.cacheMB, "cache-mb", 0, "memory for inflated spans of deflated members, in `MiB` (default 1/32 of --memory-mb)")
 	fl.IntVar(&ma.indexMB, "index-mb", 0, "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger (default 1/8 of --memory-mb)")
@@ -115,9 +121,9 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	ma.remote.add(fl)
 	ma.index.add(fl, true)
 	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
-	fl.IntVar(&ma.owner, "owner", 0, "unmount once process `PID` exits, however it ends (npzfs.mount gives its Python's)")
-	fl.BoolVar(&ma.rmdir, "rmdir", false, "remove MOUNTPOINT, an empty folder made for the mount, once it is unmounted (npzfs.mount's temporary folder)")
-	fl.IntVar(&ma.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
+	fl.IntVar(&ma.life.owner, "owner", 0, "unmount once process `PID` exits, however it ends (npzfs.mount gives its Python's)")
+	fl.BoolVar(&ma.life.rmdir, "rmdir", false, "remove MOUNTPOINT, an empty folder made for the mount, once it is unmounted (npzfs.mount's temporary folder)")
+	fl.IntVar(&ma.life.readyFD, "ready-fd", 0, "internal: report readiness on this fd")
 	fl.MarkHidden("ready-fd")
 }
 
@@ -169,7 +175,7 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 		return errors.New("--max-open must be at least 1")
 	case ma.listTTL < 0:
 		return errors.New("--list-ttl must not be negative")
-	case ma.owner < 0:
+	case ma.life.owner < 0:
 		return errors.New("--owner must be a process id")
 	}
 	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
@@ -180,14 +186,14 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 	if _, err := ma.memory(); err != nil {
 		return err
 	}
-	if ma.logFile != "" {
+	if ma.life.logFile != "" {
 		// Named absolute while the caller's folder is this process's
 		// (the daemon serves from /), for status to show.
-		abs, err := filepath.Abs(ma.logFile)
+		abs, err := filepath.Abs(ma.life.logFile)
 		if err != nil {
 			return err
 		}
-		ma.logFile = abs
+		ma.life.logFile = abs
 	}
 	if err := ma.remote.check(); err != nil {
 		return err
@@ -198,8 +204,8 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 // runForeground serves in this process (-f), logging to stderr or --log.
 func runForeground(ma *mountArgs, stderr io.Writer) int {
 	var logw io.Writer = stderr
-	if ma.logFile != "" {
-		f, err := os.OpenFile(ma.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if ma.life.logFile != "" {
+		f, err := os.OpenFile(ma.life.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			return fail(stderr, "mount", fmt.Errorf("cannot open the log file: %v", err))
 		}
@@ -207,14 +213,14 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 		logw = f
 	}
 	logger := log.New(logw, "npzfs: ", log.LstdFlags)
-	ma.logTarget = cmp.Or(ma.logFile, "stderr")
+	ma.life.logTarget = cmp.Or(ma.life.logFile, "stderr")
 	err := ma.serve(logger, func(r daemon.Ready) {
 		st := mountStatus{Ready: r, indexDir: ma.givenIndexDir()}
 		logger.Printf("serving %s on %s (Ctrl-C to unmount)", st.Source, st.Mountpoint)
 		for _, w := range st.warnings() {
 			fmt.Fprintf(stderr, "npzfs mount: %s\n", w)
 		}
-		if ma.logFile != "" {
+		if ma.life.logFile != "" {
 			// From now on the Go runtime's own output (a panic, the
 			// goroutine dump of SIGQUIT) goes to the log too, not to
 			// the terminal.
@@ -251,7 +257,7 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 	}
 	dargs, env := daemonArgs(args, ma.archive, ma.remote.headers)
 	dargs = append([]string{"mount", fmt.Sprintf("--ready-fd=%d", daemon.ReadyFD)}, dargs...)
-	started, err := daemon.Start(exe, dargs, env, ma.logFile, ma.mountpoint)
+	started, err := daemon.Start(exe, dargs, env, ma.life.logFile, ma.mountpoint)
 	if err != nil {
 		return fail(stderr, "mount", err)
 	}
@@ -277,9 +283,9 @@ func startDaemon(ma *mountArgs, args []string, stderr io.Writer) int {
 // the mount went.
 func runDaemon(ma *mountArgs) int {
 	fromDaemonEnv(ma)
-	d := daemon.Detach(ma.readyFD, ma.logFile)
+	d := daemon.Detach(ma.life.readyFD, ma.life.logFile)
 	defer d.Close()
-	ma.logTarget = d.Target
+	ma.life.logTarget = d.Target
 	err := ma.serve(d.Logger, func(r daemon.Ready) {
 		// Logged first, so the log says so once npzfs mount returns.
 		d.Logger.Printf("serving %s on %s", r.Source, r.Mountpoint)
@@ -309,7 +315,7 @@ func (ma *mountArgs) serve(logger *log.Logger, ready func(daemon.Ready)) error {
 	return daemon.Serve(&daemon.Config{
 		Source: ma.archive, Mountpoint: ma.mountpoint, Dataset: opts, Memory: mem, MaxOpen: ma.maxOpen,
 		MountOptions: ma.options, Debug: ma.debug, ReadAheadKB: ma.readAheadKB, Index: ma.buildIndex,
-		Options: ma.shownOptions(), Log: ma.logTarget, Logger: logger, Owner: ma.owner, RemoveMountpoint: ma.rmdir,
+		Options: ma.shownOptions(), Log: ma.life.logTarget, Logger: logger, Owner: ma.life.owner, RemoveMountpoint: ma.life.rmdir,
 	}, func(r daemon.Ready) {
 		ready(r)
 		logger.Print(mem)
@@ -381,8 +387,8 @@ func (ma *mountArgs) shownOptions() []string {
 	if ma.buildIndex {
 		out = append(out, "--index")
 	}
-	add("owner", ma.owner, 0)
-	if ma.rmdir {
+	add("owner", ma.life.owner, 0)
+	if ma.life.rmdir {
 		out = append(out, "--rmdir")
 	}
 	if ma.remote.noSign {

@@ -156,8 +156,8 @@ func TestLogFileAbsolute(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	if want := filepath.Join(wd, "run", "npzfs.log"); ma.logFile != want {
-		t.Errorf("--log run/npzfs.log is %q, want %q", ma.logFile, want)
+	if want := filepath.Join(wd, "run", "npzfs.log"); ma.life.logFile != want {
+		t.Errorf("--log run/npzfs.log is %q, want %q", ma.life.logFile, want)
 	}
 }
 
