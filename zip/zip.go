@@ -90,6 +90,9 @@ func ReadAtFull(r io.ReaderAt, p []byte, off int64) error {
 func findDirectory(r io.ReaderAt, size int64) (directory, error) {
 	var d directory
 	if size < endLen {
+		if startsLikeZip(r) {
+			return d, &FormatError{Offset: size, Msg: fmt.Sprintf("no end of central directory record in %d bytes, though the file starts as a zip archive does: it looks cut short (truncated?)", size)}
+		}
 		return d, &FormatError{Offset: 0, Msg: fmt.Sprintf("archive of %d bytes is too short to hold an end of central directory record", size)}
 	}
 	tail := int64(endLen + maxCommentLen)
@@ -118,6 +121,9 @@ func findDirectory(r io.ReaderAt, size int64) (directory, error) {
 		}
 	}
 	if at < 0 {
+		if startsLikeZip(r) {
+			return d, &FormatError{Offset: size, Msg: "no end of central directory record, though the file starts as a zip archive does: it looks cut short (truncated?)"}
+		}
 		return d, &FormatError{Offset: size, Msg: "no end of central directory record: not a zip archive"}
 	}
 	endOff := base + int64(at)
@@ -162,6 +168,15 @@ func findDirectory(r io.ReaderAt, size int64) (directory, error) {
 	d.shift = prependedBytes(r, d, limit)
 	d.offset += d.shift
 	return d, nil
+}
+
+// startsLikeZip reports a file that starts with a local header, as a
+// zip archive written from its start does: one with no end record is
+// then most likely cut short (a download or copy that stopped), since
+// the end record is the last thing written.
+func startsLikeZip(r io.ReaderAt) bool {
+	var sig [4]byte
+	return ReadAtFull(r, sig[:], 0) == nil && le.Uint32(sig[:]) == sigLocal
 }
 
 // prependedBytes finds data prepended to an archive, as Info-ZIP ("extra
