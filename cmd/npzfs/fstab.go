@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/npzfs/npzfs/internal/suggest"
 )
 
 // mount(8) runs "npzfs SOURCE MOUNTPOINT -o OPTIONS" for a file system of
@@ -92,11 +94,17 @@ func flagOption(fl *pflag.FlagSet, opt string) (name, value string, ok bool, err
 // mountOptionNames are the values -o completes to: the options passed to
 // the mount and the flags that are options too, sorted.
 func mountOptionNames() []string {
+	return optionNames(flagsOf("mount"))
+}
+
+// optionNames are the -o options of a mount with the flags fl: those
+// passed to the mount and the flags that are options too, as fstab
+// spells them ("_" for "-", "=" after a flag that takes a value), sorted.
+func optionNames(fl *pflag.FlagSet) []string {
 	var out []string
 	for o := range allowedOptions {
 		out = append(out, o)
 	}
-	fl := flagsOf("mount")
 	fl.VisitAll(func(f *pflag.Flag) {
 		if f.Hidden || notOptions[f.Name] {
 			return
@@ -109,4 +117,20 @@ func mountOptionNames() []string {
 	})
 	sort.Strings(out)
 	return out
+}
+
+// suggestOption is what follows "unsupported mount option": the -o
+// option of a mount with the flags fl closest to the name of opt (before
+// any "="), as fstab spells it: "; did you mean allow_other?", or "".
+func suggestOption(fl *pflag.FlagSet, opt string) string {
+	name, _, _ := strings.Cut(opt, "=")
+	name = strings.ReplaceAll(name, "-", "_")
+	var names []string
+	for _, o := range optionNames(fl) {
+		names = append(names, strings.TrimSuffix(o, "="))
+	}
+	if s := suggest.Closest(name, names); s != "" {
+		return "; did you mean " + s + "?"
+	}
+	return ""
 }

@@ -147,7 +147,7 @@ func (ma *mountArgs) takeOptions(fl *pflag.FlagSet, opts []string) error {
 					return err
 				}
 				if !ok {
-					return fmt.Errorf("unsupported mount option %q", opt)
+					return fmt.Errorf("unsupported mount option %q%s", opt, suggestOption(fl, opt))
 				}
 				flagOpts = append(flagOpts, [2]string{name, value})
 			}

@@ -46,6 +46,10 @@ func TestMountCommandLine(t *testing.T) {
 		{[]string{"mount", "-o", "cache_mb=0", "a.npz", dir}, exitUsage, "--cache-mb must be at least 1"},
 		{[]string{"mount", "-o", "foreground", "a.npz", dir}, exitUsage, `unsupported mount option "foreground"`},
 		{[]string{"mount", "-o", "ready_fd=3", "a.npz", dir}, exitUsage, `unsupported mount option "ready_fd=3"`},
+		// A slip in an option's name, as in a flag's, is told its near one.
+		{[]string{"mount", "-o", "cahce_mb=1", "a.npz", dir}, exitUsage, `unsupported mount option "cahce_mb=1"; did you mean cache_mb?`},
+		{[]string{"mount", "-o", "allow_othr", "a.npz", dir}, exitUsage, `unsupported mount option "allow_othr"; did you mean allow_other?`},
+		{[]string{"mount", "-o", "nosiud", "a.npz", dir}, exitUsage, `did you mean nosuid?`},
 		// mount(8)'s call through mount.fuse3 (its own options are
 		// taken: TestHelperArgs, and the integration tests).
 		{[]string{dir + "/missing.npz", dir, "-o", "rw,bogus"}, exitUsage, `unsupported mount option "bogus"`},
