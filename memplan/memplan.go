@@ -7,6 +7,7 @@ package memplan
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 )
@@ -20,6 +21,25 @@ const DefaultMemoryTarget = 512 << 20
 
 // MinMemoryTarget is the least memory target a daemon gets.
 const MinMemoryTarget = 32 << 20
+
+// MaxMiB is the largest number of MiB whose bytes an int64 holds: the
+// bound of a size in MiB that nothing smaller bounds.
+const MaxMiB = math.MaxInt64 >> 20
+
+// MaxBudget is the largest memory target, or budget, a plan takes, in
+// bytes: the machine's physical memory (MachineMemory), where it is
+// known, else MaxMiB MiB. A target above it bounds nothing.
+func MaxBudget() int64 {
+	if m := MachineMemory(); m > 0 {
+		return m
+	}
+	return MaxMiB << 20
+}
+
+// clampBytes is n as an int64, at most MaxMiB MiB.
+func clampBytes(n uint64) int64 {
+	return int64(min(n, uint64(MaxMiB)<<20))
+}
 
 // cgroupShare is the part of its cgroup's memory limit a daemon takes as
 // its target by default, leaving the rest for what Go's soft limit does
@@ -50,10 +70,23 @@ type Plan struct {
 // other gets its share of the target. The target is want.Target when set;
 // otherwise DefaultMemoryTarget, or 7/8 of the memory limit of the
 // process's cgroup (v2 or v1, the lowest on its path) where that is less,
-// raised to twice the budgets set when they take more than half of it. A
-// target set below the budgets set is an error.
+// raised to twice the budgets set when they take more than half of it
+// (but not past MaxBudget). A target set below the budgets set is an
+// error, and so are a target or budgets set past MaxBudget.
 func Make(want Plan) (Plan, error) {
-	set := want.SpanCache + want.Indexes + want.Remote
+	most := MaxBudget()
+	for _, v := range []int64{want.Target, want.SpanCache, want.Indexes, want.Remote} {
+		if v > most {
+			return want, fmt.Errorf("%d MiB is more than %s", v>>20, maxBudgetText(most))
+		}
+	}
+	var set int64
+	for _, v := range []int64{want.SpanCache, want.Indexes, want.Remote} {
+		if v = max(v, 0); v > most-set {
+			return want, fmt.Errorf("the budgets given add up to more than %s", maxBudgetText(most))
+		}
+		set += v
+	}
 	if want.Target > 0 && set > want.Target {
 		return want, fmt.Errorf("the memory target of %d MiB is less than the budgets given (%d MiB)", want.Target>>20, set>>20)
 	}
@@ -65,10 +98,12 @@ func Make(want Plan) (Plan, error) {
 func (m Plan) ForLimit(limit int64) Plan { return plan(m.given, limit) }
 
 // plan is Make's plan for given (Target, SpanCache, Indexes, Remote), under
-// a cgroup memory limit of limit bytes (0: none).
+// a cgroup memory limit of limit bytes (0: none). Make has checked that
+// given is within MaxBudget.
 func plan(given [4]int64, limit int64) Plan {
 	m := Plan{Target: given[0], SpanCache: given[1], Indexes: given[2], Remote: given[3], given: given}
-	set := m.SpanCache + m.Indexes + m.Remote
+	most := MaxBudget()
+	set := max(m.SpanCache, 0) + max(m.Indexes, 0) + max(m.Remote, 0)
 	switch {
 	case m.Target > 0:
 		m.Why = "as given"
@@ -81,7 +116,10 @@ func plan(given [4]int64, limit int64) Plan {
 			m.Target = int64(float64(limit) * cgroupShare)
 			m.Why = fmt.Sprintf("7/8 of the cgroup's limit of %d MiB", limit>>20)
 		}
-		if 2*set > m.Target {
+		switch {
+		case set > most/2:
+			m.Target, m.Why = most, "the machine's memory, less than twice the budgets given"
+		case 2*set > m.Target:
 			m.Target, m.Why = 2*set, "twice the budgets given"
 		}
 	}
@@ -111,4 +149,13 @@ func SetMemoryLimit(m Plan) int64 {
 func (m Plan) String() string {
 	return fmt.Sprintf("memory target %d MiB (%s): inflated spans %d MiB, indexes %d MiB, remote blocks and listings %d MiB",
 		m.Target>>20, m.Why, m.SpanCache>>20, m.Indexes>>20, m.Remote>>20)
+}
+
+// maxBudgetText says what the bound most (MaxBudget) is: "this machine's
+// memory (15934 MiB)", or the largest size an int64 of bytes holds.
+func maxBudgetText(most int64) string {
+	if most < MaxMiB<<20 {
+		return fmt.Sprintf("this machine's memory (%d MiB)", most>>20)
+	}
+	return fmt.Sprintf("the largest size npzfs counts (%d MiB)", most>>20)
 }

@@ -2,6 +2,7 @@ package memplan
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -40,7 +41,7 @@ func TestMake(t *testing.T) {
 		t.Errorf("the default: %v", m)
 	}
 	m, _ = Make(Plan{SpanCache: 1 << 30})
-	if m.Target < 2<<30 || m.Indexes != m.Target/8 {
+	if m.Target < min(2<<30, MaxBudget()) || m.Indexes != m.Target/8 {
 		t.Errorf("a 1 GiB span cache given: %v", m)
 	}
 }
@@ -113,5 +114,40 @@ func TestSetMemoryLimit(t *testing.T) {
 	os.Unsetenv("GOMEMLIMIT")
 	if got := SetMemoryLimit(m); got != 300<<20 || debug.SetMemoryLimit(-1) != 300<<20 {
 		t.Errorf("without GOMEMLIMIT: %d, want the target", got)
+	}
+}
+
+// TestMakeRefusesWhatBoundsNothing: a target or budget past the
+// machine's memory, or budgets adding up past it, are errors that say
+// the bound (none is replaced by a default); budgets given alone raise
+// the target to twice theirs only as far as the machine's memory.
+func TestMakeRefusesWhatBoundsNothing(t *testing.T) {
+	most := MaxBudget()
+	if most <= 0 || most > MaxMiB<<20 {
+		t.Fatalf("MaxBudget %d", most)
+	}
+	if mem := MachineMemory(); mem > 0 && most != mem {
+		t.Errorf("MaxBudget %d, the machine's memory %d", most, mem)
+	}
+	bound := fmt.Sprintf("(%d MiB)", most>>20)
+	for _, want := range []Plan{
+		{Target: most + 1<<20},
+		{SpanCache: most + 1<<20},
+		{Indexes: MaxMiB << 20},
+		{Remote: most + 1},
+		{SpanCache: most/2 + 1<<20, Indexes: most/2 + 1<<20},
+		{SpanCache: most, Indexes: most, Remote: most},
+	} {
+		if m, err := Make(want); err == nil || !strings.Contains(err.Error(), bound) {
+			t.Errorf("Make(%+v): %v, %v; want an error saying %s", want, m, err, bound)
+		}
+	}
+	m, err := Make(Plan{SpanCache: most * 3 / 4})
+	if err != nil || m.Target != most || !strings.Contains(m.Why, "machine's memory") {
+		t.Errorf("budgets of 3/4 of the machine's memory: %v, %v; want the machine's memory as target", m, err)
+	}
+	m, err = Make(Plan{Target: most, SpanCache: most})
+	if err != nil || m.Target != most || m.SpanCache != most {
+		t.Errorf("all of the machine's memory given: %v, %v", m, err)
 	}
 }
