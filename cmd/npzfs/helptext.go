@@ -41,6 +41,7 @@ var shortUsage = map[string]string{
 	"mount --foreground":      "stay attached; log to stderr",
 	"mount --options":         "mount options: allow_other, noexec, ...",
 	"mount --memory-mb":       "the daemon's memory target (default 512)",
+	"serve --memory-mb":       "the memory target, in MiB (default 512)",
 	"mount --cache-mb":        "memory for inflated spans (1/32 of it)",
 	"mount --index-mb":        "memory for checkpoints (1/8 of it)",
 	"mount --readahead-kb":    "readahead (root only)",
@@ -235,7 +236,10 @@ The daemon keeps to one memory target, --memory-mb (512 MiB, or 7/8 of
 the memory limit of its cgroup where that is less): the span cache, the
 indexes' checkpoints and a remote archive's blocks are shares of it
 unless given (1/32, 1/8, 1/2), and it is Go's soft memory limit unless
-GOMEMLIMIT sets one.
+GOMEMLIMIT sets one. A memory flag past the machine's memory, which would
+bound nothing, is refused (exit 2) with the most it takes; budgets given
+without --memory-mb raise the target to twice theirs, at most the
+machine's memory.
 
 By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until

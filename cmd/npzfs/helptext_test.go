@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/npzfs/npzfs/internal/roff"
+	"github.com/npzfs/npzfs/memplan"
 )
 
 // golden compares got with the file at path, or rewrites it under -update.
@@ -157,7 +158,8 @@ func TestFlagValueErrors(t *testing.T) {
 	}{
 		{[]string{"mount", "--cache-mb", "x", "a", "b"}, `npzfs mount: --cache-mb takes a whole number, not "x" (see 'npzfs mount --help')` + "\n"},
 		{[]string{"mount", "--memory-mb=", "a", "b"}, `npzfs mount: --memory-mb takes a whole number, not "" (see 'npzfs mount --help')` + "\n"},
-		{[]string{"mount", "--cache-mb", "99999999999999999999", "a", "b"}, "npzfs mount: --cache-mb 99999999999999999999: too large (see 'npzfs mount --help')\n"},
+		{[]string{"mount", "--cache-mb", "99999999999999999999", "a", "b"}, fmt.Sprintf("npzfs mount: --cache-mb 99999999999999999999: too large: give at most %d (see 'npzfs mount --help')\n", memplan.MaxBudget()>>20)},
+		{[]string{"mount", "--max-open", "99999999999999999999", "a", "b"}, "npzfs mount: --max-open 99999999999999999999: too large (see 'npzfs mount --help')\n"},
 		{[]string{"mount", "--list-ttl", "5", "a", "b"}, `npzfs mount: --list-ttl takes a duration such as 90s, 5m or 1h30m, not "5" (see 'npzfs mount --help')` + "\n"},
 		{[]string{"ls", "--json=maybe", "a"}, `npzfs ls: --json takes true or false, or no value, not "maybe" (see 'npzfs ls --help')` + "\n"},
 	} {

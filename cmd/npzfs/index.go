@@ -38,8 +38,8 @@ func (f *indexFlags) add(fl *pflag.FlagSet, withNone bool) {
 // check resolves the folder (absolute, for the daemon) and refuses bad
 // values in one line.
 func (f *indexFlags) check() error {
-	if f.cacheMB < 1 {
-		return errors.New("--index-cache-mb must be at least 1")
+	if err := checkSize("index-cache-mb", f.cacheMB); err != nil {
+		return err
 	}
 	if f.none {
 		return nil

@@ -204,6 +204,9 @@ func flagValueError(err error) error {
 	}
 	name, value := ive.GetFlag().Name, ive.GetValue()
 	if errors.Is(err, strconv.ErrRange) {
+		if most, _, ok := sizeBound(name); ok && !strings.HasPrefix(value, "-") {
+			return fmt.Errorf("--%s %s: too large: give at most %d", name, value, most)
+		}
 		return fmt.Errorf("--%s %s: too large", name, value)
 	}
 	return fmt.Errorf("--%s takes %s, not %q", name, want, value)

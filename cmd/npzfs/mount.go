@@ -109,7 +109,7 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	fl.BoolVar(&ma.debug, "debug", false, "log every FUSE request and reply")
 	fl.StringArrayVarP(opts, "options", "o", nil, "pass mount options `OPT[,OPT]` through (see above)")
 	fl.StringVar(&ma.life.logFile, "log", "", "append the daemon's messages to `FILE`")
-	fl.IntVar(&ma.memoryMB, "memory-mb", 0, "the daemon's memory target, in `MiB`: the caches below not given are shares of it, and it is Go's soft memory limit (default 512, or 7/8 of the cgroup's memory limit where that is less)")
+	fl.IntVar(&ma.memoryMB, "memory-mb", 0, "the daemon's memory target, in `MiB`: the caches below not given are shares of it, and it is Go's soft memory limit (default 512, or 7/8 of the cgroup's memory limit where that is less); at most the machine's memory, as every memory flag")
 	fl.IntVar(&ma.cacheMB, "cache-mb", 0, "memory for inflated spans of deflated members, in `MiB` (default 1/32 of --memory-mb)")
 	fl.IntVar(&ma.indexMB, "index-mb", 0, "memory for the indexes of deflated members (their checkpoints), in `MiB`: past it, deep random reads of large members get slower, not memory larger (default 1/8 of --memory-mb)")
 	fl.IntVar(&ma.readAheadKB, "readahead-kb", npzfs.MaxRead>>10, "kernel readahead for the mount in `KiB` (root only; 0 keeps the kernel's 128)")
@@ -169,8 +169,6 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 	switch {
 	case ma.readAheadKB < 0:
 		return errors.New("--readahead-kb must not be negative")
-	case ma.maxHeaderKB < 1:
-		return errors.New("--max-header-kb must be at least 1")
 	case ma.maxOpen < 1:
 		return errors.New("--max-open must be at least 1")
 	case ma.listTTL < 0:
@@ -178,10 +176,11 @@ func (ma *mountArgs) check(fl *pflag.FlagSet) error {
 	case ma.life.owner < 0:
 		return errors.New("--owner must be a process id")
 	}
-	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
-		if v, _ := fl.GetInt(f); fl.Changed(f) && v < 1 {
-			return errors.New("--" + f + " must be at least 1")
-		}
+	if err := checkSize("max-header-kb", ma.maxHeaderKB); err != nil {
+		return err
+	}
+	if err := checkMemoryFlags(fl); err != nil {
+		return err
 	}
 	if _, err := ma.memory(); err != nil {
 		return err

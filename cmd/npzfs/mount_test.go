@@ -8,14 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/daemon"
+	"github.com/npzfs/npzfs/memplan"
 )
 
 func TestMountCommandLine(t *testing.T) {
 	dir := t.TempDir()
+	mostMiB := strconv.FormatInt(memplan.MaxBudget()>>20, 10)
 	for _, c := range []struct {
 		args    []string
 		code    int
@@ -28,6 +31,17 @@ func TestMountCommandLine(t *testing.T) {
 		{[]string{"mount", "-o", "allow_other", "-o", "suid,bogus", "a.npz", dir}, exitUsage, `unsupported mount option "bogus"`},
 		{[]string{"mount", "--cache-mb", "0", "a.npz", dir}, exitUsage, "--cache-mb"},
 		{[]string{"mount", "--readahead-kb", "-1", "a.npz", dir}, exitUsage, "--readahead-kb"},
+		// A size past what it could bound, or past what an int64 of
+		// bytes holds, is refused with the most the flag takes (no
+		// default silently in its place).
+		{[]string{"mount", "--memory-mb", "99999999999999", "a.npz", dir}, exitUsage, "--memory-mb 99999999999999 is more than this machine's memory: give at most " + mostMiB},
+		{[]string{"mount", "-o", "cache_mb=99999999999", "a.npz", dir}, exitUsage, "--cache-mb 99999999999 is more than this machine's memory: give at most " + mostMiB},
+		{[]string{"mount", "--index-mb", "99999999999999999999", "a.npz", dir}, exitUsage, "--index-mb 99999999999999999999: too large: give at most " + mostMiB},
+		{[]string{"mount", "--cache-mb", mostMiB, "--index-mb", mostMiB, "a.npz", dir}, exitUsage, "the budgets given add up to more than this machine's memory"},
+		{[]string{"mount", "--remote-cache-mb", "99999999999999", "a.npz", dir}, exitUsage, "--remote-cache-mb 99999999999999 is more than"},
+		{[]string{"mount", "--disk-cache-mb", "8796093022208", "a.npz", dir}, exitUsage, "--disk-cache-mb 8796093022208 is more than the largest size npzfs counts: give at most 8796093022207"},
+		{[]string{"mount", "--index-cache-mb", "8796093022208", "a.npz", dir}, exitUsage, "give at most 8796093022207"},
+		{[]string{"mount", "--max-header-kb", "9007199254740992", "a.npz", dir}, exitUsage, "--max-header-kb 9007199254740992 is more than a .npy header can be (4 GiB): give at most 4194304"},
 		{[]string{"mount", "--help"}, exitOK, "Exit codes"},
 		{[]string{"unmount"}, exitUsage, "needs MOUNTPOINT"},
 		{[]string{"umount", "--help"}, exitOK, "Exit codes"},

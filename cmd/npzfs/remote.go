@@ -48,9 +48,10 @@ func (rf *remoteFlags) check() error {
 	if h := os.Getenv(headerEnv); h != "" {
 		rf.headers = append(rf.headers, strings.Split(h, "\n")...)
 	}
+	if err := checkSize("disk-cache-mb", rf.diskCacheMB); err != nil {
+		return err
+	}
 	switch {
-	case rf.diskCacheMB < 1:
-		return errors.New("--disk-cache-mb must be at least 1")
 	case rf.timeout < 0:
 		return errors.New("--remote-timeout must not be negative")
 	case rf.stall < 0:

@@ -39,7 +39,7 @@ type serveArgs struct {
 
 func (sa *serveArgs) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&sa.stdio, "stdio", false, "read requests on stdin, reply on stdout")
-	fl.IntVar(&sa.memoryMB, "memory-mb", 0, "the memory target, in `MiB` (default 512)")
+	fl.IntVar(&sa.memoryMB, "memory-mb", 0, "the memory target, in `MiB` (default 512); it and the three below take at most the machine's memory")
 	fl.IntVar(&sa.cacheMB, "cache-mb", 0, "memory for inflated spans, in `MiB` (1/32 of it)")
 	fl.IntVar(&sa.indexMB, "index-mb", 0, "memory for checkpoints, in `MiB` (1/8 of it)")
 	fl.IntVar(&sa.remoteCacheMB, "remote-cache-mb", 0, "for a URL: memory for blocks, in `MiB` (1/2 of it)")
@@ -54,13 +54,11 @@ func (sa *serveArgs) check(fl *pflag.FlagSet) error {
 	if !sa.stdio {
 		return errors.New("give --stdio: the server answers on its stdin and stdout")
 	}
-	if sa.maxHeaderKB < 1 {
-		return errors.New("--max-header-kb must be at least 1")
+	if err := checkSize("max-header-kb", sa.maxHeaderKB); err != nil {
+		return err
 	}
-	for _, f := range []string{"memory-mb", "cache-mb", "index-mb", "remote-cache-mb"} {
-		if v, _ := fl.GetInt(f); fl.Changed(f) && v < 1 {
-			return errors.New("--" + f + " must be at least 1")
-		}
+	if err := checkMemoryFlags(fl); err != nil {
+		return err
 	}
 	if err := sa.remote.check(); err != nil {
 		return err

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/npzfs/npzfs/memplan"
 )
 
 // TestServeRefusals: serve says in one line what is wrong with its
@@ -19,6 +22,9 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"serve", "--stdio"}, exitUsage, "needs ARCHIVE"},
 		{[]string{"serve", "--stdio", "a.npz", "b.npz"}, exitUsage, `unexpected argument "b.npz"`},
 		{[]string{"serve", "--stdio", "--cache-mb", "0", "a.npz"}, exitUsage, "--cache-mb must be at least 1"},
+		{[]string{"serve", "--stdio", "--memory-mb", "99999999999999", "a.npz"}, exitUsage,
+			fmt.Sprintf("--memory-mb 99999999999999 is more than this machine's memory: give at most %d", memplan.MaxBudget()>>20)},
+		{[]string{"serve", "--stdio", "--max-header-kb", "99999999999", "a.npz"}, exitUsage, "give at most 4194304"},
 		{[]string{"serve", "--stdio", "--header", "nocolon", "https://h/a.npz"}, exitUsage, "--header"},
 		{[]string{"serve", "--stdio", "--no-index", dir + "/missing.npz"}, exitFail, "does not exist"},
 		{[]string{"serve", "--stdio", "--no-index", dir}, exitFail, "is a folder"},
