@@ -245,6 +245,8 @@ By default npzfs mount returns once the mount is live, leaving a daemon
 (its own session, working directory /) that serves it until
 "npzfs unmount MOUNTPOINT" or SIGINT/SIGTERM. If the mount cannot be made,
 it prints one line saying why and leaves no mount and no daemon behind.
+MOUNTPOINT is resolved (links, a relative path) before the daemon starts;
+one in /proc, /sys or /dev is refused.
 
 MOUNTPOINT may be /dev/fd/N: a FUSE device that a privileged process
 opened, mounted with mount(2) on a folder, and handed to npzfs as file
@@ -258,8 +260,10 @@ Daemon messages: with --log FILE they are appended to FILE (which also
 receives the daemon's stdout and stderr). Without --log they go to syslog
 (facility daemon, tag "npzfs") when a syslog socket answers, and otherwise
 to $XDG_STATE_HOME/npzfs/npzfs.log (~/.local/state/npzfs/npzfs.log). With
--f they go to stderr, or to FILE with --log. A mount that succeeds says in
-one line when some members cannot be served or read.
+-f they go to stderr, or to FILE with --log. The first message is written
+before anything is mounted, and a log that does not take it (a full disk,
+/dev/full) fails the mount. A mount that succeeds says in one line when
+some members cannot be served or read.
 
 Mount options (-o, comma-separated, repeatable): allow_other, allow_root,
 default_permissions, nosuid, nodev, noexec, exec, suid, dev, noatime, atime,

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,6 +94,16 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		if err := daemon.CheckHanded(fd); err != nil {
 			return fail(stderr, "mount", err)
 		}
+	} else if ma.life.readyFD == 0 {
+		// Resolved here, as the user means it: in this working folder,
+		// and /proc/self as this process (a mount point the daemon
+		// then refuses), not the daemon.
+		mp, err := daemon.MountPath(ma.mountpoint)
+		if err != nil {
+			return fail(stderr, "mount", err)
+		}
+		args = replaceLast(args, ma.mountpoint, mp)
+		ma.mountpoint = mp
 	}
 	switch {
 	case ma.life.readyFD > 0:
@@ -101,6 +112,19 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		return runForeground(&ma, stderr)
 	}
 	return startDaemon(&ma, args, stderr)
+}
+
+// replaceLast is args with the last one that is old (a positional
+// argument, after any flag value alike) made new.
+func replaceLast(args []string, old, new string) []string {
+	out := slices.Clone(args)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i] == old {
+			out[i] = new
+			break
+		}
+	}
+	return out
 }
 
 // addFlags defines mount's flags on fl; -o's values go to opts.
@@ -212,6 +236,11 @@ func runForeground(ma *mountArgs, stderr io.Writer) int {
 		logw = f
 	}
 	logger := log.New(logw, "npzfs: ", log.LstdFlags)
+	if ma.life.logFile != "" {
+		if err := daemon.CheckLog(logger, ma.life.logFile, ma.archive, ma.mountpoint); err != nil {
+			return fail(stderr, "mount", err)
+		}
+	}
 	ma.life.logTarget = cmp.Or(ma.life.logFile, "stderr")
 	err := ma.serve(logger, func(r daemon.Ready) {
 		st := mountStatus{Ready: r, indexDir: ma.givenIndexDir()}
@@ -285,6 +314,10 @@ func runDaemon(ma *mountArgs) int {
 	d := daemon.Detach(ma.life.readyFD, ma.life.logFile)
 	defer d.Close()
 	ma.life.logTarget = d.Target
+	if err := daemon.CheckLog(d.Logger, d.Target, ma.archive, ma.mountpoint); err != nil {
+		d.Failed(err)
+		return exitFail
+	}
 	err := ma.serve(d.Logger, func(r daemon.Ready) {
 		// Logged first, so the log says so once npzfs mount returns.
 		d.Logger.Printf("serving %s on %s", r.Source, r.Mountpoint)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,6 +53,8 @@ func TestMountCommandLine(t *testing.T) {
 		{[]string{"mount", "-f", dir, dir}, exitFail, "the mount point is inside the folder"},
 		{[]string{"mount", "-f", filepath.Dir(dir), dir}, exitFail, "the mount point is inside the folder"},
 		{[]string{"mount", "-f", dir, dir + "/nowhere"}, exitFail, "mkdir -p"},
+		{[]string{"mount", "-f", dir + "/missing.npz", "/proc/self"}, exitFail, fmt.Sprintf("cannot mount on /proc/%d: it is in proc", os.Getpid())},
+		{[]string{"mount", "-f", "--log", dir + "/nofolder/log", dir + "/missing.npz", dir}, exitFail, "cannot open the log file"},
 		// Flags as mount options (fstab style); a flag given as a flag wins.
 		{[]string{"mount", "-f", "-o", "ro,cache_mb=8,index-mb=4,debug", dir + "/missing.npz", dir}, exitFail, "does not exist"},
 		{[]string{"mount", "-f", "--cache-mb", "4", "-o", "cache_mb=0", dir + "/missing.npz", dir}, exitFail, "does not exist"},

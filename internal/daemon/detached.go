@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/npzfs/npzfs/dataset"
 )
 
 // Detached is the daemon's side of Start: where it logs, and the pipe
@@ -57,6 +59,22 @@ func Detach(fd int, logFile string) *Detached {
 		d.Logger = log.New(io.Discard, "", 0)
 	}
 	return d
+}
+
+// CheckLog writes a mount's first message to logger, whose messages go
+// to target (a file, syslog), and says why the mount is refused where the
+// log does not take it (a full disk, /dev/full): every later message
+// would be lost, unseen.
+func CheckLog(logger *log.Logger, target, source, mountpoint string) error {
+	err := logger.Output(2, fmt.Sprintf("mounting %s on %s", dataset.Redact(source), mountpoint))
+	if err == nil {
+		return nil
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("cannot write to the log %s: %v", target, err)
 }
 
 // Live reports the mount live, as st says (and the state log file, when

@@ -226,6 +226,9 @@ func checkMountpoint(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot use mount point: %v", err)
 	}
+	if fsType, ok := kernelFS(real); ok {
+		return "", fmt.Errorf("cannot mount on %s: it is in %s, a file system the kernel makes up (processes, devices, settings); mount on an empty folder of your own", real, fsType)
+	}
 	if m, ok := mountinfo.Find(real); ok {
 		if m.FSType == "fuse."+npzfs.FSType {
 			return "", fmt.Errorf("%s is already mounted (%s); unmount it first: npzfs unmount %s", real, m.Source, real)
@@ -233,6 +236,30 @@ func checkMountpoint(dir string) (string, error) {
 		return "", fmt.Errorf("%s is already a mount point (%s); unmount it first", real, m.FSType)
 	}
 	return real, nil
+}
+
+// kernelFileSystems are the file systems whose folders the kernel makes
+// up (/proc, /sys, /dev and the like): a mount there would hide a
+// process's or a device's entries (/proc/self is the process looking),
+// and go with them.
+var kernelFileSystems = map[string]bool{
+	"proc": true, "sysfs": true, "devtmpfs": true, "devpts": true, "cgroup": true, "cgroup2": true,
+	"debugfs": true, "tracefs": true, "securityfs": true, "pstore": true, "bpf": true, "configfs": true,
+	"efivarfs": true, "mqueue": true, "fusectl": true, "binfmt_misc": true, "hugetlbfs": true,
+}
+
+// kernelFS is the type of the file system path (absolute, links
+// resolved) is in, when it is one of kernelFileSystems.
+func kernelFS(path string) (string, bool) {
+	var in mountinfo.Entry
+	for _, m := range mountinfo.Read() {
+		// The deepest mount holding path; of those stacked on one
+		// folder, the last (topmost).
+		if holds := m.Dir == "/" || path == m.Dir || strings.HasPrefix(path, m.Dir+"/"); holds && len(m.Dir) >= len(in.Dir) {
+			in = m
+		}
+	}
+	return in.FSType, kernelFileSystems[in.FSType]
 }
 
 // checkFuse checks that this user can mount: root needs to open /dev/fuse

@@ -41,3 +41,21 @@ func TestMountPath(t *testing.T) {
 		t.Errorf("a loop of links: %v", err)
 	}
 }
+
+// TestKernelFoldersRefused: a mount point in a file system the kernel
+// makes up (proc, sysfs) is refused naming it; a folder of the user's
+// is not.
+func TestKernelFoldersRefused(t *testing.T) {
+	for dir, fsType := range map[string]string{"/proc/self": "proc", "/proc": "proc", "/sys/kernel": "sysfs"} {
+		if _, err := checkMountpoint(dir); err == nil || !strings.Contains(err.Error(), "it is in "+fsType+", a file system the kernel makes up") {
+			t.Errorf("%s: %v; want it refused as in %s", dir, err, fsType)
+		}
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := checkMountpoint(dir); got != dir || err != nil {
+		t.Errorf("a folder of one's own: %q, %v", got, err)
+	}
+}
