@@ -269,6 +269,10 @@ func hostileListing(t *testing.T, c hostile.Case, archive string, log []byte) {
 		if !found {
 			t.Errorf("npzfs ls --verify does not say why %q fails:\n%s", m, r.stdout)
 		}
+		// On stderr too, for a script that keeps it.
+		if !strings.Contains(r.stderr, "npzfs ls: "+archive+": "+m+": ") || r.code != 1 {
+			t.Errorf("npzfs ls --verify: exit %d, stderr does not say why %q fails: %q", r.code, m, r.stderr)
+		}
 	}
 	for _, p := range c.Problems {
 		if !strings.Contains(r.stdout, p) || !bytes.Contains(log, []byte(p)) {

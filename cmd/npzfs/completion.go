@@ -49,7 +49,7 @@ var completionArgs = map[string]struct {
 	rest   bool // the last one repeats
 }{
 	"mount":      {[]completion.Value{completion.Archive, completion.Dir}, []string{"ARCHIVE", "MOUNTPOINT"}, false},
-	"ls":         {[]completion.Value{completion.Archive}, []string{"ARCHIVE"}, false},
+	"ls":         {[]completion.Value{completion.Archive}, []string{"ARCHIVE"}, true},
 	"status":     {[]completion.Value{completion.MountPoint}, nil, false},
 	"inspect":    {[]completion.Value{completion.Archive, completion.None}, []string{"ARCHIVE", "KEY"}, true},
 	"index":      {[]completion.Value{completion.Archive, completion.None}, []string{"ARCHIVE", "KEY"}, true},

@@ -51,7 +51,7 @@ func TestUsageErrorsNameTheCommand(t *testing.T) {
 		{[]string{"help", "ls", "extra"}, `npzfs help: takes at most one command, not also "extra" (see 'npzfs help help')` + "\n"},
 		{[]string{"mount", "a", "b", "extra"}, `npzfs mount: unexpected argument "extra": takes ARCHIVE and MOUNTPOINT (see 'npzfs help mount')` + "\n"},
 		{[]string{"mount", "a"}, `npzfs mount: needs ARCHIVE and MOUNTPOINT (see 'npzfs help mount')` + "\n"},
-		{[]string{"ls", "a", "b"}, `npzfs ls: unexpected argument "b": takes ARCHIVE or FOLDER (see 'npzfs help ls')` + "\n"},
+		{[]string{"ls"}, `npzfs ls: needs ARCHIVE or FOLDER (see 'npzfs help ls')` + "\n"},
 		{[]string{"unmount", "a", "b"}, `npzfs unmount: unexpected argument "b": takes MOUNTPOINT (see 'npzfs help unmount')` + "\n"},
 	} {
 		code, stdout, stderr := runCmd(tc.args...)

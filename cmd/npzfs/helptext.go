@@ -91,6 +91,7 @@ var examples = map[string][]string{
 	"unmount": {"npzfs unmount /mnt/data"},
 	"ls": {
 		"npzfs ls -h data.npz",
+		"npzfs ls --verify shard-*.npz",
 		"npzfs ls --verify --json s3://bucket/run.npz",
 	},
 	"index": {
@@ -132,17 +133,19 @@ with units, as ls -h does (--help is the help).
 FOLDER: every archive and .npy file under it, as a mount of the folder
 shows them, one after another, each line starting with the file's path in
 the folder; one that cannot be opened is named on stderr, and the exit
-code is then 1.
+code is then 1. Several ARCHIVEs (npzfs ls *.npz) are listed the same
+way, each line starting with the archive's name as given.
 
 With --verify every member is read whole and its CRC-32 checked, as
-unzip -t does: the exit code is 1 when any member cannot be read or fails.
+unzip -t does: the exit code is 1 when any member cannot be read or fails,
+and each that does is named on stderr too, with why.
 With --json the listing is one JSON document instead of a table:
 {"archive", "members", "problems", "counts"}, each member an object with
 name, path, state, folder, method, encrypted, size, compressed_size,
 crc32, dtype (numpy's dtype.str), descr (records: as header.json gives
 it), shape, fortran_order, views, reason, read_error and, with --verify,
 verify (the README describes each); for a FOLDER, {"folder", "archives",
-"errors"}.`
+"errors"}; for several ARCHIVEs, {"archives", "errors"}.`
 
 // serveHelp is the long description of npzfs serve.
 const serveHelp = `Opens ARCHIVE (a .npz or .npy file, or an https://, http:// or s3://

@@ -22,7 +22,7 @@ import (
 func init() {
 	register("ls", &command{
 		summary: "list an archive's members, and why any is not served",
-		usage:   "[--verify] [--json] [-h] ARCHIVE | FOLDER",
+		usage:   "[--verify] [--json] [-h] ARCHIVE... | FOLDER",
 		help:    lsHelp,
 		run:     runLs,
 	})
@@ -36,7 +36,7 @@ type lsOptions struct {
 func runLs(args []string, stdout, stderr io.Writer) int {
 	fl := newFlags("ls", stdout, stderr)
 	var lo lsOptions
-	fl.BoolVar(&lo.verify, "verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error), and exit 1 if any does")
+	fl.BoolVar(&lo.verify, "verify", false, "read every member whole and check its CRC-32: say which ones fail to read (what the mount answers with an I/O error), on stderr too, and exit 1 if any does")
 	fl.BoolVar(&lo.json, "json", false, "print one JSON document: the archive's problems and one object per member")
 	fl.BoolVarP(&lo.human, "human-readable", "h", false, "print sizes with units (1.5K, 234M, 2.0G), as ls -h does")
 	var rf remoteFlags
@@ -47,12 +47,15 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if err := rf.check(); err != nil {
 		return usageError(stderr, "ls", err.Error())
 	}
-	if fl.NArg() != 1 {
+	if fl.NArg() < 1 {
 		return argsError(stderr, "ls", fl.Args(), 1, "ARCHIVE or FOLDER")
 	}
-	name := fl.Arg(0)
 	ctx, stop := interruptible()
 	defer stop()
+	if fl.NArg() > 1 {
+		return lsArchives(ctx, fl.Args(), &lo, &rf, stdout, stderr)
+	}
+	name := fl.Arg(0)
 	if fi, err := os.Stat(name); err == nil && fi.IsDir() && !dataset.IsRemote(name) || dataset.IsRemoteFolder(name) {
 		return lsFolder(ctx, name, &lo, &rf, stdout, stderr)
 	}
@@ -66,6 +69,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 		err = writeJSON(stdout, l.JSON(ctx, name))
 	} else {
 		writeListing(stdout, l, lo.human)
+		tellFailures(stderr, d.Name(), l)
 	}
 	if err != nil {
 		return fail(stderr, "ls", err)
@@ -76,13 +80,28 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// lsArchives lists the members of several archives (or .npy files, local
+// or remote) as lsFolder lists a folder's, each line starting with the
+// archive's name as given; one that cannot be opened (a folder among
+// them too) is said on stderr, and the exit code is then 1.
+func lsArchives(ctx context.Context, names []string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writer) int {
+	ls := lsMany{lo: lo}
+	for _, name := range names {
+		shown := dataset.Redact(name)
+		d, err := openArchive(ctx, name, rf)
+		if err != nil {
+			ls.failed(shown, err, err, stderr)
+			continue
+		}
+		ls.add(ctx, shown, d.Archive(), stderr)
+		d.Close()
+	}
+	return ls.write("", stdout, stderr)
+}
+
 // lsFolder lists the members of every archive and .npy file under dir,
 // a local or remote folder, as a mount of it shows them, one archive
-// after another: each table line starts with the archive's path in the
-// folder, and --json gives one document with each archive's listing. An
-// archive that cannot be opened is named on stderr (in the JSON
-// document, under "errors"), the others are listed, and the exit code is
-// then 1.
+// after another (lsMany), each named by its path in the folder.
 func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, stdout, stderr io.Writer) int {
 	ro, err := rf.options(0)
 	if err != nil {
@@ -100,55 +119,125 @@ func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, s
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
-	code := exitOK
-	doc := listing.FolderJSON{Folder: dir, Archives: []listing.JSON{}, Errors: []listing.ErrorJSON{}}
-	var rows [][]string
-	members, archives := 0, 0
-	var counts listing.Counts
-	var problems []string
+	ls := lsMany{lo: lo}
 	for _, f := range files {
-		rel := f.Path
 		a, err := d.OpenFile(ctx, f)
 		if err != nil {
-			code = exitFail
-			if lo.json {
-				doc.Errors = append(doc.Errors, listing.ErrorJSON{Archive: rel, Error: err.Error()})
-			} else {
-				fmt.Fprintf(stderr, "npzfs ls: %s: %v\n", rel, err)
-			}
+			ls.failed(f.Path, err, fmt.Errorf("%s: %w", f.Path, err), stderr)
 			continue
 		}
-		l := listing.Of(ctx, a, lo.verify)
-		if lo.verify && !l.Verified() {
-			code = exitFail
-		}
-		archives++
-		members += len(l.Rows)
-		counts.Add(l.Counts)
-		if lo.json {
-			doc.Archives = append(doc.Archives, l.JSON(ctx, rel))
-		} else {
-			rows = append(rows, tableRows(l, quoteName(rel), lo.human)...)
-			for _, p := range l.Archive.Problems() {
-				problems = append(problems, fmt.Sprintf("archive %s: %s", quoteName(rel), p))
-			}
-		}
+		ls.add(ctx, f.Path, a, stderr)
 		a.Close()
 	}
-	if lo.json {
+	return ls.write(dir, stdout, stderr)
+}
+
+// lsMany is a listing of several archives as one table: a folder's, or
+// those given. Each line starts with an ARCHIVE column, the archive's
+// name; the last line counts archives and members; --json gives one
+// document with each archive's listing. An archive that cannot be opened
+// is said on stderr (with --json, in the document, under "errors"), the
+// others are listed, and the exit code is then 1, as it is for one that
+// fails --verify.
+type lsMany struct {
+	lo                *lsOptions
+	doc               listing.ArchivesJSON
+	rows              [][]string
+	archives, members int
+	counts            listing.Counts
+	problems          []string
+	code              int
+}
+
+// add lists the archive a, named name.
+func (ls *lsMany) add(ctx context.Context, name string, a *npz.Archive, stderr io.Writer) {
+	l := listing.Of(ctx, a, ls.lo.verify)
+	if ls.lo.verify && !l.Verified() {
+		ls.code = exitFail
+	}
+	ls.archives++
+	ls.members += len(l.Rows)
+	ls.counts.Add(l.Counts)
+	if ls.lo.json {
+		ls.doc.Archives = append(ls.doc.Archives, l.JSON(ctx, name))
+		return
+	}
+	tellFailures(stderr, name, l)
+	ls.rows = append(ls.rows, tableRows(l, quoteName(name), ls.lo.human)...)
+	for _, p := range l.Archive.Problems() {
+		ls.problems = append(ls.problems, fmt.Sprintf("archive %s: %s", quoteName(name), p))
+	}
+}
+
+// failed records that the archive name cannot be opened, err saying why
+// in the JSON document and said in the line on stderr.
+func (ls *lsMany) failed(name string, err, said error, stderr io.Writer) {
+	ls.code = exitFail
+	if ls.lo.json {
+		ls.doc.Errors = append(ls.doc.Errors, listing.ErrorJSON{Archive: name, Error: err.Error()})
+		return
+	}
+	fmt.Fprintf(stderr, "npzfs ls: %v\n", said)
+}
+
+// write prints the listing (the JSON document of the folder folder, or
+// of the archives given where folder is ""), and returns the exit code.
+func (ls *lsMany) write(folder string, stdout, stderr io.Writer) int {
+	if ls.lo.json {
+		if ls.doc.Archives == nil {
+			ls.doc.Archives = []listing.JSON{}
+		}
+		if ls.doc.Errors == nil {
+			ls.doc.Errors = []listing.ErrorJSON{}
+		}
+		var doc any = ls.doc
+		if folder != "" {
+			doc = listing.FolderJSON{Folder: folder, ArchivesJSON: ls.doc}
+		}
 		if err := writeJSON(stdout, doc); err != nil {
 			return fail(stderr, "ls", err)
 		}
-		return code
+		return ls.code
 	}
-	if len(rows) > 0 {
-		writeTable(stdout, append([][]string{append([]string{"ARCHIVE"}, tableHeading...)}, rows...))
+	if len(ls.rows) > 0 {
+		writeTable(stdout, append([][]string{append([]string{"ARCHIVE"}, tableHeading...)}, ls.rows...))
 	}
-	fmt.Fprintf(stdout, "%s, %s\n", english.Plural(archives, "archive"), summary(&counts, members))
-	for _, p := range problems {
+	fmt.Fprintf(stdout, "%s, %s\n", english.Plural(ls.archives, "archive"), summary(&ls.counts, ls.members))
+	for _, p := range ls.problems {
 		fmt.Fprintln(stdout, p)
 	}
-	return code
+	return ls.code
+}
+
+// maxFailuresTold is how many failing members of an archive ls names on
+// stderr; the rest are counted.
+const maxFailuresTold = 10
+
+// tellFailures names on stderr, one line each, the members of the
+// listing l of the archive name that cannot be read or failed --verify,
+// and why (as the table's NOTE does), so that a script that keeps stderr
+// sees why the exit code is 1. Without --verify the exit code is 0 and
+// nothing is said.
+func tellFailures(stderr io.Writer, name string, l *listing.Listing) {
+	if !l.Checked {
+		return
+	}
+	told := 0
+	for _, r := range l.Rows {
+		why := r.Verify
+		switch {
+		case r.State == listing.Unreadable:
+			why = r.ReadError
+		case r.State != listing.Failed:
+			continue
+		}
+		if told++; told <= maxFailuresTold {
+			fmt.Fprintf(stderr, "npzfs ls: %s: %s: %s\n", name, quoteName(r.Member.Name()), why)
+		}
+	}
+	if more := told - maxFailuresTold; more > 0 {
+		fmt.Fprintf(stderr, "npzfs ls: %s: and %s more (the listing names them)\n", name, english.Plural(more, "failing member"))
+	}
 }
 
 // nameWidth caps the NAME column: a longer name gets a line of its own,

@@ -51,15 +51,21 @@ type JSON struct {
 	} `json:"counts"`
 }
 
-// FolderJSON is a folder's listing in ls --json: each archive's, and
-// the archives that could not be opened.
-type FolderJSON struct {
-	Folder   string      `json:"folder"`
+// ArchivesJSON is the listing of several archives given to ls --json:
+// each archive's, and the archives that could not be opened.
+type ArchivesJSON struct {
 	Archives []JSON      `json:"archives"`
 	Errors   []ErrorJSON `json:"errors"`
 }
 
-// ErrorJSON is an archive of a folder that could not be opened.
+// FolderJSON is a folder's listing in ls --json: its archives' (their
+// names paths in the folder).
+type FolderJSON struct {
+	Folder string `json:"folder"`
+	ArchivesJSON
+}
+
+// ErrorJSON is an archive that could not be opened.
 type ErrorJSON struct {
 	Archive string `json:"archive"`
 	Error   string `json:"error"`
