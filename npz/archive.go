@@ -270,6 +270,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Archive, error) {
 		case err == nil:
 			a.opts.Sidecar = sc
 			a.closers = append(a.closers, sc)
+			a.tellSidecarDamage(sc)
 		case !errors.Is(err, os.ErrNotExist):
 			a.logf("npz: %v; not used", err)
 		}

@@ -129,9 +129,12 @@ func (x *memberIndex) fromSidecar(ctx context.Context, name string) (io.ReaderAt
 		return nil, 0, cmpErr(err, fs.ErrNotExist)
 	}
 	src, size, err := sc.lookup(ctx, name, head)
+	x.m.a.tellSidecarDamage(sc)
 	switch {
 	case err != nil && passing(err):
 		return nil, 0, err
+	case errors.Is(err, errDamagedFrame):
+		return nil, 0, fs.ErrNotExist // the damage, logged, says why
 	case err != nil:
 		x.m.a.notef("npz: %q: %v; not used", x.m.Name(), err)
 		return nil, 0, fs.ErrNotExist
@@ -157,6 +160,14 @@ func (x *memberIndex) fromSidecar(ctx context.Context, name string) (io.ReaderAt
 // sidecar, or may find one: where its members' saved indexes are.
 func (a *Archive) keepsIndexes() bool {
 	return a.opts.Indexes != nil || a.opts.Sidecar != nil || a.opts.SidecarFinder != nil
+}
+
+// tellSidecarDamage logs, once, that the sidecar sc's frame is damaged,
+// where that is known (IndexSidecar.Damage).
+func (a *Archive) tellSidecarDamage(sc *IndexSidecar) {
+	if err := sc.Damage(); err != nil {
+		a.logf("npz: %v: the indexes still found in it are used, each checked by its own checksums; write it again with npzfs index --sidecar", err)
+	}
 }
 
 // cmpErr is err, or def when err is nil.

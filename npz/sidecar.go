@@ -34,18 +34,28 @@ import (
 // What is read is read under the context of whoever looks, and kept once
 // read; a read that fails in a way that may pass (a network failing, the
 // look given up) is kept by nothing, so the next look reads again.
+//
+// A sidecar whose zip frame is damaged (its end record or central
+// directory unreadable, cut short, or not listing its first entry as that
+// entry's local header has it) is still used for what can be found in it:
+// its first index, by its local header, and the indexes its directory
+// still lists. Each index is checked by its own checksums when loaded, so
+// no wrong byte can come of it. The damage is known once the directory is
+// read (at open, for a local sidecar; at the first look past its first
+// index, for a remote one), and the archive logs it once (Damage).
 type IndexSidecar struct {
 	r    io.ReaderAt
 	size int64
 	c    io.Closer // r, when it is one
 	path string
 
-	mu        sync.Mutex
-	firstRead bool          // the local header at byte 0 was read
-	first     *sidecarEntry // its entry, when that header says all
-	dirRead   bool          // the central directory was read
-	dirErr    error
-	files     map[string]*sidecarEntry // by entry name, KEY.idx or KEY.crc
+	mu         sync.Mutex
+	firstRead  bool                     // the local header at byte 0 was read
+	first      *sidecarEntry            // its entry, when that header says all
+	dirRead    bool                     // the central directory was read
+	damage     error                    // why its frame is damaged, once dirRead
+	damageTold bool                     // Damage has returned it
+	files      map[string]*sidecarEntry // by entry name, KEY.idx or KEY.crc
 }
 
 // sidecarEntry is an entry of the sidecar, located on first lookup.
@@ -62,7 +72,8 @@ func SidecarPath(archive string) string {
 	return strings.TrimSuffix(archive, ".npz") + ".npzidx"
 }
 
-// OpenIndexSidecar opens a sidecar file and reads its directory.
+// OpenIndexSidecar opens a sidecar file and reads its directory (a
+// damaged one is kept for what can be found in it: see Damage).
 func OpenIndexSidecar(name string) (*IndexSidecar, error) {
 	f, err := source.OpenFile(name)
 	if err != nil {
@@ -89,16 +100,19 @@ func NewIndexSidecar(r io.ReaderAt, size int64, name string) *IndexSidecar {
 	return s
 }
 
-// dir reads the sidecar's central directory, once it is read whole (or
-// found not to be one).
+// dir reads the sidecar's central directory, once it is read whole, and
+// finds whether its frame is damaged. It fails only where the reading
+// may pass (and is done again at the next call); a damaged frame is no
+// failure: what it lists is kept, and the damage recorded.
 func (s *IndexSidecar) dir(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dirRead {
-		return s.dirErr
+		return nil
 	}
+	r := source.WithContext(ctx, s.r)
 	files := map[string]*sidecarEntry{}
-	z, err := zip.NewReader(source.WithContext(ctx, s.r), s.size)
+	z, err := zip.NewReader(r, s.size)
 	if err == nil {
 		err = z.Entries(func(e *zip.Entry) {
 			if e.Method != zip.Stored || e.Unusable != "" || !savedName(e.Name) {
@@ -109,15 +123,63 @@ func (s *IndexSidecar) dir(ctx context.Context) error {
 			files[se.e.Name] = se
 		})
 	}
-	if err != nil {
-		err = fmt.Errorf("index sidecar %s: %w", s.path, err)
-		if passing(err) {
-			return err
-		}
+	switch {
+	case err == nil && len(z.Problems()) > 0:
+		err = errors.New(z.Problems()[0])
+	case err == nil:
+		err = s.firstListed(r, files)
 	}
-	s.files, s.dirErr, s.dirRead = files, err, true
-	return err
+	if err != nil && passing(err) {
+		return fmt.Errorf("index sidecar %s: %w", s.path, err)
+	}
+	if err != nil {
+		s.damage = fmt.Errorf("index sidecar %s is damaged (%v)", s.path, err)
+	}
+	s.files, s.dirRead = files, true
+	return nil
 }
+
+// firstListed checks that the central directory lists the entry whose
+// local header opens the sidecar, as that header has it (sizes, CRC-32),
+// where the header says all: files are the entries it lists. A frame
+// whose directory lost or changed it is damaged, even where the directory
+// reads. s.mu is held.
+func (s *IndexSidecar) firstListed(r io.ReaderAt, files map[string]*sidecarEntry) error {
+	first, err := s.readFirst(r)
+	if first == nil {
+		return err // none the sidecar finds by its local header, or a failure that may pass
+	}
+	e := &first.e
+	d, ok := files[e.Name]
+	if !ok || d.e.HeaderOffset != 0 || d.e.Size != e.Size || d.e.CompressedSize != e.CompressedSize || d.e.CRC32 != e.CRC32 {
+		return fmt.Errorf("its central directory does not list its first entry, %q, as the entry's local header has it", e.Name)
+	}
+	return nil
+}
+
+// Damage says, the first time it is asked once it is known, why the
+// sidecar's frame is damaged (see IndexSidecar), for its archive to log
+// once; else nil.
+func (s *IndexSidecar) Damage() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.damage == nil || s.damageTold {
+		return nil
+	}
+	s.damageTold = true
+	return s.damage
+}
+
+// damaged reports a sidecar whose frame is known to be damaged.
+func (s *IndexSidecar) damaged() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.damage != nil
+}
+
+// errDamagedFrame is what a lookup answers for an index a damaged
+// sidecar does not list: its damage, logged once, says why.
+var errDamagedFrame = errors.New("not listed by the sidecar's damaged directory")
 
 // savedName reports an entry name a sidecar holds: a deflated member's
 // index, KEY.idx, or a stored member's block CRC-32s, KEY.crc.
@@ -131,19 +193,26 @@ func savedName(name string) bool {
 func (s *IndexSidecar) firstEntry(ctx context.Context) *sidecarEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	first, _ := s.readFirst(source.WithContext(ctx, s.r))
+	return first
+}
+
+// readFirst is firstEntry, read from r once; a failure that may pass is
+// returned, and the header read again at the next call. s.mu is held.
+func (s *IndexSidecar) readFirst(r io.ReaderAt) (*sidecarEntry, error) {
 	if s.firstRead {
-		return s.first
+		return s.first, nil
 	}
-	e, off, err := zip.LocalEntry(source.WithContext(ctx, s.r), s.size, 0)
+	e, off, err := zip.LocalEntry(r, s.size, 0)
 	if err != nil && passing(err) {
-		return nil
+		return nil, err
 	}
 	s.firstRead = true
 	if err != nil || e.Method != zip.Stored || e.CompressedSize != e.Size || !savedName(e.Name) {
-		return nil
+		return nil, nil
 	}
 	s.first = &sidecarEntry{e: e, off: off, located: true}
-	return s.first
+	return s.first, nil
 }
 
 // Close closes the sidecar's source, when it is an io.Closer.
@@ -160,7 +229,7 @@ func (s *IndexSidecar) Source() io.ReaderAt { return s.r }
 // Path is the sidecar's file name, or URL.
 func (s *IndexSidecar) Path() string { return s.path }
 
-// Len is how many indexes the sidecar holds (its central directory is
+// Len is how many indexes the sidecar's central directory lists (it is
 // read for it), 0 for one that cannot be read.
 func (s *IndexSidecar) Len(ctx context.Context) int {
 	if s.dir(ctx) != nil {
@@ -188,8 +257,12 @@ func (s *IndexSidecar) lookup(ctx context.Context, name string, head int64) (io.
 	}
 	s.mu.Lock()
 	se, ok := s.files[base]
+	damaged := s.damage != nil
 	s.mu.Unlock()
-	if !ok {
+	switch {
+	case !ok && damaged:
+		return nil, 0, errDamagedFrame
+	case !ok:
 		return nil, 0, nil
 	}
 	off, err := s.locate(ctx, se, head)
@@ -226,8 +299,13 @@ func (s *IndexSidecar) locate(ctx context.Context, se *sidecarEntry, head int64)
 // Holds reports whether the sidecar holds a complete index of the
 // deflated member m whose header and table hold (see
 // inflate.CheckIndex), or the block CRC-32s of the stored member m: one
-// a mount would load.
+// a mount would load. A sidecar whose frame is damaged holds none (its
+// directory is read for it), so that npzfs index --sidecar writes it
+// again.
 func (s *IndexSidecar) Holds(ctx context.Context, m *Member) bool {
+	if s.dir(ctx) != nil || s.damaged() {
+		return false // to be written again whole
+	}
 	if m.e.Method == zip.Stored {
 		name := m.sumsKey(ctx)
 		if name == "" || !m.SavesIndex() {

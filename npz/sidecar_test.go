@@ -202,10 +202,11 @@ func TestChangedSidecarIsDropped(t *testing.T) {
 	}
 }
 
-// TestBadSidecarsAreNotUsed: a sidecar of another archive, a truncated
-// one and one with a flipped bit in its table are said in the log and
-// not used; every byte is right. (Truncated: the first index is whole
-// and used; the second's is found by the directory, which is gone.)
+// TestBadSidecarsAreNotUsed: a sidecar of another archive and one with a
+// flipped bit in its table are said in the log and not used; a truncated
+// one is said in the log as damaged, its first index, whole, still used
+// (the second's is found by the directory, which is gone); every byte is
+// right.
 func TestBadSidecarsAreNotUsed(t *testing.T) {
 	b, members := indexedArchive(t)
 	good := sidecarOf(t, b)
@@ -217,7 +218,7 @@ func TestBadSidecarsAreNotUsed(t *testing.T) {
 		name, side, want string
 	}{
 		{"foreign", string(foreignSidecar(t)), "holds no index of it"},
-		{"truncated", string(good[:len(good)-100]), "not used"},
+		{"truncated", string(good[:len(good)-100]), "x.npzidx is damaged (zip: no end of central directory record"},
 		{"flipped", string(flipped), "x.npzidx not used"},
 	} {
 		a, finds, _, log := lazySidecar(t, b, []byte(tc.side))
