@@ -39,13 +39,10 @@ func handFUSE(t *testing.T, source, dir string) *os.File {
 	return dev
 }
 
-// TestMountHandedFD: npzfs mount ARCHIVE /dev/fd/N serves a FUSE device
-// that another process opened and mounted, with no fusermount3 and no
-// mount of its own: it reads the arrays exactly through that process's
-// folder; npzfs unmount by a user who may not unmount it says who must;
-// the mount's owner (root here) unmounts it and the daemon exits. A
-// daemon stopped by SIGTERM leaves the folder for its owner to unmount.
-func TestMountHandedFD(t *testing.T) {
+// needHanding fails the test (under NPZFS_REQUIRE_FUSE=1) or skips it
+// where FUSE or root is missing: handFUSE's mount(2) needs both.
+func needHanding(t *testing.T) {
+	t.Helper()
 	needFuse(t)
 	if os.Geteuid() != 0 {
 		if requireFuse() {
@@ -53,19 +50,22 @@ func TestMountHandedFD(t *testing.T) {
 		}
 		t.Skip("mount(2) of /dev/fuse needs root")
 	}
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemons alone
-	shared, arrays := testArchive(t)
-	// A folder of our own that the user nobody can reach, holding the
-	// program and a copy of the archive, whose path names this test's
-	// daemons alone.
-	base, err := os.MkdirTemp("", "npzfs-handed-")
+}
+
+// handedCopies makes a folder of our own that the user nobody can
+// reach, named after what, holding the program and a copy of the
+// archive src, whose paths name the test's daemons alone; it returns the
+// folder and the paths of both.
+func handedCopies(t *testing.T, src, what string) (base, prog, archive string) {
+	t.Helper()
+	base, err := os.MkdirTemp("", "npzfs-"+what+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	os.Chmod(base, 0o755)
-	prog, archive := filepath.Join(base, "npzfs"), filepath.Join(base, "handed.npz")
-	for _, c := range [][2]string{{bin, prog}, {shared, archive}} {
+	prog, archive = filepath.Join(base, "npzfs"), filepath.Join(base, what+".npz")
+	for _, c := range [][2]string{{bin, prog}, {src, archive}} {
 		b, err := os.ReadFile(c[0])
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +74,20 @@ func TestMountHandedFD(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return base, prog, archive
+}
+
+// TestMountHandedFD: npzfs mount ARCHIVE /dev/fd/N serves a FUSE device
+// that another process opened and mounted, with no fusermount3 and no
+// mount of its own: it reads the arrays exactly through that process's
+// folder; npzfs unmount by a user who may not unmount it says who must;
+// the mount's owner (root here) unmounts it and the daemon exits. A
+// daemon stopped by SIGTERM leaves the folder for its owner to unmount.
+func TestMountHandedFD(t *testing.T) {
+	needHanding(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemons alone
+	shared, arrays := testArchive(t)
+	_, prog, archive := handedCopies(t, shared, "handed")
 	for _, fg := range []bool{false, true} {
 		t.Run(fmt.Sprintf("foreground=%v", fg), func(t *testing.T) {
 			dir := t.TempDir()

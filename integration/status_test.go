@@ -3,13 +3,17 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/npzfs/npzfs/internal/testserver"
 )
@@ -163,5 +167,111 @@ func TestStatusOfASilentDaemon(t *testing.T) {
 	}
 	if r := npzfs(t, "unmount", dir); r.code != 0 || isMounted(dir) {
 		t.Errorf("npzfs unmount of a dead mount: exit %d, %q; mounted: %v", r.code, r.stderr, isMounted(dir))
+	}
+}
+
+// statusWith runs npzfs status --json on dir with the environment
+// variable XDG_RUNTIME_DIR set to runtime, and returns its one mount, its
+// UID and status folder too, and what npzfs status prints for people.
+func statusWith(t *testing.T, runtime, dir string) (st statusOf, uid int, folder, text string) {
+	t.Helper()
+	run1 := func(args ...string) result {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+runtime)
+		return run(t, cmd)
+	}
+	r := run1("status", "--json", dir)
+	var doc struct {
+		Mounts []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil || len(doc.Mounts) != 1 {
+		t.Fatalf("npzfs status --json %s: exit %d, %v, stdout %q, stderr %q", dir, r.code, err, r.stdout, r.stderr)
+	}
+	var extra struct {
+		UID    int
+		Folder string `json:"status_folder"`
+	}
+	json.Unmarshal(doc.Mounts[0], &st)
+	json.Unmarshal(doc.Mounts[0], &extra)
+	return st, extra.UID, extra.Folder, run1("status", dir).stdout
+}
+
+// TestStatusOfADaemonElsewhere: a daemon of this user's started with
+// another XDG_RUNTIME_DIR keeps its status socket there: npzfs status run
+// with this one finds it there and shows its status; where that folder
+// is not a private one of the user's, it is not asked, and status says
+// where the daemon's status is instead of guessing at an older npzfs.
+func TestStatusOfADaemonElsewhere(t *testing.T) {
+	needFuse(t)
+	theirs := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", theirs) // the daemon's
+	archive, _ := testArchive(t)
+	dir := mount(t, archive)
+	mine := t.TempDir()
+	st, _, _, text := statusWith(t, mine, dir)
+	if !st.Answering || st.PID == 0 || st.Source != archive || !strings.Contains(text, "), pid "+strconv.Itoa(st.PID)) {
+		t.Errorf("a daemon started with another XDG_RUNTIME_DIR: %+v\n%s", st, text)
+	}
+	pid := st.PID
+
+	folder := filepath.Join(theirs, "npzfs")
+	if err := os.Chmod(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(folder, 0o700)
+	st, _, got, text := statusWith(t, mine, dir)
+	if st.Answering || st.Daemon != "elsewhere" || st.PID != pid || got != folder {
+		t.Errorf("its folder not private: %+v, status_folder %q", st, got)
+	}
+	want := dir + ": " + archive + ": its daemon (pid " + strconv.Itoa(pid) + ") was started with another XDG_RUNTIME_DIR or TMPDIR: its status is in " + folder
+	if !strings.HasPrefix(text, want) || strings.Contains(text, "before npzfs status") {
+		t.Errorf("npzfs status says %q; want it to start %q", text, want)
+	}
+}
+
+// TestStatusOfAnotherUsersDaemon: a mount of root's served by a daemon
+// of another user's (a FUSE device handed to npzfs run as nobody) is
+// said to be served by that user's daemon, whose status is that user's,
+// not guessed to be an older npzfs.
+func TestStatusOfAnotherUsersDaemon(t *testing.T) {
+	needHanding(t)
+	shared, _ := testArchive(t)
+	// nobody's temporary folder, in the folder of the copies.
+	base, prog, archive := handedCopies(t, shared, "otheruser")
+	tmp := filepath.Join(base, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil || os.Chown(tmp, nobody, nobody) != nil {
+		t.Fatalf("nobody's temporary folder: %v", err)
+	}
+	dir := t.TempDir()
+	dev := handFUSE(t, archive, dir)
+	cmd := exec.Command(prog, "mount", "--log", filepath.Join(tmp, "log"), archive, "/dev/fd/3")
+	cmd.ExtraFiles = []*os.File{dev}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/", "TMPDIR=" + tmp}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("npzfs mount as nobody: %v: %s", err, stderr.String())
+	}
+	dev.Close()
+	pids := processesOf(prog, archive)
+	if len(pids) != 1 {
+		t.Fatalf("daemons serving %s: %v", archive, pids)
+	}
+	defer func() {
+		npzfs(t, "unmount", dir)
+		if !waitGone(pids[0]) {
+			t.Errorf("daemon %d still serving after its folder was unmounted", pids[0])
+		}
+	}()
+	st, uid, _, text := statusWith(t, t.TempDir(), dir)
+	if st.Answering || st.Daemon != "other-user" || st.PID != pids[0] || uid != nobody {
+		t.Errorf("another user's daemon: %+v, uid %d", st, uid)
+	}
+	want := dir + ": " + archive + ": its daemon (pid " + strconv.Itoa(pids[0]) + ") runs as another user (uid " + strconv.Itoa(nobody) + "): its status is in that user's status folder"
+	if !strings.HasPrefix(text, want) {
+		t.Errorf("npzfs status says %q; want it to start %q", text, want)
 	}
 }

@@ -168,10 +168,12 @@ source, mount point, daemon, options and log, and what it has done since
 it was mounted: bytes served, cache hits and misses, remote requests and
 bytes fetched, saved indexes, background indexing (mount --index) with
 its rate and time left. Each daemon answers on a socket only its user can
-reach ($XDG_RUNTIME_DIR/npzfs, else /tmp/npzfs-UID); nothing appears in
+reach ($XDG_RUNTIME_DIR/npzfs, else /tmp/npzfs-UID; a daemon started with
+another XDG_RUNTIME_DIR or TMPDIR is asked in its own); nothing appears in
 the mounted tree. A mount of yours whose daemon does not answer is listed
-with what became of it (exited, stopped). --json prints one document,
-{"mounts": [...]}, whose fields the README documents.`
+with what became of it (exited, stopped, another user's, its status in a
+folder not private). --json prints one document, {"mounts": [...]}, whose
+fields the README documents.`
 
 // inspectHelp is the long description of npzfs inspect.
 const inspectHelp = `Prints the header.json of a .npy file, or of the member KEY of ARCHIVE

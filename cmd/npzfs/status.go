@@ -92,6 +92,10 @@ func silentReason(st *daemon.Status) string {
 		return fmt.Sprintf("its daemon (pid %d) is stopped, and every access to the mount waits; kill -CONT %d resumes it", st.PID, st.PID)
 	case daemon.DaemonSilent:
 		return fmt.Sprintf("its daemon (pid %d) does not answer (an npzfs from before npzfs status existed?)", st.PID)
+	case daemon.DaemonOtherUser:
+		return fmt.Sprintf("its daemon (pid %d) runs as another user (uid %d): its status is in that user's status folder (npzfs status, run as that user, shows it)", st.PID, st.UID)
+	case daemon.DaemonElsewhere:
+		return fmt.Sprintf("its daemon (pid %d) was started with another XDG_RUNTIME_DIR or TMPDIR: its status is in %s, which is not a private folder of yours or where it does not answer", st.PID, st.StatusFolder)
 	}
 	return "its daemon does not answer (it may be stopped, or have exited)"
 }

@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,11 @@ type Status struct {
 	// where one was found, and Daemon says what became of it.
 	Answering bool   `json:"answering"`
 	Daemon    string `json:"daemon,omitempty"` // DaemonExited, ...
+	// UID is the user a daemon of another user's runs as
+	// (DaemonOtherUser); StatusFolder the status folder of a daemon of
+	// this user's that keeps its status elsewhere (DaemonElsewhere).
+	UID          int    `json:"uid,omitempty"`
+	StatusFolder string `json:"status_folder,omitempty"`
 	// Detached is set for a mount gone from the mount table (a lazy
 	// unmount) whose daemon still serves the files open in it.
 	Detached bool `json:"detached,omitempty"`
@@ -175,16 +181,18 @@ func sameMountNamespace(pid int) bool {
 }
 
 // MarshalJSON gives a mount whose daemon did not answer as what is known
-// of it alone (mountpoint, source, pid where one was found, daemon), not
-// as zeros.
+// of it alone (mountpoint, source, pid where one was found, daemon, and
+// where it keeps its status when not here), not as zeros.
 func (st Status) MarshalJSON() ([]byte, error) {
 	var v any = struct {
-		Mountpoint string `json:"mountpoint"`
-		Source     string `json:"source"`
-		PID        int    `json:"pid,omitempty"`
-		Answering  bool   `json:"answering"`
-		Daemon     string `json:"daemon"`
-	}{st.Mountpoint, st.Source, st.PID, false, st.Daemon}
+		Mountpoint   string `json:"mountpoint"`
+		Source       string `json:"source"`
+		PID          int    `json:"pid,omitempty"`
+		Answering    bool   `json:"answering"`
+		Daemon       string `json:"daemon"`
+		UID          int    `json:"uid,omitempty"`
+		StatusFolder string `json:"status_folder,omitempty"`
+	}{st.Mountpoint, st.Source, st.PID, false, st.Daemon, st.UID, st.StatusFolder}
 	if st.Answering {
 		type plain Status // without this method
 		v = plain(st)
@@ -202,6 +210,13 @@ const (
 	DaemonStopped = "stopped" // stopped by a signal or a tracer
 	DaemonSilent  = "silent"  // running, but with no status socket (an older npzfs)
 	DaemonUnknown = "unknown" // none found, and the mount did not say it is dead
+	// DaemonOtherUser runs as another user, whose status folder holds
+	// its socket.
+	DaemonOtherUser = "other-user"
+	// DaemonElsewhere is this user's, but keeps its status in another
+	// folder (started with another XDG_RUNTIME_DIR or TMPDIR), where it
+	// could not be asked.
+	DaemonElsewhere = "elsewhere"
 )
 
 // statusDir is the folder of this user's daemons' sockets:
@@ -209,24 +224,37 @@ const (
 // (mode 0700) if missing. A folder that another user owns or others may
 // enter is refused: a socket there could be someone else's.
 func statusDir(create bool) (string, error) {
-	dir := filepath.Join(os.TempDir(), "npzfs-"+strconv.Itoa(os.Getuid()))
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
-		dir = filepath.Join(x, "npzfs")
-	}
+	dir := statusDirFor(os.Getenv, os.Getuid())
 	if create {
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return "", err
 		}
 	}
+	return dir, checkPrivate(dir)
+}
+
+// statusDirFor is the status folder of a process of the user uid whose
+// environment getenv reads: $XDG_RUNTIME_DIR/npzfs, else
+// $TMPDIR/npzfs-UID (TMPDIR by default /tmp, as os.TempDir).
+func statusDirFor(getenv func(string) string, uid int) string {
+	if x := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		return filepath.Join(x, "npzfs")
+	}
+	return filepath.Join(cmp.Or(getenv("TMPDIR"), "/tmp"), "npzfs-"+strconv.Itoa(uid))
+}
+
+// checkPrivate refuses a status folder that another user owns or others
+// may enter.
+func checkPrivate(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return "", err
+		return err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s is not a private folder of yours (it must be owned by you, mode 0700)", dir)
+		return fmt.Errorf("%s is not a private folder of yours (it must be owned by you, mode 0700)", dir)
 	}
-	return dir, nil
+	return nil
 }
 
 // serveStatus answers status requests on a socket of this user's status
@@ -300,22 +328,31 @@ func askDaemons() []Status {
 		if pid, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(s), ".sock")); err == nil && isStopped(pid) {
 			continue
 		}
-		c, err := net.DialTimeout("unix", s, 2*time.Second)
-		if err != nil {
-			if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
-				os.Remove(s) // its daemon is gone
-			}
-			continue
-		}
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		var st Status
-		if json.NewDecoder(c).Decode(&st) == nil {
-			st.Answering = true
+		if st, ok := ask(s); ok {
 			out = append(out, st)
 		}
-		c.Close()
 	}
 	return out
+}
+
+// ask asks the daemon on the socket sock for its status; a socket no
+// daemon answers on any more is removed.
+func ask(sock string) (Status, bool) {
+	var st Status
+	c, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+			os.Remove(sock) // its daemon is gone
+		}
+		return st, false
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if json.NewDecoder(c).Decode(&st) != nil {
+		return st, false
+	}
+	st.Answering = true
+	return st, true
 }
 
 // myMounts are the npzfs mounts of this user in the mount table, by mount
@@ -338,11 +375,7 @@ func silentStatus(m mountinfo.Entry) Status {
 	st := Status{Mountpoint: m.Dir, Dataset: Dataset{Source: m.Source}, Daemon: DaemonUnknown}
 	_, conn, _ := strings.Cut(m.Dev, ":")
 	if pids := servers(conn); len(pids) > 0 {
-		st.PID, st.Daemon = pids[0], DaemonSilent
-		if isStopped(pids[0]) {
-			st.Daemon = DaemonStopped
-		}
-		return st
+		return silentDaemon(st, pids[0])
 	}
 	// A mount whose daemon is gone answers at once with ENOTCONN. One
 	// whose daemon the scan could not see (a kernel that does not name

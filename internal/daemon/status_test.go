@@ -31,6 +31,29 @@ func TestStatusDirIsPrivate(t *testing.T) {
 	}
 }
 
+// TestStatusDirFor: a process's status folder follows its environment
+// as statusDir follows this process's: $XDG_RUNTIME_DIR/npzfs when that
+// is absolute, else $TMPDIR (or /tmp)/npzfs-UID; and the environment is
+// read from a /proc/PID/environ text.
+func TestStatusDirFor(t *testing.T) {
+	for env, want := range map[string]string{
+		"XDG_RUNTIME_DIR=/run/user/7\x00TMPDIR=/scratch\x00": "/run/user/7/npzfs",
+		"XDG_RUNTIME_DIR=relative\x00TMPDIR=/scratch\x00":    "/scratch/npzfs-7",
+		"HOME=/home/u\x00":             "/tmp/npzfs-7",
+		"OTHER_XDG_RUNTIME_DIR=/x\x00": "/tmp/npzfs-7",
+	} {
+		getenv := func(name string) string { return environValue([]byte(env), name) }
+		if got := statusDirFor(getenv, 7); got != want {
+			t.Errorf("%q: %s, want %s", env, got, want)
+		}
+	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	dir, err := statusDir(true)
+	if err != nil || dir != statusDirFor(os.Getenv, os.Getuid()) {
+		t.Errorf("statusDir %q, %v; statusDirFor this process %q", dir, err, statusDirFor(os.Getenv, os.Getuid()))
+	}
+}
+
 // TestServeStatus: a daemon's socket answers with its status, and is gone
 // once stopped.
 func TestServeStatus(t *testing.T) {
@@ -60,6 +83,10 @@ func TestSilentStatusJSON(t *testing.T) {
 			`{"mountpoint":"/mnt/a&b","source":"/data/<a>.npz","pid":77,"answering":false,"daemon":"stopped"}`},
 		{Status{Mountpoint: "/mnt/x", Dataset: Dataset{Source: "/data/x.npz"}, Daemon: DaemonExited},
 			`{"mountpoint":"/mnt/x","source":"/data/x.npz","answering":false,"daemon":"exited"}`},
+		{Status{Mountpoint: "/mnt/o", PID: 9, Dataset: Dataset{Source: "/o.npz"}, Daemon: DaemonOtherUser, UID: 1001},
+			`{"mountpoint":"/mnt/o","source":"/o.npz","pid":9,"answering":false,"daemon":"other-user","uid":1001}`},
+		{Status{Mountpoint: "/mnt/e", PID: 8, Dataset: Dataset{Source: "/e.npz"}, Daemon: DaemonElsewhere, StatusFolder: "/run/user/1/npzfs"},
+			`{"mountpoint":"/mnt/e","source":"/e.npz","pid":8,"answering":false,"daemon":"elsewhere","status_folder":"/run/user/1/npzfs"}`},
 	} {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
