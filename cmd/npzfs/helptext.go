@@ -265,9 +265,9 @@ Daemon messages: with --log FILE they are appended to FILE (which also
 receives the daemon's stdout and stderr). Without --log they go to syslog
 (facility daemon, tag "npzfs") when a syslog socket answers, and otherwise
 to $XDG_STATE_HOME/npzfs/npzfs.log (~/.local/state/npzfs/npzfs.log). With
--f they go to stderr, or to FILE with --log. The first message is written
-before anything is mounted, and a log that does not take it (a full disk,
-/dev/full) fails the mount. A mount that succeeds says in one line when
+-f they go to stderr, or to FILE with --log. The daemon's log (and FILE
+with -f) gets the first message before anything is mounted, and one that
+does not take it (a full disk, /dev/full) fails the mount. A mount that succeeds says in one line when
 some members cannot be served or read.
 
 Mount options (-o, comma-separated, repeatable): allow_other, allow_root,
