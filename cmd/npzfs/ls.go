@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/npzfs/npzfs/dataset"
 	"github.com/npzfs/npzfs/internal/english"
@@ -68,7 +64,7 @@ func runLs(args []string, stdout, stderr io.Writer) int {
 	if lo.json {
 		err = writeJSON(stdout, l.JSON(ctx, name))
 	} else {
-		writeListing(stdout, l, lo.human)
+		l.WriteText(stdout, lo.human)
 		tellFailures(stderr, d.Name(), l)
 	}
 	if err != nil {
@@ -140,13 +136,10 @@ func lsFolder(ctx context.Context, dir string, lo *lsOptions, rf *remoteFlags, s
 // others are listed, and the exit code is then 1, as it is for one that
 // fails --verify.
 type lsMany struct {
-	lo                *lsOptions
-	doc               listing.ArchivesJSON
-	rows              [][]string
-	archives, members int
-	counts            listing.Counts
-	problems          []string
-	code              int
+	lo    *lsOptions
+	doc   listing.ArchivesJSON
+	table listing.Table
+	code  int
 }
 
 // add lists the archive a, named name.
@@ -155,18 +148,13 @@ func (ls *lsMany) add(ctx context.Context, name string, a *npz.Archive, stderr i
 	if ls.lo.verify && !l.Verified() {
 		ls.code = exitFail
 	}
-	ls.archives++
-	ls.members += len(l.Rows)
-	ls.counts.Add(l.Counts)
 	if ls.lo.json {
 		ls.doc.Archives = append(ls.doc.Archives, l.JSON(ctx, name))
 		return
 	}
 	tellFailures(stderr, name, l)
-	ls.rows = append(ls.rows, tableRows(l, quoteName(name), ls.lo.human)...)
-	for _, p := range l.Archive.Problems() {
-		ls.problems = append(ls.problems, fmt.Sprintf("archive %s: %s", quoteName(name), p))
-	}
+	ls.table.Human = ls.lo.human
+	ls.table.Add(l, name)
 }
 
 // failed records that the archive name cannot be opened, err saying why
@@ -199,13 +187,7 @@ func (ls *lsMany) write(folder string, stdout, stderr io.Writer) int {
 		}
 		return ls.code
 	}
-	if len(ls.rows) > 0 {
-		writeTable(stdout, append([][]string{append([]string{"ARCHIVE"}, tableHeading...)}, ls.rows...))
-	}
-	fmt.Fprintf(stdout, "%s, %s\n", english.Plural(ls.archives, "archive"), summary(&ls.counts, ls.members))
-	for _, p := range ls.problems {
-		fmt.Fprintln(stdout, p)
-	}
+	ls.table.Write(stdout)
 	return ls.code
 }
 
@@ -232,111 +214,12 @@ func tellFailures(stderr io.Writer, name string, l *listing.Listing) {
 			continue
 		}
 		if told++; told <= maxFailuresTold {
-			fmt.Fprintf(stderr, "npzfs ls: %s: %s: %s\n", name, quoteName(r.Member.Name()), why)
+			fmt.Fprintf(stderr, "npzfs ls: %s: %s: %s\n", name, listing.Quote(r.Member.Name()), why)
 		}
 	}
 	if more := told - maxFailuresTold; more > 0 {
 		fmt.Fprintf(stderr, "npzfs ls: %s: and %s more (the listing names them)\n", name, english.Plural(more, "failing member"))
 	}
-}
-
-// nameWidth caps the NAME column: a longer name gets a line of its own,
-// so that one long name does not push every other column aside.
-const nameWidth = 40
-
-// summary is a listing's last line: how many members are served, and
-// how many are not, by why.
-func summary(c *listing.Counts, members int) string {
-	s := fmt.Sprintf("%s, %d served", english.Plural(members, "member"), c.Served+c.Folders)
-	for _, part := range []struct {
-		n    int
-		what string
-	}{
-		{c.Verified, "verified"},
-		{c.Unreadable, "unreadable"},
-		{c.Failed, "failed verification"},
-		{c.NotServed, "not served"},
-	} {
-		if part.n > 0 {
-			s += fmt.Sprintf(", %d %s", part.n, part.what)
-		}
-	}
-	return s
-}
-
-// tableHeading is the heading of ls's table.
-var tableHeading = []string{"NAME", "DTYPE", "SHAPE", "ORDER", "BYTES", "METHOD", "RATIO", "NOTE"}
-
-// writeListing prints one aligned line per member, the summary, then
-// the archive's own problems.
-func writeListing(w io.Writer, l *listing.Listing, human bool) {
-	writeTable(w, append([][]string{tableHeading}, tableRows(l, "", human)...))
-	fmt.Fprintln(w, summary(&l.Counts, len(l.Rows)))
-	for _, p := range l.Archive.Problems() {
-		fmt.Fprintf(w, "archive: %s\n", p)
-	}
-}
-
-// tableRows are the table's lines, one per member, after a first column
-// naming the archive when archive is not "".
-func tableRows(l *listing.Listing, archive string, human bool) [][]string {
-	var rows [][]string
-	for _, r := range l.Rows {
-		m := r.Member
-		method := npz.MethodName(m.Method())
-		if m.Encrypted() {
-			method += "+encrypted"
-		}
-		ratio := "-"
-		if m.Size() > 0 {
-			ratio = strconv.FormatFloat(100*float64(m.CompressedSize())/float64(m.Size()), 'f', 1, 64) + "%"
-		}
-		dtype, shape, order, size := "-", "-", "-", strconv.FormatInt(m.Size(), 10)
-		if h := r.Header; h != nil {
-			dtype, shape, order = dtypeString(h.DType), shapeString(h.Shape), "C"
-			if h.FortranOrder {
-				order = "F"
-			}
-		}
-		if human {
-			size = humanSize(m.Size())
-		}
-		if m.IsDir() {
-			dtype, method, ratio, size = "(folder)", "-", "-", "-"
-		}
-		note := join(r.Reason, r.Verify)
-		if x := r.SOZip; x != nil {
-			note = join(note, fmt.Sprintf("SOZip index: %d chunks of %s", x.Chunks, humanSize(x.ChunkSize)))
-		}
-		if m.Served() && m.Path() != strings.TrimSuffix(m.Name(), "/") {
-			note = join("served as "+quoteName(m.Path()), note)
-		}
-		row := []string{quoteName(m.Name()), dtype, shape, order, size, method, ratio, note}
-		if archive != "" {
-			row = append([]string{archive}, row...)
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
-
-// humanSize is n bytes as ls -h shows it: 512, 1.5K, 10K, 234M, 2.0G
-// (powers of 1024; one decimal below 10).
-func humanSize(n int64) string {
-	if n < 1024 {
-		return strconv.FormatInt(n, 10)
-	}
-	v := float64(n)
-	unit := 0
-	for v >= 1024 && unit < 6 {
-		v /= 1024
-		unit++
-	}
-	suffix := string("KMGTPE"[unit-1])
-	if v < 10 {
-		return strconv.FormatFloat(math.Ceil(v*10)/10, 'f', 1, 64) + suffix
-	}
-	return strconv.FormatFloat(math.Ceil(v), 'f', 0, 64) + suffix
 }
 
 // writeJSON prints v as one indented JSON document.
@@ -345,103 +228,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // dtypes as numpy writes them: "<f4"
 	return enc.Encode(v)
-}
-
-// writeTable aligns rows in columns two spaces apart; the first row is
-// the heading; the first column is at most nameWidth wide (a longer cell
-// goes on a line of its own) and the last is not padded. BYTES and RATIO
-// are right-aligned.
-func writeTable(w io.Writer, rows [][]string) {
-	width := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			if n := utf8.RuneCountInString(c); n > width[i] && (i != 0 || n <= nameWidth) {
-				width[i] = n
-			}
-		}
-	}
-	right := map[int]bool{}
-	for i, h := range rows[0] {
-		right[i] = h == "BYTES" || h == "RATIO"
-	}
-	var b strings.Builder
-	for _, r := range rows {
-		b.Reset()
-		first := r[0]
-		if utf8.RuneCountInString(first) > width[0] {
-			b.WriteString(first)
-			b.WriteByte('\n')
-			first = ""
-		}
-		for i, c := range r {
-			if i == 0 {
-				c = first
-			}
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			switch {
-			case i == len(r)-1:
-				b.WriteString(c)
-			case right[i]:
-				b.WriteString(pad + c + "  ")
-			default:
-				b.WriteString(c + pad + "  ")
-			}
-		}
-		io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
-	}
-}
-
-func join(a, b string) string {
-	switch {
-	case b == "":
-		return a
-	case a == "":
-		return b
-	}
-	return a + "; " + b
-}
-
-// quoteName shows a name as it is unless it has characters that would
-// break the columns (spaces, tabs, control characters), then Go-quoted.
-func quoteName(s string) string {
-	if s == "" {
-		return `""`
-	}
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if r == ' ' || r == '"' || !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
-
-// dtypeString is numpy's dtype.str, or a short description of a record.
-func dtypeString(d *npy.DType) string {
-	if d == nil {
-		return "?"
-	}
-	if d.Record {
-		return fmt.Sprintf("record(%s, %s)", english.Plural(len(d.Fields), "field"), english.Plural(d.ItemSize, "byte"))
-	}
-	if d.Subarray != nil {
-		return fmt.Sprintf("%s%s", dtypeString(d.Subarray.Base), shapeString(d.Subarray.Shape))
-	}
-	return d.Str()
-}
-
-// shapeString writes a shape as Python does: (), (3,), (2, 3).
-func shapeString(shape []int64) string {
-	parts := make([]string, len(shape))
-	for i, n := range shape {
-		parts[i] = strconv.FormatInt(n, 10)
-	}
-	if len(parts) == 1 {
-		return "(" + parts[0] + ",)"
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // inspectArchive prints the header.json of one member of an archive; key
@@ -477,7 +263,7 @@ func inspectArchive(ctx context.Context, path, key string, rf *remoteFlags, stdo
 	}
 	if !m.Served() {
 		// As the mount and keyList have it: not a key of the archive.
-		return fail(stderr, "inspect", fmt.Errorf("%s: the member %s is not served (%s); its keys: %s", path, quoteName(m.Name()), m.Reason(ctx), keyList(a)))
+		return fail(stderr, "inspect", fmt.Errorf("%s: the member %s is not served (%s); its keys: %s", path, listing.Quote(m.Name()), m.Reason(ctx), keyList(a)))
 	}
 	var js []byte
 	if a.Bare() {
@@ -513,7 +299,7 @@ func keyList(a *npz.Archive) string {
 	var keys []string
 	for _, m := range a.Members() {
 		if m.Served() && m.IsNPY() {
-			keys = append(keys, quoteName(strings.TrimSuffix(m.Path(), ".npy")))
+			keys = append(keys, listing.Quote(strings.TrimSuffix(m.Path(), ".npy")))
 		}
 	}
 	if len(keys) == 0 {

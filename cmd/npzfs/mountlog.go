@@ -4,9 +4,9 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/npzfs/npzfs/internal/daemon"
+	"github.com/npzfs/npzfs/internal/english"
 )
 
 // mountStatus is what a mount tells its user once it is live: how it
@@ -49,24 +49,10 @@ func (st mountStatus) warnings() []string {
 		}
 		index := "npzfs index "
 		if st.indexDir != "" {
-			index += "--index-dir " + shellWord(st.indexDir) + " "
+			index += "--index-dir " + english.ShellWord(st.indexDir) + " "
 		}
 		out = append(out, fmt.Sprintf("note: %s of %.1f GiB has no saved index: the first read deep into it inflates it from its start (about a second a GiB); to avoid that, run once: %s%s (or mount with --index)",
-			what, float64(st.UnindexedBytes)/(1<<30), index, shellWord(st.Source)))
+			what, float64(st.UnindexedBytes)/(1<<30), index, english.ShellWord(st.Source)))
 	}
 	return out
-}
-
-// shellWord is s as one word of a shell command line: as it is when it
-// holds nothing a shell would read otherwise, else in single quotes.
-func shellWord(s string) string {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:@%=,", c)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	if s == "" {
-		return "''"
-	}
-	return s
 }

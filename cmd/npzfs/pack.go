@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npzfs/npzfs/dataset"
+	"github.com/npzfs/npzfs/internal/english"
 	"github.com/npzfs/npzfs/pack"
 )
 
@@ -86,7 +87,7 @@ func packSummary(out string, r pack.Result, chunk int64) string {
 	}
 	add(r.Aligned, "array stored aligned", "arrays stored aligned")
 	add(r.Stored, "other stored", "others stored")
-	in := "deflated in SOZip chunks of " + humanSize(chunk)
+	in := "deflated in SOZip chunks of " + english.Size(chunk)
 	add(r.Chunked, in, in)
 	add(r.Deflate, "deflated whole", "deflated whole")
 	ratio := 100.0
@@ -97,5 +98,5 @@ func packSummary(out string, r pack.Result, chunk int64) string {
 	if r.Members == 1 {
 		members = "member"
 	}
-	return fmt.Sprintf("%s: %d %s (%s), %s from %s (%.1f%%)", out, r.Members, members, strings.Join(parts, ", "), humanSize(r.Out), humanSize(r.In), ratio)
+	return fmt.Sprintf("%s: %d %s (%s), %s from %s (%.1f%%)", out, r.Members, members, strings.Join(parts, ", "), english.Size(r.Out), english.Size(r.In), ratio)
 }

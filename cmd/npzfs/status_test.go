@@ -6,13 +6,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/npzfs/npzfs/internal/daemon"
-	"github.com/npzfs/npzfs/internal/english"
-	"github.com/npzfs/npzfs/npy"
 )
 
 // TestStatusJSONGolden keeps npzfs status --json's fields, which scripts
@@ -60,38 +57,3 @@ func TestStatusJSONGolden(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// TestStatusCountsInWords: npzfs status says "1 request", "1 hit", "2
-// misses": a count of one takes the singular, others the plural.
-func TestStatusCountsInWords(t *testing.T) {
-	st := daemon.Status{
-		Mountpoint: "/mnt/run", PID: 4242, Log: "syslog", Answering: true,
-		Dataset: daemon.Dataset{
-			Source: "s3://bucket/run.npz", Kind: "archive",
-			SpanCache: daemon.SpanCache{Hits: 1, Misses: 2},
-			Remote:    &daemon.Remote{Requests: 1, BlockHits: 2, BlockMisses: 1, DiskHits: 1},
-		},
-	}
-	st.Served.Reads, st.Served.Pushes = 1, 3
-	var out bytes.Buffer
-	writeStatus(&out, &st)
-	for _, want := range []string{
-		"served      0 in 1 read and 3 pushes\n",
-		"span cache  1 hit, 2 misses;",
-		"remote      1 request (0 retried), 0 fetched; blocks: 2 hits, 1 miss,",
-		"disk cache  1 block from it;",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("npzfs status lacks %q:\n%s", want, out.String())
-		}
-	}
-	for n, want := range map[int]string{0: "0 entries", 1: "1 entry", 2: "2 entries"} {
-		if got := english.Plural(n, "entry"); got != want {
-			t.Errorf("english.Plural(%d, entry) = %q, want %q", n, got, want)
-		}
-	}
-	one := &npy.DType{Record: true, Fields: []npy.Field{{Name: "a"}}, ItemSize: 1}
-	if got := dtypeString(one); got != "record(1 field, 1 byte)" {
-		t.Errorf("a record of one byte-sized field: %q", got)
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/npzfs/npzfs/internal/hostile"
+	"github.com/npzfs/npzfs/npy"
 	"github.com/npzfs/npzfs/npz"
 )
 
@@ -55,5 +56,15 @@ func TestOf(t *testing.T) {
 				t.Errorf("lzma.npy has no read error")
 			}
 		}
+	}
+}
+
+func TestDTypeString(t *testing.T) {
+	one := &npy.DType{Record: true, Fields: []npy.Field{{Name: "a"}}, ItemSize: 1}
+	if got := dtypeString(one); got != "record(1 field, 1 byte)" {
+		t.Errorf("a record of one byte-sized field: %q", got)
+	}
+	if got := shapeString([]int64{3}); got != "(3,)" {
+		t.Errorf("shape (3,): %q", got)
 	}
 }
