@@ -16,7 +16,13 @@ import (
 //   - a syscall.Errno anywhere in the chain passes through, except 0 and
 //     ENOSYS, which become EIO (ENOSYS would tell the kernel that the
 //     operation is not implemented and make it stop asking);
-//   - context cancellation or deadline is EINTR: the caller gave up;
+//   - context cancellation is EINTR: the caller gave up (the kernel
+//     interrupted the request, at a signal to the process that made it);
+//   - a deadline passed (context.DeadlineExceeded: a remote timeout, the
+//     request's own bound) is EIO: a failure, not an interruption. An
+//     EINTR the process was not signalled for is retried at once by libc,
+//     Go's os package and Python alike, so a timeout answered EINTR would
+//     have them ask again for ever;
 //   - fs.ErrNotExist is ENOENT, fs.ErrPermission EACCES;
 //   - anything else is EIO: malformed archive data, and members npzfs
 //     cannot read (another compression method, encryption), whose reason
@@ -34,7 +40,7 @@ func Errno(err error) syscall.Errno {
 		return en
 	}
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
 		return syscall.EINTR
 	case errors.Is(err, fs.ErrNotExist):
 		return syscall.ENOENT

@@ -10,7 +10,7 @@ import (
 
 // RequestTimeout bounds how long the tree may take over one request:
 // past it the request's context ends (context.DeadlineExceeded), and
-// what the tree started for it gives up and answers EINTR. It is a last
+// what the tree started for it gives up and answers EIO. It is a last
 // resort above the bounds of what may block (a remote fetch is given up
 // after 2 minutes, a stalled one is tried again after 20 s): a request
 // that reaches it is a request that something below forgot to bound.
