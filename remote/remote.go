@@ -113,6 +113,18 @@ func PinRefused(name string, obj Object, now *Object) error {
 	return Permanent(fmt.Errorf("%s: %s, though the object has not changed (its size and Last-Modified are as they were): the server refuses that condition wrongly, so reads of bytes not fetched at open fail", name, refused))
 }
 
+// WrongTotal is the error of an answer to a read of obj whose
+// Content-Range says the object is total bytes, not obj.Size. When the
+// answer names the object pinned (same: its strong ETag, or its
+// version), the total is the answer's fault, a proxy's or a server's,
+// which may pass: the read is tried again. Otherwise the object changed.
+func WrongTotal(name string, obj Object, total int64, same bool) error {
+	if same {
+		return fmt.Errorf("%s: the answer says the object is %d bytes, and is the object of %d bytes opened (its ETag or version is the same)", name, total, obj.Size)
+	}
+	return Permanent(fmt.Errorf("%s: %w (it was %d bytes, it is %d)", name, source.ErrChanged, obj.Size, total))
+}
+
 // HTTPDate is t as HTTP dates say it, to the second.
 func HTTPDate(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
 

@@ -321,7 +321,8 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 		return bad(fmt.Errorf("%s: bytes %d-%d: %v", b.shown, off, last, err))
 	}
 	if total >= 0 && total != obj.Size {
-		return bad(remote.Permanent(fmt.Errorf("%s: %w (it was %d bytes, it is %d)", b.shown, source.ErrChanged, obj.Size, total)))
+		same := obj.ETag != "" && strongETag(resp.Header.Get("ETag")) == obj.ETag
+		return bad(remote.WrongTotal(b.shown, obj, total, same))
 	}
 	if first != off || l != last {
 		return bad(fmt.Errorf("%s: asked for bytes %d-%d, got %d-%d", b.shown, off, last, first, l))

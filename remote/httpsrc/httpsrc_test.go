@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,5 +354,55 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestWrongTotalRetried: an answer whose Content-Range gives the object
+// another size, with the ETag the read is pinned to, is the answer's
+// fault (a proxy's): the read is tried again and gives the right bytes,
+// and a read that meets only such answers fails without calling the
+// object changed, so that one after them reads on. With another ETag,
+// the object changed.
+func TestWrongTotalRetried(t *testing.T) {
+	data := randomBytes(100000, 11)
+	obj := &object{data: data, etag: `"x"`}
+	var spoil atomic.Int64 // answers still to spoil
+	var etag atomic.Value
+	etag.Store(`"x"`)
+	srv, _ := server(t, obj, func(w http.ResponseWriter, r *http.Request) bool {
+		rng := strings.TrimPrefix(r.Header.Get("Range"), "bytes=")
+		if strings.HasPrefix(rng, "-") || spoil.Add(-1) < 0 {
+			return false
+		}
+		first, last, _ := strings.Cut(rng, "-")
+		w.Header().Set("ETag", etag.Load().(string))
+		w.Header().Set("Content-Range", "bytes "+first+"-"+last+"/100001")
+		w.WriteHeader(http.StatusPartialContent)
+		a, _ := strconv.Atoi(first)
+		z, _ := strconv.Atoi(last)
+		w.Write(data[a : z+1])
+		return true
+	})
+	s, err := openURL(t, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 100)
+	spoil.Store(2)
+	if _, err := s.ReadAt(got, 0); err != nil || !bytes.Equal(got, data[:100]) {
+		t.Errorf("a read meeting two wrong totals: %v", err)
+	}
+	spoil.Store(100)
+	if _, err := s.ReadAt(got, 8192); err == nil || errors.Is(err, source.ErrChanged) || !errors.Is(err, source.ErrTransient) {
+		t.Errorf("a read meeting only wrong totals: %v, want a failure that may pass", err)
+	}
+	spoil.Store(0)
+	if _, err := s.ReadAt(got, 8192); err != nil || !bytes.Equal(got, data[8192:8292]) {
+		t.Errorf("a read after them: %v", err)
+	}
+	etag.Store(`"y"`)
+	spoil.Store(100)
+	if _, err := s.ReadAt(got, 16384); !errors.Is(err, source.ErrChanged) {
+		t.Errorf("a wrong total with another ETag: %v, want the object changed", err)
 	}
 }

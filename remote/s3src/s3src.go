@@ -336,7 +336,8 @@ func (b *Backend) Fetch(ctx context.Context, obj remote.Object, off, n int64) (i
 	case err != nil:
 		return bad(fmt.Errorf("%s: bytes %d-%d: the answer is not that range (%v)", b, off, last, err))
 	case total >= 0 && total != obj.Size:
-		return bad(remote.Permanent(fmt.Errorf("%s: %w (it was %d bytes, it is %d)", b, source.ErrChanged, obj.Size, total)))
+		same := obj.ETag != "" && aws.ToString(out.ETag) == obj.ETag || obj.Version != "" && aws.ToString(out.VersionId) == obj.Version
+		return bad(remote.WrongTotal(b.String(), obj, total, same))
 	case first != off || l != last:
 		return bad(fmt.Errorf("%s: asked for bytes %d-%d, got %d-%d", b, off, last, first, l))
 	case obj.ETag != "" && out.ETag != nil && *out.ETag != obj.ETag:
@@ -413,7 +414,9 @@ func (c *Client) explain(ctx context.Context, name fmt.Stringer, bucket string, 
 		msg = orStatus(code, status)
 	}
 	e := fmt.Errorf("%s: %s%s", b, what, msg)
-	if status != 0 && status < 500 && status != http.StatusTooManyRequests && status != http.StatusRequestTimeout && code != "SlowDown" {
+	// A 4xx is the server's answer; an answer of another status whose
+	// body broke (a 200 whose listing ends half-way) may pass.
+	if status >= 400 && status < 500 && status != http.StatusTooManyRequests && status != http.StatusRequestTimeout && code != "SlowDown" {
 		return remote.Permanent(e)
 	}
 	return e
