@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -279,13 +280,14 @@ func (t *Folder) dirIno(rel string) uint64 {
 }
 
 // slotFor is the archive at rel as e describes it: the one seen before
-// if the file is the same (size, modification time and version), else a
-// new one, the old one then failing its reads.
+// if the file is the same (size, modification time and version) and was
+// not found to be another since (stale), else a new one, the old one
+// then failing its reads.
 func (t *Folder) slotFor(rel string, e folder.Entry, bare bool) *slot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.slots[rel]
-	if s != nil && s.e.Same(e) {
+	if s != nil && s.e.Same(e) && !s.stale.Load() {
 		return s
 	}
 	if s != nil {
@@ -296,6 +298,24 @@ func (t *Folder) slotFor(rel string, e folder.Entry, bare bool) *slot {
 	s = &slot{t: t, rel: rel, name: e.Name, bare: bare, e: e, rootIno: t.alloc(2)}
 	t.slots[rel] = s
 	return s
+}
+
+// slotNow is the slot of the file at s's path as the store says it is
+// now: s itself, or a new one for a file replaced since; a path that
+// no longer holds a file shown as s is, is not there.
+func (t *Folder) slotNow(ctx context.Context, s *slot) (*slot, error) {
+	e, err := t.store.Stat(ctx, s.rel)
+	if err != nil {
+		return nil, err
+	}
+	want := folder.ShownArchive
+	if s.bare {
+		want = folder.ShownNPY
+	}
+	if e.Shown() != want {
+		return nil, fmt.Errorf("%s: %w", s.rel, iofs.ErrNotExist)
+	}
+	return t.slotFor(s.rel, e, s.bare), nil
 }
 
 // trim closes the least recently used archives of which no file is open

@@ -265,8 +265,10 @@ func (n *archNode) broken(err error) (npzfs.Entry, error) {
 	return &errFile{ino: n.s.rootIno + 1, mtime: n.s.mtime(), err: err}, nil
 }
 
+// Lookup and List follow the archive's path (slot.follow): in an
+// archive replaced since, they find what the one there now holds.
 func (n *archNode) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
-	a, gen, done, err := n.s.archive(ctx)
+	s, a, gen, done, err := n.s.follow(ctx)
 	defer done()
 	if err != nil {
 		ef, err := n.broken(err)
@@ -276,13 +278,13 @@ func (n *archNode) Lookup(ctx context.Context, name string) (npzfs.Entry, error)
 		return ef, err
 	}
 	if c := a.Root().Lookup(ctx, name); c != nil {
-		return wrap(n.s, gen, c, ""), nil
+		return wrap(s, gen, c, ""), nil
 	}
 	return nil, fs.ErrNotExist
 }
 
 func (n *archNode) List(ctx context.Context) (npzfs.Listing, error) {
-	a, gen, done, err := n.s.archive(ctx)
+	s, a, gen, done, err := n.s.follow(ctx)
 	defer done()
 	if err != nil {
 		ef, err := n.broken(err)
@@ -291,7 +293,7 @@ func (n *archNode) List(ctx context.Context) (npzfs.Listing, error) {
 		}
 		return nil, err
 	}
-	return listing{s: n.s, gen: gen, l: a.Root().Listing(ctx)}, nil
+	return listing{s: s, gen: gen, l: a.Root().Listing(ctx)}, nil
 }
 
 // listing is the listing of a folder of an archive: its nodes are
@@ -347,21 +349,55 @@ func (w *node) resolve(ctx context.Context) (n *npz.Node, gen uint64, done func(
 	if err != nil {
 		return nil, 0, done, err
 	}
+	n, err = w.in(ctx, a, gen)
+	return n, gen, done, err
+}
+
+// in is the node in a, the slot's archive as open now (generation gen).
+func (w *node) in(ctx context.Context, a *npz.Archive, gen uint64) (*npz.Node, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.gen == gen {
 		if n := w.n.Value(); n != nil {
-			return n, gen, done, nil
+			return n, nil
 		}
 	}
-	n = a.Root()
-	for _, part := range strings.Split(w.path, "/") {
-		if n = n.Lookup(ctx, part); n == nil {
-			return nil, 0, done, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
-		}
+	n := nodeAt(ctx, a, w.path)
+	if n == nil {
+		return nil, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
 	}
 	w.n, w.gen = weak.Make(n), gen
-	return n, gen, done, nil
+	return n, nil
+}
+
+// nodeAt is the node at path in a's tree, or nil.
+func nodeAt(ctx context.Context, a *npz.Archive, path string) *npz.Node {
+	n := a.Root()
+	for _, part := range strings.Split(path, "/") {
+		if n = n.Lookup(ctx, part); n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
+// resolveFollowing is resolve for a lookup or listing in the node, a
+// folder: in an archive replaced since, it finds the node's path in the
+// archive there now (slot.follow), whose slot it returns; a path the
+// new archive does not have is not there.
+func (w *node) resolveFollowing(ctx context.Context) (s *slot, n *npz.Node, gen uint64, done func(), err error) {
+	s, a, gen, done, err := w.s.follow(ctx)
+	switch {
+	case err != nil:
+		return nil, nil, 0, done, err
+	case s == w.s:
+		n, err = w.in(ctx, a, gen)
+		return s, n, gen, done, err
+	}
+	if n = nodeAt(ctx, a, w.path); n == nil {
+		return nil, nil, 0, done, fmt.Errorf("%s: %q is not in the archive there now: %w", s.rel, w.path, fs.ErrNotExist)
+	}
+	return s, n, gen, done, nil
 }
 
 func (w *node) Name() string { return w.name }
@@ -398,7 +434,7 @@ func (w *node) Attr(ctx context.Context) (npzfs.Attr, error) {
 }
 
 func (w *node) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
-	n, gen, done, err := w.resolve(ctx)
+	s, n, gen, done, err := w.resolveFollowing(ctx)
 	defer done()
 	if err != nil {
 		if name == ErrorName {
@@ -412,7 +448,7 @@ func (w *node) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
 		return nil, fs.ErrNotExist
 	}
 	if c := n.Lookup(ctx, name); c != nil {
-		return wrap(w.s, gen, c, w.path), nil
+		return wrap(s, gen, c, w.path), nil
 	}
 	return nil, fs.ErrNotExist
 }
@@ -421,7 +457,7 @@ func (w *node) List(ctx context.Context) (npzfs.Listing, error) {
 	if !w.dir {
 		return nil, syscall.ENOTDIR
 	}
-	n, gen, done, err := w.resolve(ctx)
+	s, n, gen, done, err := w.resolveFollowing(ctx)
 	defer done()
 	if err != nil {
 		if e := w.errFile(err); e != nil {
@@ -432,7 +468,7 @@ func (w *node) List(ctx context.Context) (npzfs.Listing, error) {
 		}
 		return npzfs.Entries{}, nil
 	}
-	return listing{s: w.s, gen: gen, l: n.Listing(ctx), parent: w.path}, nil
+	return listing{s: s, gen: gen, l: n.Listing(ctx), parent: w.path}, nil
 }
 
 // errFile is the error file of the views folder NAME/ of a file NAME.npy

@@ -127,6 +127,33 @@ func (s *slot) archive(ctx context.Context) (a *npz.Archive, gen uint64, done fu
 
 func nop() {}
 
+// maxFollow bounds the archives follow opens, each replaced again as it
+// was opened.
+const maxFollow = 4
+
+// follow is archive for a lookup or listing in the slot's folders: the
+// slot's archive, or, when the file at its path was replaced or removed
+// since the slot was made (it is stale), the one there now, with its
+// slot. The kernel keeps a folder it has looked up for a while (its
+// cache time) and may look into it after the file was replaced: what it
+// finds there is the new archive's, under the new archive's inode
+// numbers, as a path on local disk finds the new file after a rename
+// over the old one, not absence. The old archive's own files, under
+// their numbers, fail their reads, never giving the new archive's bytes.
+func (s *slot) follow(ctx context.Context) (*slot, *npz.Archive, uint64, func(), error) {
+	for range maxFollow {
+		a, gen, done, err := s.archive(ctx)
+		if !errors.Is(err, source.ErrChanged) {
+			return s, a, gen, done, err
+		}
+		done()
+		if s, err = s.t.slotNow(ctx, s); err != nil {
+			return nil, nil, 0, nop, err
+		}
+	}
+	return nil, nil, 0, nop, source.Transient(fmt.Errorf("%s: replaced again as it was opened, %d times", s.rel, maxFollow))
+}
+
 // useLocked is what a use of the slot finds: its archive, open; or why it
 // cannot be opened, for good or for now; or an open under way to wait
 // for; or, all nil, that the caller is to open it.
