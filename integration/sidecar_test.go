@@ -5,10 +5,14 @@ package integration
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -315,4 +319,97 @@ func tryGet(srv *testserver.S3, bucket, key string) []byte {
 		return nil
 	}
 	return b.Bytes()
+}
+
+// deepCost mounts url (through the proxy p, with flags), reads 4 KiB at
+// 90% of its noise member and checks them; it returns what the read
+// cost: the mount's remote requests and bytes fetched (npzfs status),
+// and the requests the proxy had for the sidecar's object.
+func deepCost(t *testing.T, what, url string, p *faultproxy.Proxy, sidecarAsked *atomic.Int64, raw []byte, flags ...string) (requests, fetched, sidecar int64) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "npzfs.log")
+	mnt := mount(t, url, append([]string{"--index-dir", t.TempDir(), "--log", log}, flags...)...)
+	rawBin := filepath.Join(mnt, "noise", "raw.bin")
+	if _, err := os.Stat(rawBin); err != nil { // its npy header
+		t.Fatal(err)
+	}
+	before, asked := status(t, mnt).Remote, sidecarAsked.Load()
+	// In a process of its own, so that a read waiting for the sidecar
+	// (for as long as the flags let a request go on) is found, and ended.
+	off := int64(len(raw)) * 9 / 10
+	dd := exec.Command("dd", "if="+rawBin, "bs=4096", "skip="+strconv.FormatInt(off/4096, 10), "count=1", "status=none")
+	var out bytes.Buffer
+	dd.Stdout = &out
+	if err := dd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(t, dd) {
+		t.Fatalf("%s: the deep read did not end: it waits for the sidecar", what)
+	}
+	if got := out.Bytes(); dd.ProcessState.ExitCode() != 0 || !bytes.Equal(got, raw[off/4096*4096:][:4096]) {
+		t.Errorf("%s: the deep read: exit %d, %d bytes, or wrong ones", what, dd.ProcessState.ExitCode(), len(got))
+	}
+	after := status(t, mnt).Remote
+	sidecar = sidecarAsked.Load() - asked
+	clear(t, mnt)
+	if b, _ := os.ReadFile(log); strings.Contains(string(b), "does not match") || strings.Contains(string(b), "not used") {
+		t.Errorf("%s: the log blames the index:\n%s", what, b)
+	}
+	return after.Requests - before.Requests, after.BytesFetched - before.BytesFetched, sidecar
+}
+
+// TestRemoteSidecarSilent: a sidecar beside an S3 archive that the
+// server never answers, or trickles, costs a deep read (4 KiB at 90% of
+// a deflated member) no more than that archive with no sidecar at all:
+// the read inflates from the stream, not waiting for the sidecar's
+// request (which may go on for an hour), and fetches no more bytes than
+// without a sidecar (the requests they take vary with read-ahead's
+// timing, with a sidecar or without); the sidecar costs its own
+// requests alone, and is not blamed for the network.
+func TestRemoteSidecarSilent(t *testing.T) {
+	needFuse(t)
+	s3, raw, _ := noiseInS3(t, "quiet", "noise.npz")
+	url := "s3://quiet/noise.npz"
+	p, err := faultproxy.Start(s3.Endpoint, faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var sidecarAsked atomic.Int64
+	sidecarFault := func(f faultproxy.Fault) func(int64, *http.Request) faultproxy.Fault {
+		return func(_ int64, r *http.Request) faultproxy.Fault {
+			if !strings.HasSuffix(r.URL.Path, ".npzidx") {
+				return faultproxy.None
+			}
+			sidecarAsked.Add(1)
+			return f
+		}
+	}
+	// A request may go on for an hour: a read that waited for the
+	// sidecar would not end (deepCost's guard).
+	flags := []string{"--endpoint", p.URL, "--stall-timeout", "1h", "--remote-timeout", "1h"}
+	p.SetFaults(sidecarFault(faultproxy.None))
+	reqs, fetched, side := deepCost(t, "no sidecar", url, p, &sidecarAsked, raw, flags...)
+	t.Logf("no sidecar: the deep read made %d requests (%d for the sidecar), fetched %d bytes", reqs, side, fetched)
+	if side == 0 || fetched == 0 {
+		t.Fatalf("no sidecar: the deep read made %d requests for the sidecar and fetched %d bytes", side, fetched)
+	}
+
+	if r := npzfs(t, "index", "--sidecar", url, "--endpoint", s3.Endpoint, "--index-dir", t.TempDir()); r.code != 0 {
+		t.Fatalf("index --sidecar: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	// The sidecar serves: the same read costs a few requests.
+	sideReqs, sideBytes, _ := deepCost(t, "a sidecar", url, p, &sidecarAsked, raw, flags...)
+	t.Logf("a sidecar: the deep read made %d requests, fetched %d bytes", sideReqs, sideBytes)
+	if sideBytes >= fetched {
+		t.Errorf("with a sidecar the deep read fetched %d bytes, without one %d", sideBytes, fetched)
+	}
+	for _, f := range []faultproxy.Fault{faultproxy.Silent, faultproxy.Trickle} {
+		p.SetFaults(sidecarFault(f))
+		r, b, s := deepCost(t, "a "+f.String()+" sidecar", url, p, &sidecarAsked, raw, flags...)
+		t.Logf("a %s sidecar: the deep read made %d requests (%d for the sidecar), fetched %d bytes", f, r, s, b)
+		if b > fetched {
+			t.Errorf("a %s sidecar: the deep read fetched %d bytes, without a sidecar %d", f, b, fetched)
+		}
+	}
 }

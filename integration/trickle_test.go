@@ -104,10 +104,41 @@ func TestTrickle(t *testing.T) {
 	}
 
 	// Commands that open a trickling archive end at SIGINT.
+	quiet(t, short, long)
 	p.SetFaults(trickles)
+	endAtSIGINT(t, p, "archive", url, "ls", "inspect")
+}
+
+// quiet unmounts the mounts dirs and waits for their daemons to end, so
+// that the requests a proxy counts next are those of the commands under
+// test alone.
+func quiet(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, dir := range dirs {
+		pids := daemons(dir)
+		if r := npzfs(t, "unmount", dir); r.code != 0 {
+			t.Fatalf("unmount %s: exit %d: %s", dir, r.code, r.stderr)
+		}
+		for _, pid := range pids {
+			if !waitGone(pid) {
+				t.Fatalf("the daemon of %s did not end", dir)
+			}
+		}
+	}
+}
+
+// endAtSIGINT checks that npzfs mount of url, and each of the commands
+// given (npzfs CMD url), end at SIGINT while they wait on the proxy p,
+// in one line saying so, leaving nothing mounted; what says what url is.
+func endAtSIGINT(t *testing.T, p *faultproxy.Proxy, what, url string, cmds ...string) {
+	t.Helper()
 	dir := t.TempDir()
 	clearLater(t, dir)
-	for _, args := range [][]string{{"mount", url, dir}, {"ls", url}, {"inspect", url}} {
+	runs := [][]string{{"mount", url, dir}}
+	for _, c := range cmds {
+		runs = append(runs, []string{c, url})
+	}
+	for _, args := range runs {
 		n := p.Requests()
 		cmd := exec.Command(bin, args...)
 		var stderr bytes.Buffer
@@ -118,7 +149,7 @@ func TestTrickle(t *testing.T) {
 		untilRequested(t, p, n)
 		cmd.Process.Signal(syscall.SIGINT)
 		if !waitFor(t, cmd) {
-			t.Errorf("npzfs %s of a trickling archive did not end at SIGINT", args[0])
+			t.Errorf("npzfs %s of a trickling %s did not end at SIGINT", args[0], what)
 			continue
 		}
 		msg := stderr.String()
@@ -129,4 +160,86 @@ func TestTrickle(t *testing.T) {
 	if isMounted(dir) || len(daemons(dir)) > 0 {
 		t.Errorf("a mount given up left %s mounted or a daemon serving it", dir)
 	}
+}
+
+// tricklesPath answers every request for a path ending in suffix a few
+// bytes a second, and the others well.
+func tricklesPath(suffix string) func(int64, *http.Request) faultproxy.Fault {
+	return func(_ int64, r *http.Request) faultproxy.Fault {
+		if strings.HasSuffix(r.URL.Path, suffix) {
+			return faultproxy.Trickle
+		}
+		return faultproxy.None
+	}
+}
+
+// killedWhileWaiting starts name with args, waits until the proxy has
+// had a request more, kills it and reports whether it ended.
+func killedWhileWaiting(t *testing.T, p *faultproxy.Proxy, name string, args ...string) bool {
+	t.Helper()
+	n := p.Requests()
+	cmd := exec.Command(name, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	untilRequested(t, p, n)
+	cmd.Process.Signal(syscall.SIGKILL)
+	return waitFor(t, cmd)
+}
+
+// TestTrickleShard: a shard of a mounted HTTP folder whose server
+// trickles (its end, fetched when the shard is first looked into)
+// holds nothing for good, and nothing else: looking into it fails with
+// EIO once --remote-timeout has passed while its neighbours read; ls and
+// cat of it killed while they wait end at once, however long the
+// timeout; the mount then unmounts while the shard still trickles, its
+// daemon ending; once the server mends, the shard reads right. npzfs
+// mount and ls of a folder whose listing trickles end at SIGINT, leaving
+// nothing mounted.
+func TestTrickleShard(t *testing.T) {
+	needFuse(t)
+	src := shardFolder(t, 4)
+	ng := testserver.StartNginx(t, filepath.Dir(src), "autoindex on;", "autoindex_format json;")
+	p, err := faultproxy.Start(ng.URL, faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	url := p.URL + "/" + filepath.Base(src) + "/"
+	shard := "shard0002.npz"
+
+	short := mount(t, url, "--remote-timeout", "2s")
+	long := mount(t, url, "--remote-timeout", "1h", "--stall-timeout", "2s")
+	p.SetFaults(tricklesPath("/" + shard))
+	if ents, err := os.ReadDir(filepath.Join(short, shard)); !failsForNow(err) {
+		t.Errorf("listing a trickling shard: %d entries, %v; want EIO after --remote-timeout", len(ents), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(short, "shard0000.npz", "y", "raw.bin")); err != nil || len(b) != 56 {
+		t.Errorf("a neighbour of a trickling shard: %d bytes, %v", len(b), err)
+	}
+	if !killedWhileWaiting(t, p, "ls", filepath.Join(long, shard)) {
+		t.Error("ls of a trickling shard, killed while it waited, did not end")
+	}
+	if !killedWhileWaiting(t, p, "cat", filepath.Join(long, shard, "x.npy")) {
+		t.Error("cat of a trickling shard, killed while it waited, did not end")
+	}
+	if r := npzfs(t, "unmount", long); r.code != 0 || isMounted(long) {
+		t.Errorf("unmount while a shard trickles: exit %d, %q", r.code, r.stderr)
+	}
+	for _, pid := range daemons(long) {
+		if !waitGone(pid) {
+			t.Errorf("the daemon of a mount unmounted while a shard trickles did not end")
+		}
+	}
+
+	p.SetFaults(nil)
+	eventually(t, "the shard read right once the server mends", func() bool {
+		_, diffs := differences(src, short)
+		return len(diffs) == 0
+	})
+
+	// Commands that list a trickling folder end at SIGINT.
+	quiet(t, short)
+	p.SetFaults(tricklesPath("/"))
+	endAtSIGINT(t, p, "folder", url, "ls")
 }

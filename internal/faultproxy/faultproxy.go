@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,13 +32,15 @@ const (
 	Truncate        // half the body, then the connection closed (FIN)
 	Trickle         // the body at TrickleRate, a few bytes at a time: never stalled, never done
 	Silent          // no answer at all, until the client gives up
+	Drop            // the connection reset before any answer, as a refused one fails
+	BadTotal        // the total of a 206's Content-Range off by one (up at odd requests, down at even)
 )
 
 // TrickleRate is the rate of a Trickle answer's body, in bytes a second.
 const TrickleRate = 200
 
 func (f Fault) String() string {
-	return [...]string{"none", "500", "503 SlowDown", "200 to a range", "reset", "truncated", "trickle", "silent"}[f]
+	return [...]string{"none", "500", "503 SlowDown", "200 to a range", "reset", "truncated", "trickle", "silent", "dropped", "bad total"}[f]
 }
 
 // Proxy forwards to one upstream server.
@@ -150,6 +153,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Silent:
 		<-r.Context().Done()
 		return
+	case Drop:
+		reset(w)
+		return
 	}
 	out := r.Clone(context.WithoutCancel(r.Context()))
 	out.RequestURI = ""
@@ -169,6 +175,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 		w.Header().Del("Content-Range")
 	}
+	if fault == BadTotal && status == http.StatusPartialContent {
+		w.Header().Set("Content-Range", offByOne(resp.Header.Get("Content-Range"), n%2 == 1))
+	}
 	w.WriteHeader(status)
 	body := io.Reader(resp.Body)
 	if fault == Reset || fault == Truncate {
@@ -187,15 +196,46 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f, ok := w.(http.Flusher); ok {
 			f.Flush()
 		}
-		if hj, ok := w.(http.Hijacker); ok {
+		if fault == Reset {
+			reset(w)
+		} else if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {
-				if tc, ok := c.(*net.TCPConn); ok && fault == Reset {
-					tc.SetLinger(0) // close with RST
-				}
 				c.Close()
 			}
 		}
 	}
+}
+
+// reset closes the answer's connection with a TCP RST.
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	c, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// offByOne is a Content-Range "bytes FIRST-LAST/TOTAL" with TOTAL one
+// more (up) or one less; any other is left as it is.
+func offByOne(cr string, up bool) string {
+	rng, tot, ok := strings.Cut(cr, "/")
+	total, err := strconv.ParseInt(tot, 10, 64)
+	if !ok || err != nil {
+		return cr
+	}
+	if up {
+		total++
+	} else {
+		total--
+	}
+	return rng + "/" + strconv.FormatInt(total, 10)
 }
 
 // copy sends body at the capped rate.
@@ -273,6 +313,20 @@ func Every(k int64, faults ...Fault) func(int64, *http.Request) Fault {
 			return None
 		}
 		return faults[(n/k-1)%int64(len(faults))]
+	}
+}
+
+// Sprinkle spoils about perMille requests in a thousand with each of
+// the faults, picked by a hash of the request's number, so that the same
+// requests are spoiled in every run: a Choose function.
+func Sprinkle(perMille int, faults ...Fault) func(int64, *http.Request) Fault {
+	return func(n int64, _ *http.Request) Fault {
+		h := uint64(n) * 0x9e3779b97f4a7c15 // Fibonacci hashing
+		i := int((h>>32)%1000) / max(perMille, 1)
+		if perMille <= 0 || i >= len(faults) {
+			return None
+		}
+		return faults[i]
 	}
 }
 
