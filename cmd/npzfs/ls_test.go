@@ -305,12 +305,18 @@ func TestLsVerifyZipBomb(t *testing.T) {
 }
 
 // TestLsSeveral: ls of several archives lists them as a folder's are
-// listed, each line starting with the archive's name as given, the last
+// listed, each line starting with the archive's name as given, however
+// long, the last
 // line counting archives; one that cannot be opened (a folder among
 // them too) is said on stderr and makes the exit code 1; --json gives
 // one document of their listings.
 func TestLsSeveral(t *testing.T) {
-	dir := t.TempDir()
+	// Paths longer than the NAME column's cap: each line names its
+	// archive still.
+	dir := filepath.Join(t.TempDir(), strings.Repeat("a-long-folder-name/", 3))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	a := testfiles.Copy(t, corpusDir+"numpy_savez.npz", dir, "a.npz")
 	b := testfiles.Copy(t, "../../npy/testdata/good/record_aligned.npy", dir, "b.npy")
 	code, out, errs := runCmd("ls", a, b)

@@ -129,14 +129,17 @@ func (l *Listing) tableRows(archive string, human bool) [][]string {
 }
 
 // writeTable aligns rows in columns two spaces apart; the first row is
-// the heading; the first column is at most nameWidth wide (a longer cell
-// goes on a line of its own) and the last is not padded. BYTES and RATIO
+// the heading; a first column headed NAME is at most nameWidth wide (a
+// longer name goes on a line of its own; a first column naming archives,
+// which each line must show, is as wide as its longest) and the last is
+// not padded. BYTES and RATIO
 // are right-aligned.
 func writeTable(w io.Writer, rows [][]string) {
 	width := make([]int, len(rows[0]))
+	capped := rows[0][0] == "NAME"
 	for _, r := range rows {
 		for i, c := range r {
-			if n := utf8.RuneCountInString(c); n > width[i] && (i != 0 || n <= nameWidth) {
+			if n := utf8.RuneCountInString(c); n > width[i] && (i != 0 || !capped || n <= nameWidth) {
 				width[i] = n
 			}
 		}
