@@ -5,7 +5,6 @@ package tree
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"syscall"
 
 	npzfs "github.com/npzfs/npzfs/fs"
@@ -64,10 +63,7 @@ func (e npzEntry) Lookup(ctx context.Context, name string) (npzfs.Entry, error) 
 	if c := e.n.Lookup(ctx, name); c != nil {
 		return npzEntry{c}, nil
 	}
-	if e.n.Unsettled() {
-		return nil, errUnsettled
-	}
-	return nil, fs.ErrNotExist
+	return nil, notFound(ctx, e.n)
 }
 
 func (e npzEntry) List(ctx context.Context) (npzfs.Listing, error) {

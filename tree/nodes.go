@@ -280,7 +280,7 @@ func (n *archNode) Lookup(ctx context.Context, name string) (npzfs.Entry, error)
 	if c := a.Root().Lookup(ctx, name); c != nil {
 		return wrap(s, gen, c, ""), nil
 	}
-	return nil, fs.ErrNotExist
+	return nil, notFound(ctx, a.Root())
 }
 
 func (n *archNode) List(ctx context.Context) (npzfs.Listing, error) {
@@ -362,23 +362,42 @@ func (w *node) in(ctx context.Context, a *npz.Archive, gen uint64) (*npz.Node, e
 			return n, nil
 		}
 	}
-	n := nodeAt(ctx, a, w.path)
-	if n == nil {
+	n, err := nodeAt(ctx, a, w.path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %q is gone from the archive: %w", w.s.rel, w.path, source.ErrChanged)
+	} else if err != nil {
+		return nil, err
 	}
 	w.n, w.gen = weak.Make(n), gen
 	return n, nil
 }
 
-// nodeAt is the node at path in a's tree, or nil.
-func nodeAt(ctx context.Context, a *npz.Archive, path string) *npz.Node {
+// nodeAt is the node at path in a's tree; or, where there is none, why
+// (notFound).
+func nodeAt(ctx context.Context, a *npz.Archive, path string) (*npz.Node, error) {
 	n := a.Root()
 	for _, part := range strings.Split(path, "/") {
-		if n = n.Lookup(ctx, part); n == nil {
-			return nil
+		c := n.Lookup(ctx, part)
+		if c == nil {
+			return nil, notFound(ctx, n)
 		}
+		n = c
 	}
-	return n
+	return n, nil
+}
+
+// notFound is why a lookup in the folder n found nothing: the request
+// ended (its context's error: EINTR, the call made again), or n's
+// contents cannot be known for now (a views folder whose npy header
+// could not be read: EIO, nothing cached), or the name is not there.
+func notFound(ctx context.Context, n *npz.Node) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if n.Unsettled() {
+		return errUnsettled
+	}
+	return fs.ErrNotExist
 }
 
 // resolveFollowing is resolve for a lookup or listing in the node, a
@@ -394,8 +413,10 @@ func (w *node) resolveFollowing(ctx context.Context) (s *slot, n *npz.Node, gen 
 		n, err = w.in(ctx, a, gen)
 		return s, n, gen, done, err
 	}
-	if n = nodeAt(ctx, a, w.path); n == nil {
+	if n, err = nodeAt(ctx, a, w.path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, 0, done, fmt.Errorf("%s: %q is not in the archive there now: %w", s.rel, w.path, fs.ErrNotExist)
+	} else if err != nil {
+		return nil, nil, 0, done, err
 	}
 	return s, n, gen, done, nil
 }
@@ -450,7 +471,7 @@ func (w *node) Lookup(ctx context.Context, name string) (npzfs.Entry, error) {
 	if c := n.Lookup(ctx, name); c != nil {
 		return wrap(s, gen, c, w.path), nil
 	}
-	return nil, fs.ErrNotExist
+	return nil, notFound(ctx, n)
 }
 
 func (w *node) List(ctx context.Context) (npzfs.Listing, error) {

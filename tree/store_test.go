@@ -341,3 +341,27 @@ func TestReplacedWhileListed(t *testing.T) {
 		t.Errorf("a.npz/x.npy found anew has inode %d, through the folder first found %d", y.Ino(), x.Ino())
 	}
 }
+
+// TestLookupInAnEndedRequest: a look into a views folder whose npy
+// header is not read yet, made by a request that has ended (the kernel
+// interrupted it: Go's runtime signals its threads), fails with the
+// request's error, which the caller makes again, not "not there", which
+// it would take for an answer; a later look finds the file.
+func TestLookupInAnEndedRequest(t *testing.T) {
+	m := &memStore{files: map[string][]byte{}, version: map[string]string{}}
+	m.put("a.npz", zipOf(t, 1, 10), `"v1"`)
+	tr, err := NewFolder(context.Background(), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	x := lookup(t, tr.Root(), "a.npz/x")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := x.Lookup(ended, "raw.bin"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a look in an ended request: %v, want its context's error", err)
+	}
+	if find(t, x, "raw.bin") == nil {
+		t.Error("raw.bin not found once a request is not ended")
+	}
+}
