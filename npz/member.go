@@ -310,7 +310,7 @@ func (m *Member) locate(ctx context.Context) *location {
 		ze := m.zipEntry()
 		l.dataOff, l.err = zip.DataOffset(m.a.r.at(ctx), m.a.size, &ze)
 	}
-	if passing(l.err) {
+	if passing(l.err) || errors.Is(l.err, ErrClosed) {
 		return l // not kept: the next use reads the local header again
 	}
 	mu := m.a.lock(m)

@@ -19,7 +19,13 @@ type reader struct {
 
 func (r *reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	n, err := source.ReadAt(ctx, r.src, p, off)
-	if err != nil && errors.Is(err, ErrChanged) {
+	switch {
+	case err == nil:
+	case r.a.closed.Load():
+		// Closed under the read (a pass running on after its reader
+		// left): not a fault of the archive's bytes.
+		err = ErrClosed
+	case errors.Is(err, ErrChanged):
 		err = r.a.changed(err, off)
 	}
 	return n, err

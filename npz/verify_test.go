@@ -360,3 +360,28 @@ func TestSidecarCarriesBlockSums(t *testing.T) {
 		t.Errorf("damaged block: %v", err)
 	}
 }
+
+// TestVerifyOfAClosedArchive: a pass over a member of an archive closed
+// under it (the pass runs on after the reader that started it left, and
+// the archive is closed when idle) fails with ErrClosed, which says
+// nothing of the member: it is not marked failing, and nothing is
+// logged against it.
+func TestVerifyOfAClosedArchive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.npz")
+	if err := os.WriteFile(path, makeZip(t, []zent{{name: "x.npy", data: noise(500_000, 12), method: 0}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log logLinesOf
+	a, err := Open(context.Background(), path, &Options{Logf: log.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.Member("x.npy")
+	a.Close()
+	if err := m.Verify(context.Background(), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("a pass of a closed archive: %v, want ErrClosed", err)
+	}
+	if st := a.VerifyStats(); st.FailingCount != 0 || log.String() != "" {
+		t.Errorf("a pass of a closed archive: %d failing, log %q", st.FailingCount, log.String())
+	}
+}
