@@ -76,7 +76,9 @@ func (m *Member) storedPass(ctx context.Context, done *atomic.Int64) (*blockSums
 	var first error
 	err = workers.Run(ctx, jobs, k, func(w, j int) {
 		if bufs[w] == nil {
-			bufs[w] = make([]byte, blocksPerJob*blockSize)
+			// As large as a job gets, for this member: a small
+			// member's pass reads its few bytes into as many.
+			bufs[w] = make([]byte, min(blocksPerJob*blockSize, m.e.Size))
 		}
 		from := int64(j) * blocksPerJob * blockSize
 		n := min(int64(blocksPerJob*blockSize), m.e.Size-from)

@@ -357,6 +357,12 @@ func sizeText(n int64) string {
 // the others wait for it too. It ends when the archive is closed. A pass
 // that fails in a way that may pass is made again by the next reader.
 func (m *Member) verifyOnce(ctx context.Context) error {
+	if m.e.Size <= inlinePass {
+		// A few reads: made on the reader's goroutine, under its
+		// context, sooner than another is started and waited for
+		// (readers that meet meanwhile each make it).
+		return m.passed(m.pass(ctx, nil))
+	}
 	a := m.a
 	a.vmu.Lock()
 	p := a.passes[m.e.Index]
@@ -392,8 +398,22 @@ func (m *Member) runPass(ctx context.Context, p *verifyPass) {
 		case <-ctx.Done():
 		}
 	}()
-	err := m.pass(ctx, nil)
+	err := m.passed(m.pass(ctx, nil))
 	cancel()
+	a.vmu.Lock()
+	delete(a.passes, m.e.Index)
+	p.err = err
+	a.vmu.Unlock()
+	close(p.done)
+}
+
+// inlinePass is the largest member whose pass its reader makes itself:
+// one job of a stored member's pass, a small deflated member's one read.
+const inlinePass = blocksPerJob * blockSize
+
+// passed records what a pass found, err, and returns what its readers
+// are to be told: nil once the member is verified.
+func (m *Member) passed(err error) error {
 	switch {
 	case err == nil:
 		m.setVerified(false)
@@ -401,13 +421,9 @@ func (m *Member) runPass(ctx context.Context, p *verifyPass) {
 		m.setVerified(true)
 		err = nil
 	case m.refuse(err):
-		a.notef("npz: %q: verification failed, every read fails: %v", m.Name(), reasonText(err))
+		m.a.notef("npz: %q: verification failed, every read fails: %v", m.Name(), reasonText(err))
 	}
-	a.vmu.Lock()
-	delete(a.passes, m.e.Index)
-	p.err = err
-	a.vmu.Unlock()
-	close(p.done)
+	return err
 }
 
 // pass reads the member whole and checks its CRC-32, counting the bytes

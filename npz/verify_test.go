@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -383,5 +385,33 @@ func TestVerifyOfAClosedArchive(t *testing.T) {
 	}
 	if st := a.VerifyStats(); st.FailingCount != 0 || log.String() != "" {
 		t.Errorf("a pass of a closed archive: %d failing, log %q", st.FailingCount, log.String())
+	}
+}
+
+// TestSmallPassIsSmall: verifying a small stored member reads it into a
+// buffer of its own size, on the reader's goroutine: a pass of 100
+// members of 144 bytes allocates well under one job's buffer (2 MiB)
+// each, which each small member's pass once cleared and dropped.
+func TestSmallPassIsSmall(t *testing.T) {
+	var ents []zent
+	for i := range 100 {
+		ents = append(ents, zent{name: fmt.Sprintf("m%03d.npy", i), data: noise(144, uint32(i)), method: 0})
+	}
+	b := makeZip(t, ents)
+	a, err := NewReader(context.Background(), bytes.NewReader(b), int64(len(b)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, m := range a.Members() {
+		if err := m.verifyOnce(context.Background()); err != nil || !m.Verified() {
+			t.Fatalf("%s: %v, verified %v", m.Name(), err, m.Verified())
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 100; per > 64<<10 {
+		t.Errorf("a small member's pass allocates %d bytes", per)
 	}
 }
