@@ -29,18 +29,15 @@ func Run(ctx context.Context, n, k int, job func(w, i int)) error {
 		}
 		return nil
 	}
+	// ctx is looked at before an i is taken, so every i taken is run and
+	// the jobs left out are exactly those from next on.
 	var next atomic.Int64
-	var left atomic.Bool
 	var wg sync.WaitGroup
 	for w := range min(max(k, 1), n) {
 		wg.Go(func() {
-			for {
+			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= n {
-					return
-				}
-				if ctx.Err() != nil {
-					left.Store(true)
 					return
 				}
 				job(w, i)
@@ -48,7 +45,7 @@ func Run(ctx context.Context, n, k int, job func(w, i int)) error {
 		})
 	}
 	wg.Wait()
-	if left.Load() {
+	if next.Load() < int64(n) {
 		return ctx.Err()
 	}
 	return nil
