@@ -114,11 +114,31 @@ func (c *Cache) get(k cacheKey) *span {
 		c.misses++
 		return nil
 	}
+	return c.hit(s)
+}
+
+// hit counts a lookup that found s, makes s the most recently used, and
+// holds it for the caller. c.mu is held.
+func (c *Cache) hit(s *span) *span {
 	c.hits++
 	c.unlink(s)
 	c.pushFront(s)
 	s.refs++
 	return s
+}
+
+// peek is get for a read that goes elsewhere when it misses (see
+// ReaderAt.ReadCached): the span cached under k if it holds at least n
+// bytes, counted as a hit; a miss is not counted, the read that follows
+// counts it.
+func (c *Cache) peek(k cacheKey, n int64) *span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.items[k]
+	if s == nil || int64(len(s.data)) < n {
+		return nil
+	}
+	return c.hit(s)
 }
 
 // put caches s under k unless the cache holds as much of that span

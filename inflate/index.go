@@ -137,6 +137,27 @@ func (ix *index) spanOf(off, size, endBit int64) (checkpoint, int64, int64) {
 	return ix.cps[k], end, endBit
 }
 
+// servedSpanOf is spanOf for a read that must not wait: the span holding
+// output offset off of a stream of size bytes and where it ends, with ok
+// false unless a read may be served from it as it is cached: the stream
+// is not found bad, and the span has a checkpoint after it, or is the
+// last of an index that reached the stream's end (and, for a chunk
+// index, found the stream's CRC-32 right: see ReaderAt.checkChunks).
+func (ix *index) servedSpanOf(off, size int64) (cp checkpoint, end int64, ok bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	k := sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out > off }) - 1
+	switch {
+	case ix.err != nil || k < 0:
+		return checkpoint{}, 0, false
+	case k+1 < len(ix.cps):
+		return ix.cps[k], ix.cps[k+1].out, true
+	case ix.done && (ix.chunkState() == nil || ix.chunkState().checked):
+		return ix.cps[k], size, true
+	}
+	return checkpoint{}, 0, false
+}
+
 // spanLen is the length of the indexed span holding output offset off
 // of a stream of size bytes (0 past the frontier).
 func (ix *index) spanLen(off, size int64) int64 {

@@ -200,6 +200,36 @@ func (r *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int,
 	return n, err
 }
 
+// ReadCached reads len(p) bytes at off, as ReadAt does, if the cache
+// holds every one of them now, and reports whether it did. It never
+// inflates, waits for a span another read is inflating, or reads the
+// source: a caller for whom blocking costs (a server reading requests)
+// tries it before handing a read to a goroutine of its own. Only what
+// ReadAt would serve from the cache as it is is read so: nothing past
+// the index, nor from the last span before the index has reached the
+// stream's end (see index.servedSpanOf). On false, p may hold some of
+// the bytes.
+func (r *ReaderAt) ReadCached(p []byte, off int64) (int, bool) {
+	end := off + int64(len(p))
+	if off < 0 || end > r.size {
+		return 0, false
+	}
+	for pos := off; pos < end; {
+		cp, spanEnd, ok := r.ix.servedSpanOf(pos, r.size)
+		if !ok {
+			return 0, false
+		}
+		s := r.cache.peek(cacheKey{r.spans.id, spanKey(&cp)}, min(end, spanEnd)-cp.out)
+		if s == nil {
+			return 0, false
+		}
+		pos += int64(copy(p[pos-off:], s.data[pos-cp.out:]))
+		r.cache.release(s)
+	}
+	r.prefetch(r.ahead.noteRead(off, end)) // a sequential reader's, too
+	return len(p), true
+}
+
 // readSpans reads p at off, all inside the stream, in order, a span at
 // a time; with help, once the rest of it covers three spans or more
 // that the index has, the spans after the first of those are inflated

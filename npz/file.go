@@ -82,6 +82,30 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	return n, err
 }
 
+// ReadCached reads len(p) bytes at off, as ReadAt does, if it can
+// without blocking, and reports whether it did: the range must lie in
+// the data of a deflated member cleared to be served (verified, or
+// served unverified by the archive's VerifyMode) whose inflated spans
+// the cache holds now (see inflate.ReaderAt.ReadCached). A server tries
+// it before handing a read to a goroutine of its own; on false, the read
+// goes to ReadAtContext, which says why it cannot be served if it
+// cannot. On false, p may hold some of the bytes.
+func (f *File) ReadCached(p []byte, off int64) (int, bool) {
+	m := f.m
+	if f.err != nil || off < f.head || off+int64(len(p)) > f.size || m.a.closed.Load() || m.a.changedLogged.Load() {
+		return 0, false
+	}
+	st := m.st.Load()
+	if st&flagRefused != 0 || st&(flagVerified|flagUnverified) == 0 {
+		return 0, false
+	}
+	l := m.loaded()
+	if l == nil || l.inf == nil || l.err != nil {
+		return 0, false
+	}
+	return l.inf.ReadCached(p, f.base+off-f.head)
+}
+
 // Head is the file's head: the bytes made from the npy header that come
 // before the array's data (all of header.json, KEY.ra's RawArray header),
 // nil for a member and raw.bin.

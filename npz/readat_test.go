@@ -198,11 +198,7 @@ func TestTruncatedAfterOpen(t *testing.T) {
 // TestChangedAfterOpen overwrites the archive's bytes after Open: reads
 // give errors or bytes, never a panic.
 func TestChangedAfterOpen(t *testing.T) {
-	member := bigNPY(t, 50_000, 3)
-	z := makeZip(t, []zent{
-		{name: "deflated.npy", data: member, method: 8},
-		{name: "stored.npy", data: member, method: 0},
-	})
+	_, z := storedAndDeflated(t, 3)
 	p := writeTemp(t, z)
 	a, err := Open(context.Background(), p, &Options{SpanSize: 16 << 10})
 	if err != nil {
@@ -271,4 +267,52 @@ func TestConcurrentResolve(t *testing.T) {
 		}
 		a.Close()
 	}
+}
+
+// TestReadCached: File.ReadCached reads a deflated member's bytes once a
+// read has cached them, exactly, and nothing else: not before, not a
+// stored member's, not after the archive is closed.
+func TestReadCached(t *testing.T) {
+	member, z := storedAndDeflated(t, 2)
+	a := openBytes(t, z)
+	p := make([]byte, 1000)
+	cached := func(name string, off int64) bool {
+		t.Helper()
+		clear(p)
+		n, ok := a.Member(name).File().ReadCached(p, off)
+		if ok && (n != len(p) || !bytes.Equal(p, member[off:off+int64(len(p))])) {
+			t.Fatalf("%s at %d: %d bytes, right ones %v", name, off, n, bytes.Equal(p, member[off:off+int64(len(p))]))
+		}
+		return ok
+	}
+	if cached("deflated.npy", 100) {
+		t.Error("read before any read")
+	}
+	for _, name := range []string{"stored.npy", "deflated.npy"} {
+		if _, err := readAll(t, a.Member(name).File()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cached("stored.npy", 100) {
+		t.Error("a stored member's bytes read")
+	}
+	for _, off := range []int64{0, 100, int64(len(member)) - 1000} {
+		if !cached("deflated.npy", off) {
+			t.Errorf("deflated member at %d, read whole before: not read", off)
+		}
+	}
+	a.Close()
+	if cached("deflated.npy", 100) {
+		t.Error("read after the archive was closed")
+	}
+}
+
+// storedAndDeflated is an archive of one .npy member (bigNPY's, of
+// 50,000 elements, from seed) twice: stored.npy and deflated.npy.
+func storedAndDeflated(t *testing.T, seed int64) (member, archive []byte) {
+	member = bigNPY(t, 50_000, seed)
+	return member, makeZip(t, []zent{
+		{name: "stored.npy", data: member, method: 0},
+		{name: "deflated.npy", data: member, method: 8},
+	})
 }

@@ -12,6 +12,45 @@ import (
 // and the room before them); shorter replies get a buffer of their size.
 var chunkBufs = sync.Pool{New: func() any { b := make([]byte, dataRoom+MaxChunk); return &b }}
 
+// maxNow is the longest read the request loop answers itself.
+const maxNow = 64 << 10
+
+// readNow answers read request q in the request loop itself, with no
+// goroutine, when it can without blocking: an empty read of a valid
+// range, or one of at most maxNow bytes that the cache holds (see
+// npz.File.ReadCached). A goroutine handed a read costs a wake-up of
+// another thread, which is most of a cached read's round trip. It
+// reports whether it answered; anything else (an error to say, bytes to
+// inflate or fetch) is left to read.
+func (s *server) readNow(q *request) bool {
+	if q.Member == nil || q.Offset == nil || q.Length == nil {
+		return false
+	}
+	i, off, n := *q.Member, *q.Offset, *q.Length
+	if i < 0 || i >= int64(len(s.members)) || off < 0 || n < 0 || n > maxNow {
+		return false
+	}
+	m := s.members[i]
+	f := m.File()
+	if f == nil || m.ReadError() != nil || off > m.Size() || n > m.Size()-off {
+		return false
+	}
+	s.mu.Lock()
+	_, dup := s.tasks[q.ID]
+	s.mu.Unlock()
+	if dup {
+		return false // read says so
+	}
+	buf := make([]byte, dataRoom+n)
+	if n > 0 {
+		if _, ok := f.ReadCached(buf[dataRoom:], off); !ok {
+			return false
+		}
+	}
+	s.out.sendData(q.ID, off, true, buf)
+	return true
+}
+
 // read answers a read request: the member's bytes from offset, length
 // of them, in replies of at most MaxChunk bytes, in order, the last
 // marked so.

@@ -167,7 +167,9 @@ func (s *server) handle(meta []byte) (done bool) {
 	case kindTable:
 		s.start(&q, s.table)
 	case kindRead:
-		s.start(&q, s.read)
+		if !s.readNow(&q) {
+			s.start(&q, s.read)
+		}
 	case kindCancel:
 		if q.Target == nil {
 			s.fail(q.ID, codeRequest, `bad request: a cancel needs "target", the id of the request to cancel`, nil)

@@ -304,3 +304,36 @@ func FuzzFrameReader(f *testing.F) {
 		}
 	})
 }
+
+// TestCachedReadNeedsNoTurn: a read whose bytes are cached, and an empty
+// read, are answered in the request loop at once, while the only read
+// turn is held by a read waiting for its source; one with the id of the
+// read in flight is refused all the same.
+func TestCachedReadNeedsNoTurn(t *testing.T) {
+	g, c, member := gated(t, &Options{Reads: 1})
+	g.shut.Store(false)
+	if got, rp := c.readAll(1, 0, int64(len(member))); rp != nil || !bytes.Equal(got, member) {
+		t.Fatalf("the deflated member whole: %d bytes, %v", len(got), rp)
+	}
+	g.shut.Store(true)
+	first := c.send(map[string]any{"kind": "read", "member": 0, "offset": 0, "length": 100})
+	until(t, "the stored read to wait", func() bool { return g.waiting.Load() == 1 })
+	cached := c.send(map[string]any{"kind": "read", "member": 1, "offset": 10, "length": 1000})
+	if rp := c.next(); rp.ID != cached || rp.Kind != "data" || !rp.Last || rp.Offset != 10 || !bytes.Equal(rp.data, member[10:1010]) {
+		t.Fatalf("the cached read: %s", rp)
+	}
+	empty := c.send(map[string]any{"kind": "read", "member": 0, "offset": 5, "length": 0})
+	if rp := c.next(); rp.ID != empty || rp.Kind != "data" || !rp.Last || len(rp.data) != 0 {
+		t.Fatalf("the empty read: %s", rp)
+	}
+	// A cached read with the id of the read in flight is refused, as any
+	// read with it is.
+	c.send(map[string]any{"kind": "read", "member": 1, "offset": 0, "length": 10, "id": first})
+	if rp := c.next(); rp.ID != first || rp.Kind != "error" || rp.Code != codeRequest {
+		t.Fatalf("a cached read with the id in flight: %s", rp)
+	}
+	close(g.open)
+	if rp := c.next(); rp.ID != first || rp.Kind != "data" || !rp.Last || !bytes.Equal(rp.data, member[:100]) {
+		t.Fatalf("the stored read: %s", rp)
+	}
+}
