@@ -1,9 +1,13 @@
 """The client of ``npzfs serve --stdio`` (docs/serve.md): the server
 process, its pipes, and requests in flight from any number of threads.
 
-One thread of the connection reads every reply and puts each read's bytes
-straight into the buffer its caller gave (``readinto``: no second copy);
-callers wait for their own replies. The server is started in a session of
+Replies are read by one thread at a time, which puts each read's bytes
+straight into the buffer its caller gave (``readinto``: no second copy). A
+thread waiting for one reply (a small read, a table) reads replies itself
+while no other thread is, until its own has come: handing a reply from
+one thread to another costs more than a cached read does. The
+connection's own reply thread reads for every other wait (batches of
+many reads, calls whose caller left) and finds out when the server ends. The server is started in a session of
 its own (a Ctrl-C at the terminal is Python's, not the server's), and ends
 when its stdin closes: when the connection is closed or collected, when
 Python exits, or when Python is killed. A server that dies, or breaks the
@@ -18,6 +22,7 @@ import io
 import itertools
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -102,7 +107,11 @@ class Connection:
 
     def __init__(self, argv: Sequence[str], env: Optional[Dict[str, str]], shown: str) -> None:
         self.shown = shown
-        self._lock = threading.Lock()  # pending, ids, dead
+        self._lock = threading.Lock()  # pending, ids, dead, reading
+        # Taken to read a reply, and waited on for one's turn to (see
+        # _await_one); told whenever a turn ends or calls are settled.
+        self._turn = threading.Condition(self._lock)
+        self._reading = False
         self._wlock = threading.Lock()  # writes to the server
         self._pending: Dict[int, _Call] = {}
         self._ids = itertools.count(1)
@@ -157,13 +166,16 @@ class Connection:
 
     def _send(self, calls: Sequence[_Call], batch: _Batch) -> None:
         """Sends the calls' requests, at most IN_FLIGHT in flight, and
-        waits for all their replies; a failure cancels the rest."""
+        waits for all their replies (reading them itself for a single
+        call, see _await_one); a failure cancels the rest."""
         sent: List[int] = []
         frames: List[bytes] = []
         try:
             for call in calls:
                 if not self._slots.acquire(blocking=False):
                     self._flush(frames)  # what is ready goes before waiting for a slot
+                    with self._turn:
+                        self._turn.notify_all()  # the reply thread reads for them
                     self._slots.acquire()
                 with self._lock:
                     if self._dead is not None:
@@ -178,7 +190,12 @@ class Connection:
                 if batch.error is not None:
                     break
             self._flush(frames)
-            batch.done.acquire()  # every reply has come, or one failed
+            if len(calls) == 1:
+                self._await_one(batch)
+            else:
+                with self._turn:
+                    self._turn.notify_all()  # the reply thread reads for them
+                batch.done.acquire()  # every reply has come, or one failed
         except BaseException:  # KeyboardInterrupt while waiting, too
             try:
                 self._flush(frames)  # every call registered is sent, to be cancelled
@@ -228,18 +245,87 @@ class Connection:
 
     # -- replies
 
-    def _read_replies(self) -> None:
-        """The reply thread: reads replies until the server's stdout
-        ends or breaks the protocol, then fails everything in flight."""
-        problem = None
+    def _await_one(self, batch: _Batch) -> None:
+        """Waits for a batch of one call: reads replies itself while no
+        other thread is, until its own has come, or waits for the thread
+        that is reading to settle it or to leave the turn."""
+        while True:
+            with self._turn:
+                while self._reading and not batch.released:
+                    self._turn.wait()
+                if batch.released:
+                    return
+                self._reading = True
+            try:
+                while not batch.released:
+                    if not self._reply_turn():
+                        return
+            finally:
+                with self._turn:
+                    self._reading = False
+                    self._turn.notify_all()
+
+    def _reply_turn(self) -> bool:
+        """Reads one reply for a caller's thread: waits for its first
+        byte as any blocking call does (a KeyboardInterrupt there takes
+        nothing from the stream), then reads it whole with Ctrl-C held
+        back until it is (a frame read in part would leave the stream in
+        the middle of one). False once the server's output has ended or
+        broken the protocol, the connection then dead."""
         try:
-            while self._reply():
-                pass
-        except _Broken as e:
-            problem = str(e)
+            first = self._out.peek(1)  # type: ignore[attr-defined]
         except (OSError, ValueError) as e:
-            problem = f"reading its replies failed: {e}"
-        self._die(problem)
+            self._die(f"reading its replies failed: {e}")
+            return False
+        if not first:
+            self._die(None)
+            return False
+        try:
+            with _ctrl_c_held():
+                more = self._reply()
+        except _Broken as e:
+            self._die(str(e))
+            return False
+        except (OSError, ValueError) as e:
+            self._die(f"reading its replies failed: {e}")
+            return False
+        except BaseException:
+            # Another signal's handler raised inside the frame: the
+            # stream cannot be followed any further.
+            self._die("a reply was cut short in this process")
+            raise
+        if not more:
+            self._die(None)
+        return more
+
+    def _read_replies(self) -> None:
+        """The reply thread: reads replies while calls are in flight that
+        no caller's thread is reading for, and at close, until the
+        server's stdout ends or breaks the protocol, then fails
+        everything in flight."""
+        while True:
+            with self._turn:
+                while self._dead is None and (self._reading or not (self._pending or self._closing)):
+                    # (shutdown, run by the collector, sets _closing and
+                    # tells no one: the wait looks again now and then)
+                    self._turn.wait(1.0)
+                if self._dead is not None:
+                    return
+                self._reading = True
+            problem, more = None, False
+            try:
+                more = self._reply()
+            except _Broken as e:
+                problem = str(e)
+            except (OSError, ValueError) as e:
+                problem = f"reading its replies failed: {e}"
+            finally:
+                with self._turn:
+                    self._reading = False
+                    self._turn.notify_all()
+            if not more:
+                self._die(problem)
+                return
 
     def _reply(self) -> bool:
         hdr = self._out.read(HEADER.size)
@@ -353,9 +439,12 @@ class Connection:
             self._pending.clear()
         self._died.set()
         for _, call in calls:
-            with self._lock:
+            with self._turn:
                 call.batch.settle(dead, None)
+                self._turn.notify_all()
             self._slots.release()
+        with self._turn:
+            self._turn.notify_all()  # the reply thread, if it waits, ends
 
     def _death(self, problem: Optional[str], code: int) -> Error:
         """Why the server is gone, in one line."""
@@ -374,7 +463,9 @@ class Connection:
     def close(self) -> None:
         """Ends the server (closing its stdin) and waits for it; calls
         in flight and later ones raise :class:`Error`."""
-        self._closing = True
+        with self._turn:
+            self._closing = True
+            self._turn.notify_all()  # the reply thread reads to the end
         try:
             self._proc.stdin.close()  # type: ignore[union-attr]
         except OSError:
@@ -389,6 +480,34 @@ class Connection:
 
 class _Broken(Exception):
     """The server broke the protocol."""
+
+
+class _ctrl_c_held:
+    """Holds back SIGINT's handler (KeyboardInterrupt) in the main thread
+    while a reply is read, and calls it once it is; elsewhere, or where
+    the handler is not Python's to swap (set in C), it does nothing."""
+
+    __slots__ = ("old", "hit")
+
+    def __enter__(self) -> None:
+        self.old: Any = None
+        self.hit: Any = None
+        if threading.current_thread() is not threading.main_thread():
+            return
+        old = signal.getsignal(signal.SIGINT)
+        if callable(old):
+            self.old = old
+            signal.signal(signal.SIGINT, self._held)
+
+    def _held(self, signum: int, frame: Any) -> None:
+        self.hit = (signum, frame)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.old is None:
+            return
+        signal.signal(signal.SIGINT, self.old)
+        if self.hit is not None:
+            self.old(*self.hit)
 
 
 def _frame(meta: Dict[str, Any]) -> bytes:

@@ -1,6 +1,7 @@
 """npzfs.open's server over its life: threads reading one archive at
-once, a server killed while reads are in flight, Python killed with
-SIGKILL while its server reads, and a server at Python's exit. No test
+once, a server killed while reads are in flight, Ctrl-C while a read
+waits and while a reply is read, Python killed with SIGKILL while its
+server reads, and a server at Python's exit. No test
 here waits on time but as a guard against a hang.
 
 scripts/test-python.sh runs this file also in a mount namespace with no
@@ -153,6 +154,49 @@ def test_server_killed_mid_read(gated):
         huge[1]
     GatedHandler.gate.set()
     z.close()
+
+
+def test_ctrl_c_while_waiting(gated):
+    """Ctrl-C while a read waits for its reply (read by the waiting thread
+    itself) raises KeyboardInterrupt at once, takes nothing from the
+    replies, and leaves the archive readable: the reply that comes later
+    is dropped, and every read after is exact."""
+    want = np.arange(3 << 20, dtype="<f8")
+    with npzfs.open(gated) as z:
+        huge = z["huge"]
+        exact(huge[5:9], want[5:9])
+        GatedHandler.shut.set()
+
+        def interrupt():
+            assert GatedHandler.waiting.acquire(timeout=GUARD)  # the read is at the HTTP server
+            os.kill(os.getpid(), signal.SIGINT)
+
+        t = threading.Thread(target=interrupt)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            huge[1 << 20:(1 << 20) + 10]
+        t.join(GUARD)
+        GatedHandler.shut.clear()
+        GatedHandler.gate.set()
+        for k in (1 << 20, 2 << 20, 17):
+            exact(huge[k:k + 10], want[k:k + 10])
+        exact(np.asarray(huge), want)
+
+
+def test_ctrl_c_held_inside_a_reply():
+    """While a reply is read, Ctrl-C is held back and raised once it is
+    read whole: a reply cut in the middle would lose the stream."""
+    from npzfs._protocol import _ctrl_c_held
+
+    reached = False
+    with pytest.raises(KeyboardInterrupt):
+        with _ctrl_c_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs between these steps
+                pass
+            reached = True
+    assert reached
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 CHILD = """
