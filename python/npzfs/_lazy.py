@@ -18,10 +18,15 @@ import math
 from typing import TYPE_CHECKING, Any, Iterator, List, Literal, Optional, Tuple
 
 import numpy as np
-import numpy.typing as npt
 
 if TYPE_CHECKING:
+    # Annotations only: numpy.typing takes longer to import than
+    # npzfs.open of a stored array takes to return.
+    import numpy.typing as npt
+
     from ._protocol import Connection
+
+    Array = npt.NDArray[Any]
 
 # Two runs of bytes at most this far apart are read as one, with what lies
 # between them: a request costs about what reading this much does.
@@ -33,8 +38,6 @@ MAX_SLAB = 8 << 20
 # merged reads held at once: a bound on what one index holds in flight.
 BATCH_RUNS = 4096
 BATCH_BYTES = 64 << 20
-
-Array = npt.NDArray[Any]
 
 
 class _Source:
