@@ -327,6 +327,32 @@ def packed_rows(r, row):
         ref, "s4e.onecore", "MiB/s", "%s cores x one core's inflate of its stream (%s)" % (
             "?" if cores is None else "%d" % cores, "?" if one is None else "%.0f MiB/s" % one),
         q, ">= 0.9x", None if q is None else q >= 0.9)
+    # What the cores could give at most: the read's bytes over the CPU
+    # time it took in all (the daemon's, the reader's) shared by the
+    # cores, as if none were ever idle.
+    sb, dc = r.med("s4e.packed.seq", "bytes"), r.med("s4e.packed.seq", "daemon_cpu")
+    ru, rs = r.med("s4e.packed.seq", "usr"), r.med("s4e.packed.seq", "sys")
+    spent = None if None in (dc, ru, rs) else dc + ru + rs
+    cap = None if spent is None or cores is None or sb is None else sb / MiB / (spent / cores)
+    row("4e", "    its CPU: the daemon's %s s (one core inflates the stream in %s s), the reader's %s s; "
+        "the most the cores give at that CPU cost" % (
+            "?" if dc is None else "%.2f" % dc, "?" if t1 is None else "%.2f" % t1,
+            "?" if ru is None else "%.2f" % (ru + rs)),
+        cap, "s4e.packed.seq", "MiB/s", seq, "s4e.packed.seq", "MiB/s", "the read itself", div(seq, cap), "—", None)
+    ps, pin, pout, pdata = (r.med("s4e.pack", f) for f in ("secs", "in", "out", "data"))
+    speed = div(pdata / MiB if pdata is not None else None, ps)
+    zb, zs = r.med("s4e.zlib6", "bytes"), r.med("s4e.zlib6", "secs")
+    z1 = div(zb / MiB if zb is not None else None, zs)
+    zref = None if z1 is None or cores is None else z1 * cores
+    q = div(speed, zref)
+    row("4e", "`npzfs pack` of that archive as numpy wrote it (%s of array data), MiB/s of array data" % human(pdata or 0),
+        speed, "s4e.pack", "MiB/s", zref, "s4e.zlib6", "MiB/s", "%s cores x Python's zlib at level 6 on one core (%s)" % (
+            "?" if cores is None else "%d" % cores, "?" if z1 is None else "%.1f MiB/s" % z1),
+        q, ">= 0.8x", None if q is None else q >= 0.8)
+    sq = div(pout, pin)
+    row("4e", "  the packed archive's size", None if pout is None else pout / MiB, "s4e.pack", "MiB",
+        None if pin is None else pin / MiB, "s4e.pack", "MiB", "the archive as numpy wrote it", sq, "<= 1.03x",
+        None if sq is None else sq <= 1.03)
 
 
 def inflater_rows(r, row):
