@@ -53,10 +53,12 @@ class _Batch:
     error, the replies' metas, and a lock held until all are answered or
     one failed (cheaper to wait on than a condition)."""
 
-    __slots__ = ("done", "left", "error", "metas", "released")
+    __slots__ = ("done", "left", "error", "metas", "released", "orphan")
 
     def __init__(self, count: int) -> None:
         self.done = threading.Lock()
+        # Whether no caller reads its replies (see Connection._orphans).
+        self.orphan = count != 1
         self.left = count
         self.error: Optional[BaseException] = None
         self.metas: List[Dict[str, Any]] = []
@@ -112,6 +114,10 @@ class Connection:
         # _await_one); told whenever a turn ends or calls are settled.
         self._turn = threading.Condition(self._lock)
         self._reading = False
+        # Calls in flight that no caller's thread will read replies for
+        # (a batch of many, or a call whose caller left): the reply
+        # thread reads while there are some.
+        self._orphans = 0
         self._wlock = threading.Lock()  # writes to the server
         self._pending: Dict[int, _Call] = {}
         self._ids = itertools.count(1)
@@ -183,6 +189,8 @@ class Connection:
                         raise self._dead
                     rid = next(self._ids)
                     self._pending[rid] = call
+                    if batch.orphan:
+                        self._orphans += 1
                 sent.append(rid)
                 frames.append(call.frame(rid))
                 if len(frames) >= 64:
@@ -230,10 +238,14 @@ class Connection:
         """Cancels those of ids still in flight: their replies are then
         dropped as they come."""
         frames = []
-        with self._lock:
+        with self._turn:
             for rid in ids:
                 call = self._pending.get(rid)
                 if call is not None:
+                    if not call.batch.orphan:  # its caller no longer reads for it
+                        call.batch.orphan = True
+                        self._orphans += 1
+                        self._turn.notify_all()
                     call.dest = None  # its bytes, if any come, go nowhere
                     frames.append(_frame({"id": next(self._ids), "kind": "cancel", "target": rid}))
         if frames and self._dead is None:
@@ -280,22 +292,25 @@ class Connection:
         if not first:
             self._die(None)
             return False
+        held = _CtrlCHeld()
         try:
-            with _ctrl_c_held():
+            with held:
                 more = self._reply()
         except _Broken as e:
             self._die(str(e))
-            return False
+            more = False
         except (OSError, ValueError) as e:
             self._die(f"reading its replies failed: {e}")
-            return False
+            more = False
         except BaseException:
             # Another signal's handler raised inside the frame: the
             # stream cannot be followed any further.
             self._die("a reply was cut short in this process")
             raise
-        if not more:
-            self._die(None)
+        else:
+            if not more:
+                self._die(None)
+        held.deliver()  # the reply read whole: a Ctrl-C held back is raised now
         return more
 
     def _read_replies(self) -> None:
@@ -305,10 +320,8 @@ class Connection:
         everything in flight."""
         while True:
             with self._turn:
-                while self._dead is None and (self._reading or not (self._pending or self._closing)):
-                    # (shutdown, run by the collector, sets _closing and
-                    # tells no one: the wait looks again now and then)
-                    self._turn.wait(1.0)
+                while self._dead is None and (self._reading or not (self._orphans or self._closing)):
+                    self._turn.wait()
                 if self._dead is not None:
                     return
                 self._reading = True
@@ -401,6 +414,8 @@ class Connection:
         with self._lock:
             if self._pending.pop(rid, None) is None:
                 return
+            if call.batch.orphan:
+                self._orphans -= 1
             call.batch.settle(error, meta)
         self._slots.release()
 
@@ -437,6 +452,7 @@ class Connection:
             self._dead = dead
             calls = list(self._pending.items())
             self._pending.clear()
+            self._orphans = 0
         self._died.set()
         for _, call in calls:
             with self._turn:
@@ -482,16 +498,19 @@ class _Broken(Exception):
     """The server broke the protocol."""
 
 
-class _ctrl_c_held:
+class _CtrlCHeld:
     """Holds back SIGINT's handler (KeyboardInterrupt) in the main thread
-    while a reply is read, and calls it once it is; elsewhere, or where
-    the handler is not Python's to swap (set in C), it does nothing."""
+    for a with block, and calls it, on deliver(), if a SIGINT came
+    meanwhile; elsewhere, or where the handler is not Python's to swap
+    (set in C), it does nothing."""
 
     __slots__ = ("old", "hit")
 
-    def __enter__(self) -> None:
+    def __init__(self) -> None:
         self.old: Any = None
         self.hit: Any = None
+
+    def __enter__(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
         old = signal.getsignal(signal.SIGINT)
@@ -503,11 +522,14 @@ class _ctrl_c_held:
         self.hit = (signum, frame)
 
     def __exit__(self, *exc: Any) -> None:
-        if self.old is None:
-            return
-        signal.signal(signal.SIGINT, self.old)
-        if self.hit is not None:
-            self.old(*self.hit)
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+
+    def deliver(self) -> None:
+        """Calls the handler held back if a SIGINT came (once)."""
+        hit, self.hit = self.hit, None
+        if hit is not None and self.old is not None:
+            self.old(*hit)
 
 
 def _frame(meta: Dict[str, Any]) -> bytes:
@@ -536,3 +558,11 @@ def shutdown(conn: Connection) -> None:
         conn._proc.stdin.close()  # type: ignore[union-attr]
     except OSError:
         pass
+    # The reply thread, waiting for calls to read for, reads to the end.
+    # (A call under way holds its archive, so no collector of it runs
+    # while this lock is held; the timeout is a guard all the same.)
+    if conn._lock.acquire(timeout=1):
+        try:
+            conn._turn.notify_all()
+        finally:
+            conn._lock.release()
