@@ -268,14 +268,22 @@ class Connection:
                 if batch.released:
                     return
                 self._reading = True
+            dead = False
             try:
-                while not batch.released:
-                    if not self._reply_turn():
-                        return
+                while not batch.released and not dead:
+                    dead = not self._reply_turn()
             finally:
                 with self._turn:
                     self._reading = False
                     self._turn.notify_all()
+            if dead:
+                # The connection is dead: the thread that found it so
+                # settles every call in flight, this one too, if it has
+                # not yet.
+                with self._turn:
+                    while not batch.released:
+                        self._turn.wait()
+                return
 
     def _reply_turn(self) -> bool:
         """Reads one reply for a caller's thread: waits for its first
