@@ -32,6 +32,7 @@ type statusOf struct {
 	Served     struct{ Reads, Bytes int64 }
 	SpanCache  struct{ Hits, Misses int64 } `json:"span_cache"`
 	Archives   int                          `json:"archives_open"`
+	Idle       int                          `json:"archives_idle"`
 	Remote     *struct {
 		Requests     int64
 		BytesFetched int64 `json:"bytes_fetched"`

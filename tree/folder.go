@@ -162,11 +162,19 @@ func (t *Folder) Usage(ctx context.Context) (bytes int64, nodes uint64) {
 // Root is the tree's root folder, inode number 1.
 func (t *Folder) Root() fs.Entry { return t.root }
 
-// Open reports how many archives are open now.
-func (t *Folder) Open() int {
+// Open reports how many archives are open now, and how many of them
+// are idle (no file of theirs open, no request in them under way: see
+// trim, which keeps these within MaxOpen but for the moments between a
+// file's release and its trim).
+func (t *Folder) Open() (open, idle int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.open.Len()
+	for e := t.open.Front(); e != nil; e = e.Next() {
+		if e.Value.(*slot).idle() {
+			idle++
+		}
+	}
+	return t.open.Len(), idle
 }
 
 // VerifyStats is what the folder's archives verified, open and closed

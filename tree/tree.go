@@ -57,13 +57,15 @@ func (t *Tree) Size() int64 { return t.size }
 // of a folder.
 func (t *Tree) Nodes() uint64 { return t.nodes }
 
-// ArchivesOpen is how many of a folder's archives are open now, and
-// false for an archive's tree.
-func (t *Tree) ArchivesOpen() (int, bool) {
+// ArchivesOpen is how many of a folder's archives are open now and how
+// many of those are idle (see Folder.Open), and false for an archive's
+// tree.
+func (t *Tree) ArchivesOpen() (open, idle int, ok bool) {
 	if t.folder == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return t.folder.Open(), true
+	open, idle = t.folder.Open()
+	return open, idle, true
 }
 
 // VerifyStats is what the tree's archives verified: its archive's, or

@@ -37,7 +37,7 @@ func TestOf(t *testing.T) {
 	if want := uint64(1 + 1 + 1 + npz.NodesPerArray()); tr.Nodes() != want || tr.Size() != fi.Size()+int64(len(grid)) {
 		t.Errorf("nodes %d, size %d; want %d nodes (root, sub, a.npz, grid.npy and its views), %d bytes", tr.Nodes(), tr.Size(), want, fi.Size()+int64(len(grid)))
 	}
-	if open, ok := tr.ArchivesOpen(); !ok || open != 0 || lookup(t, tr.Root(), "sub/a.npz/x.npy") == nil {
+	if open, _, ok := tr.ArchivesOpen(); !ok || open != 0 || lookup(t, tr.Root(), "sub/a.npz/x.npy") == nil {
 		t.Errorf("archives open %d, %v; sub/a.npz/x.npy not found", open, ok)
 	}
 
@@ -50,7 +50,7 @@ func TestOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := at.ArchivesOpen(); ok || at.Nodes() != a.Archive().MaxIno() || lookup(t, at.Root(), "x/raw.bin") == nil {
+	if _, _, ok := at.ArchivesOpen(); ok || at.Nodes() != a.Archive().MaxIno() || lookup(t, at.Root(), "x/raw.bin") == nil {
 		t.Errorf("an archive's tree: nodes %d, x/raw.bin not found", at.Nodes())
 	}
 }

@@ -205,8 +205,8 @@ func (cfg *Config) statusOf(dir string, d *dataset.Dataset, tr *tree.Tree, srv *
 			Uptime: time.Since(started).Seconds(), Options: cfg.Options, Log: cfg.Log,
 			Dataset: datasetStatus(d.Stats()), Answering: true, Owner: cfg.Owner,
 		}
-		if open, ok := tr.ArchivesOpen(); ok {
-			st.ArchivesOpen = &open
+		if open, idle, ok := tr.ArchivesOpen(); ok {
+			st.ArchivesOpen, st.ArchivesIdle = &open, &idle
 		}
 		var mode npz.VerifyMode
 		if cfg.Dataset != nil {

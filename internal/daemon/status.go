@@ -71,10 +71,13 @@ type Dataset struct {
 	Kind   string `json:"kind"` // "archive", "npy" or "folder"
 	// Members and Failing count an archive's (or a .npy's) members, and
 	// those not served or whose reads fail; ArchivesOpen counts a
-	// folder's archives open now. Each is nil for the other kind.
+	// folder's archives open now, and ArchivesIdle those of them with
+	// no file open and no request under way (--max-open bounds these).
+	// Each is nil for the other kind.
 	Members      *int `json:"members,omitempty"`
 	Failing      *int `json:"members_failing,omitempty"`
 	ArchivesOpen *int `json:"archives_open,omitempty"`
+	ArchivesIdle *int `json:"archives_idle,omitempty"`
 	// SpanCache is the cache of inflated spans of deflated members.
 	SpanCache SpanCache `json:"span_cache"`
 	// Indexes count the saved indexes loaded, refused and saved, when

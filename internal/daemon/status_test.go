@@ -124,7 +124,7 @@ func TestDatasetStatus(t *testing.T) {
 		}
 	}
 	walk(reflect.ValueOf(datasetStatus(st)), "Dataset")
-	if want := []string{"Dataset.ArchivesOpen", "Dataset.Indexing", "Dataset.Verification"}; !slices.Equal(zeros, want) {
+	if want := []string{"Dataset.ArchivesOpen", "Dataset.ArchivesIdle", "Dataset.Indexing", "Dataset.Verification"}; !slices.Equal(zeros, want) {
 		t.Errorf("fields left zero: %v, want %v (the tree's and the indexer's, not the dataset's)", zeros, want)
 	}
 }

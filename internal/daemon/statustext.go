@@ -55,6 +55,9 @@ func (st *Status) WriteText(w io.Writer) {
 	}
 	if st.ArchivesOpen != nil {
 		line("archives", "%d open", *st.ArchivesOpen)
+		if st.ArchivesIdle != nil && *st.ArchivesIdle != *st.ArchivesOpen {
+			line("", "%d of them idle (no file open, no request under way)", *st.ArchivesIdle)
+		}
 	}
 	if st.Members != nil && st.Failing != nil {
 		line("members", "%d, %d failing%s", *st.Members, *st.Failing, failingText(st))
