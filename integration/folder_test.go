@@ -409,6 +409,12 @@ func TestFolderMaxOpenUnderConcurrency(t *testing.T) {
 	eventually(t, fmt.Sprintf("at most %d archives open once the readers are done", maxOpen), func() bool {
 		return filesUnder(pid, src) <= maxOpen
 	})
+	// With no file open and no request under way, every archive left
+	// open is idle, and status says so.
+	eventually(t, "status to count every archive left open idle", func() bool {
+		st := status(t, mnt)
+		return st.Archives > 0 && st.Idle == st.Archives
+	})
 }
 
 // TestFolderSymlinks: symbolic links in a served folder make no tree

@@ -23,16 +23,8 @@ const maxNow = 64 << 10
 // reports whether it answered; anything else (an error to say, bytes to
 // inflate or fetch) is left to read.
 func (s *server) readNow(q *request) bool {
-	if q.Member == nil || q.Offset == nil || q.Length == nil {
-		return false
-	}
-	i, off, n := *q.Member, *q.Offset, *q.Length
-	if i < 0 || i >= int64(len(s.members)) || off < 0 || n < 0 || n > maxNow {
-		return false
-	}
-	m := s.members[i]
-	f := m.File()
-	if f == nil || m.ReadError() != nil || off > m.Size() || n > m.Size()-off {
+	_, f, off, n, problem := s.target(q)
+	if problem != nil || n > maxNow {
 		return false
 	}
 	s.mu.Lock()
@@ -107,32 +99,10 @@ func (s *server) read(ctx context.Context, q *request, done func()) {
 // checkRead checks a read request: the member, that it can be read, and
 // the range. When it fails, it has sent the error reply (after done).
 func (s *server) checkRead(q *request, done func()) (m *npz.Member, f *npz.File, off, n int64, ok bool) {
-	failf := func(code string, who *about, format string, args ...any) {
+	m, f, off, n, problem := s.target(q)
+	if problem != nil {
 		done()
-		s.fail(q.ID, code, fmt.Sprintf(format, args...), who)
-	}
-	if q.Member == nil || q.Offset == nil || q.Length == nil {
-		failf(codeRequest, nil, `bad request: a read needs "member", "offset" and "length"`)
-		return
-	}
-	i := *q.Member
-	if i < 0 || i >= int64(len(s.members)) {
-		failf(codeMember, nil, "no member %d: the archive has %d (0 to %d)", i, len(s.members), len(s.members)-1)
-		return
-	}
-	m = s.members[i]
-	who := &about{m.Index(), m.Name()}
-	if f = m.File(); f == nil {
-		failf(codeUnreadable, who, "%q is a folder: it has no bytes", m.Name())
-		return
-	}
-	if err := m.ReadError(); err != nil {
-		failf(codeUnreadable, who, "%s", bare(err))
-		return
-	}
-	off, n = *q.Offset, *q.Length
-	if off < 0 || n < 0 || off > m.Size() || n > m.Size()-off {
-		failf(codeRange, who, "bytes %d to %d of %q, which has %d", off, off+n, m.Name(), m.Size())
+		s.fail(q.ID, problem.code, problem.msg, problem.who)
 		return
 	}
 	if n == 0 {
@@ -141,4 +111,36 @@ func (s *server) checkRead(q *request, done func()) (m *npz.Member, f *npz.File,
 		return
 	}
 	return m, f, off, n, true
+}
+
+// readProblem is why a read request cannot be made: its error reply.
+type readProblem struct {
+	code, msg string
+	who       *about
+}
+
+// target is what read request q reads: the member, its file, the range;
+// or the problem that stops it (a field missing, no such member, one
+// with no bytes or none npzfs can read, a range past its end).
+func (s *server) target(q *request) (m *npz.Member, f *npz.File, off, n int64, problem *readProblem) {
+	if q.Member == nil || q.Offset == nil || q.Length == nil {
+		return nil, nil, 0, 0, &readProblem{codeRequest, `bad request: a read needs "member", "offset" and "length"`, nil}
+	}
+	i := *q.Member
+	if i < 0 || i >= int64(len(s.members)) {
+		return nil, nil, 0, 0, &readProblem{codeMember, fmt.Sprintf("no member %d: the archive has %d (0 to %d)", i, len(s.members), len(s.members)-1), nil}
+	}
+	m = s.members[i]
+	who := func() *about { return &about{m.Index(), m.Name()} } // for a problem alone
+	if f = m.File(); f == nil {
+		return nil, nil, 0, 0, &readProblem{codeUnreadable, fmt.Sprintf("%q is a folder: it has no bytes", m.Name()), who()}
+	}
+	if err := m.ReadError(); err != nil {
+		return nil, nil, 0, 0, &readProblem{codeUnreadable, bare(err), who()}
+	}
+	off, n = *q.Offset, *q.Length
+	if off < 0 || n < 0 || off > m.Size() || n > m.Size()-off {
+		return nil, nil, 0, 0, &readProblem{codeRange, fmt.Sprintf("bytes %d to %d of %q, which has %d", off, off+n, m.Name(), m.Size()), who()}
+	}
+	return m, f, off, n, nil
 }

@@ -7,8 +7,8 @@ thread waiting for one reply (a small read, a table) reads replies itself
 while no other thread is, until its own has come: handing a reply from
 one thread to another costs more than a cached read does. The
 connection's own reply thread reads for every other wait (batches of
-many reads, calls whose caller left) and finds out when the server ends. The server is started in a session of
-its own (a Ctrl-C at the terminal is Python's, not the server's), and ends
+many reads, calls whose caller left) and to the end at close. The server
+is started in a session of its own (a Ctrl-C at the terminal is Python's, not the server's), and ends
 when its stdin closes: when the connection is closed or collected, when
 Python exits, or when Python is killed. A server that dies, or breaks the
 protocol, fails every call in flight and every later one with
@@ -180,8 +180,7 @@ class Connection:
             for call in calls:
                 if not self._slots.acquire(blocking=False):
                     self._flush(frames)  # what is ready goes before waiting for a slot
-                    with self._turn:
-                        self._turn.notify_all()  # the reply thread reads for them
+                    self._tell()  # the reply thread reads for orphans among them
                     self._slots.acquire()
                 with self._lock:
                     if self._dead is not None:
@@ -201,8 +200,7 @@ class Connection:
             if len(calls) == 1:
                 self._await_one(batch)
             else:
-                with self._turn:
-                    self._turn.notify_all()  # the reply thread reads for them
+                self._tell()  # the reply thread reads for them
                 batch.done.acquire()  # every reply has come, or one failed
         except BaseException:  # KeyboardInterrupt while waiting, too
             try:
@@ -257,6 +255,26 @@ class Connection:
 
     # -- replies
 
+    def _tell(self) -> None:
+        """Wakes the threads waiting on the turn to look again."""
+        with self._turn:
+            self._turn.notify_all()
+
+    def _leave_turn(self) -> None:
+        with self._turn:
+            self._reading = False
+            self._turn.notify_all()
+
+    def _reply_or_problem(self) -> Tuple[bool, Optional[str]]:
+        """Reads one reply (see _reply): whether more may come, and when
+        none may, what broke, if anything did."""
+        try:
+            return self._reply(), None
+        except _Broken as e:
+            return False, str(e)
+        except (OSError, ValueError) as e:
+            return False, f"reading its replies failed: {e}"
+
     def _await_one(self, batch: _Batch) -> None:
         """Waits for a batch of one call: reads replies itself while no
         other thread is, until its own has come, or waits for the thread
@@ -273,9 +291,7 @@ class Connection:
                 while not batch.released and not dead:
                     dead = not self._reply_turn()
             finally:
-                with self._turn:
-                    self._reading = False
-                    self._turn.notify_all()
+                self._leave_turn()
             if dead:
                 # The connection is dead: the thread that found it so
                 # settles every call in flight, this one too, if it has
@@ -303,21 +319,14 @@ class Connection:
         held = _CtrlCHeld()
         try:
             with held:
-                more = self._reply()
-        except _Broken as e:
-            self._die(str(e))
-            more = False
-        except (OSError, ValueError) as e:
-            self._die(f"reading its replies failed: {e}")
-            more = False
+                more, problem = self._reply_or_problem()
         except BaseException:
             # Another signal's handler raised inside the frame: the
             # stream cannot be followed any further.
             self._die("a reply was cut short in this process")
             raise
-        else:
-            if not more:
-                self._die(None)
+        if not more:
+            self._die(problem)
         held.deliver()  # the reply read whole: a Ctrl-C held back is raised now
         return more
 
@@ -333,17 +342,10 @@ class Connection:
                 if self._dead is not None:
                     return
                 self._reading = True
-            problem, more = None, False
             try:
-                more = self._reply()
-            except _Broken as e:
-                problem = str(e)
-            except (OSError, ValueError) as e:
-                problem = f"reading its replies failed: {e}"
+                more, problem = self._reply_or_problem()
             finally:
-                with self._turn:
-                    self._reading = False
-                    self._turn.notify_all()
+                self._leave_turn()
             if not more:
                 self._die(problem)
                 return
@@ -462,13 +464,12 @@ class Connection:
             self._pending.clear()
             self._orphans = 0
         self._died.set()
-        for _, call in calls:
-            with self._turn:
-                call.batch.settle(dead, None)
-                self._turn.notify_all()
-            self._slots.release()
         with self._turn:
-            self._turn.notify_all()  # the reply thread, if it waits, ends
+            for _, call in calls:
+                call.batch.settle(dead, None)
+            self._turn.notify_all()  # their waiters, and the reply thread, end
+        for _ in calls:
+            self._slots.release()
 
     def _death(self, problem: Optional[str], code: int) -> Error:
         """Why the server is gone, in one line."""
@@ -487,9 +488,8 @@ class Connection:
     def close(self) -> None:
         """Ends the server (closing its stdin) and waits for it; calls
         in flight and later ones raise :class:`Error`."""
-        with self._turn:
-            self._closing = True
-            self._turn.notify_all()  # the reply thread reads to the end
+        self._closing = True
+        self._tell()  # the reply thread reads to the end
         try:
             self._proc.stdin.close()  # type: ignore[union-attr]
         except OSError:
