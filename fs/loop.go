@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,9 +28,10 @@ import (
 // a blocked reader, Go's monitor thread takes them back, and each
 // request then wakes it and another thread, on the other CPU: three
 // context switches and a few more system calls for each request of a
-// small file, against one. Here one reader holds one P, the monitor
-// leaves it be, and a request costs the read that brings it and the
-// system calls of its answer.
+// small file, against one. Here one reader holds one P (yielding it
+// now and then so that the monitor leaves it be: see read), and a
+// request costs the read that brings it and the system calls of its
+// answer.
 //
 // What may take long is answered apart, each in a goroutine of its own,
 // so that it holds up no other request: a read whose bytes are not
@@ -120,7 +122,18 @@ func (l *loop) serve() {
 
 // read reads requests and answers them until the mount is gone, or for
 // a rescuer (see watch), until another reader waits for requests.
+//
+// A reader yields its P now and then (see yieldEvery): it keeps it
+// through every read(2) and answer, so Go's scheduler never runs in
+// between, and to Go's monitor thread a goroutine on the same P for
+// 10 ms is a long-running one. The monitor then takes the P whenever it
+// finds the reader in read(2), and every request after that finds its
+// reader without a P: the thread that wakes in read(2) asks the
+// scheduler for one (waking the monitor from its sleep) or hands the
+// goroutine to another thread, two or three context switches for a
+// request instead of one.
 func (l *loop) read(rd *reader, rescuer bool) {
+	yielded := time.Now()
 	for {
 		l.waiting.Add(1)
 		n, err := syscall.Read(l.fd, rd.in)
@@ -132,6 +145,10 @@ func (l *loop) read(rd *reader, rescuer bool) {
 			}
 			l.handle(rd, rd.in[:n])
 			l.answered.Add(1)
+			if now := time.Now(); now.Sub(yielded) >= yieldEvery {
+				yielded = now
+				runtime.Gosched()
+			}
 		case errors.Is(err, syscall.EINTR), errors.Is(err, syscall.ENOENT):
 			// Interrupted, or a request the kernel took back.
 		case errors.Is(err, syscall.ENODEV):
@@ -147,6 +164,11 @@ func (l *loop) read(rd *reader, rescuer bool) {
 		}
 	}
 }
+
+// yieldEvery is how often a reader answering requests back to back
+// yields its P: half the time slice (10 ms) after which Go's monitor
+// thread deems a goroutine long-running, so that it never does.
+const yieldEvery = 5 * time.Millisecond
 
 // rescueAfter is how long every reader may be held up by the requests
 // it answers before the watchdog starts another.
