@@ -11,6 +11,11 @@ func Combine(crcA, crcB uint32, lenB int64) uint32 {
 	if lenB <= 0 {
 		return crcA
 	}
+	if crcA == 0 {
+		// The map is linear, so it leaves 0 as it is: an empty a (a
+		// small member's only block) needs no map made.
+		return crcB
+	}
 	return NewShift(lenB).Apply(crcA) ^ crcB
 }
 

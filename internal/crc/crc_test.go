@@ -24,6 +24,12 @@ func TestCombine(t *testing.T) {
 			}
 		}
 	}
+	// Combine's short cut for crcA 0: every shift maps 0 to 0.
+	for _, n := range []int64{1, 3, 1000, 1 << 20, 1<<40 + 7} {
+		if got := NewShift(n).Apply(0); got != 0 {
+			t.Errorf("the shift of %d zero bytes maps 0 to %08x", n, got)
+		}
+	}
 	const block = 1000
 	s := NewShift(block)
 	var acc uint32
