@@ -71,6 +71,9 @@ func (c *requestCounts) count(h *fuse.InHeader) {
 	}
 }
 
+// lookups is the lookups counted so far.
+func (c *requestCounts) lookups() int64 { return c.ops[opLookup].Load() }
+
 // snapshot is the counts so far, by name, without the zeros.
 func (c *requestCounts) snapshot() map[string]int64 {
 	m := make(map[string]int64)

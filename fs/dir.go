@@ -172,6 +172,14 @@ const direntPlusMin = 128 + 24 + 8
 // at once first (see Preparer). An entry whose attributes cannot be had
 // now is listed without them (node ID 0): the kernel then looks it up
 // when it is used, and that lookup says what is wrong.
+//
+// With ListAttrs the kernel asks for attributes with every reply, and
+// wants them where it would have asked without it: in a listing's
+// first reply, and in a reply that follows lookups in the folder (ls -l
+// stats each name as it lists). Any other reply, of a plain listing,
+// carries the attributes of the files that are known without a read
+// (Preparer.Prepared): `ls` reads no headers, and the kernel makes
+// inodes for what may be opened next, not for folders.
 func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	s.st.requests.count(&in.InHeader)
 	ctx := s.request(cancel)
@@ -181,11 +189,12 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 		return fuse.Status(errno)
 	}
 	p, _ := d.kids.(Preparer)
+	full := p == nil || s.wantsAll(in)
 	batch := int(in.Size)/direntPlusMin + 1 // at most the entries the reply holds
 	prepared := 0                           // positions of the listing before it are prepared
 	n := 0                                  // entries in the reply
 	for i := d.first(in.Offset); i < d.kids.Len()+2; i++ {
-		if p != nil && i >= 2 && i-2 >= prepared {
+		if full && p != nil && i >= 2 && i-2 >= prepared {
 			p.Prepare(ctx, i-2, i-2+batch)
 			prepared = i - 2 + batch
 		}
@@ -198,7 +207,7 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 			break
 		}
 		n++
-		if e != nil {
+		if e != nil && (full || !e.IsDir() && p.Prepared(i-2)) {
 			s.entryOut(ctx, e, d.dots[0], eo) // a failure leaves eo bare
 		}
 	}
@@ -206,11 +215,64 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 	return fuse.OK
 }
 
+// wantsAll reports whether a READDIRPLUS reply is one the kernel asked
+// attributes with because they are wanted: always, unless ListAttrs has
+// it ask with every reply (see ReadDirPlus). A folder's reply then
+// wants them at the listing's start, and from the first reply after
+// lookups came between two of its replies (a walk that stats each name
+// it lists; lookups are counted over the whole mount) to the listing's
+// end.
+func (s *server) wantsAll(in *fuse.ReadIn) bool {
+	if !s.st.listAttrs {
+		return true
+	}
+	return s.plusMarks.mark(in.NodeId, in.Offset == 0, s.st.requests.lookups())
+}
+
+// lookupMarks follows, for each folder being listed under ListAttrs,
+// the mount's lookup count at its last reply, and whether its replies
+// want every attribute.
+type lookupMarks struct {
+	mu sync.Mutex
+	m  map[uint64]lookupMark
+}
+
+type lookupMark struct {
+	lookups int64
+	all     bool
+}
+
+// mark notes folder id's reply at the mount's lookup count now, and
+// reports whether the reply wants every attribute (see wantsAll). A
+// folder with no mark, whose listing did not start with a reply of its
+// own, is taken to want them.
+func (k *lookupMarks) mark(id uint64, starts bool, now int64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	last, ok := k.m[id]
+	if k.m == nil {
+		k.m = make(map[uint64]lookupMark)
+	}
+	all := !starts && (!ok || last.all || now != last.lookups)
+	k.m[id] = lookupMark{lookups: now, all: all}
+	return starts || all
+}
+
+// drop forgets folder id's mark: its listing has ended.
+func (k *lookupMarks) drop(id uint64) {
+	k.mu.Lock()
+	delete(k.m, id)
+	k.mu.Unlock()
+}
+
 // listed notes a readdir reply by node (no-opendir: a tree that never
 // changes) of n entries, plain or with attributes: a listing's first, a
 // later plain one with entries, or an empty one, which the kernel takes
 // as the listing's end (see keptListings).
 func (s *server) listed(in *fuse.ReadIn, plain bool, n int) {
+	if n == 0 && s.st.listAttrs {
+		s.plusMarks.drop(in.NodeId)
+	}
 	switch {
 	case in.Fh != 0:
 	case in.Offset == 0:

@@ -5,6 +5,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -151,13 +152,15 @@ func (l *preparing) At(i int) Entry {
 	if i%3 == 2 {
 		return nil // a position with no entry
 	}
-	return &preparedEntry{memEntry{name: fmt.Sprintf("e%06d", i), ino: uint64(100 + i), c: &memContent{}}, l, i}
+	// A file, then a folder.
+	return &preparedEntry{memEntry{name: fmt.Sprintf("e%06d", i), ino: uint64(100 + i), dir: i%3 == 1, c: &memContent{}}, l, i}
 }
 func (l *preparing) Prepare(_ context.Context, from, to int) {
 	for i := from; i < min(to, l.n); i++ {
 		l.prepared[i] = true
 	}
 }
+func (l *preparing) Prepared(i int) bool { return l.prepared[i] }
 
 type preparedEntry struct {
 	memEntry
@@ -196,6 +199,83 @@ func TestReadDirPlusPreparesItsEntries(t *testing.T) {
 	}
 	if plain := readdirNode(t, s, rootID, 0, 4096, false); len(plain) != len(ents) || plain[len(plain)-1].Name != ents[len(ents)-1].Name {
 		t.Errorf("readdir: %d entries, readdirplus %d", len(plain), len(ents))
+	}
+}
+
+// TestListAttrsReplies: with ListAttrs, where the kernel asks for
+// attributes with every listing reply, a listing's first reply has every
+// entry's (prepared first); a later reply with no lookup before it has
+// those of the files prepared before alone and prepares nothing; from
+// the first reply after a lookup to the listing's end, every entry's
+// again.
+func TestListAttrsReplies(t *testing.T) {
+	l := &preparing{n: 3000, prepared: make([]bool, 3000)}
+	root := &listedRoot{memEntry{ino: 1, dir: true}, l}
+	s := newServer(&mountState{root: root, timeout: time.Hour, listAttrs: true})
+	off := uint64(0)
+	// reply lists from off, and reports each entry's listing position
+	// and whether it came with attributes.
+	reply := func() (pos []int, attrs []bool) {
+		t.Helper()
+		buf := make([]byte, 4096)
+		out := fuse.NewDirEntryList(buf, off)
+		in := &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: rootID, Opcode: opReaddirplus}, Offset: off, Size: uint32(len(buf))}
+		if st := s.ReadDirPlus(nil, in, out); !st.Ok() {
+			t.Fatalf("readdirplus at %d: %v", off, st)
+		}
+		ents, eos, err := dirents(out.Bytes(), true)
+		if err != nil || len(ents) == 0 {
+			t.Fatalf("readdirplus at %d: %d entries, %v", off, len(ents), err)
+		}
+		for k, de := range ents {
+			if de.Name != "." && de.Name != ".." {
+				pos = append(pos, int(de.Off)-3)
+				attrs = append(attrs, eos[k].NodeId != 0)
+			}
+		}
+		off = ents[len(ents)-1].Off
+		return pos, attrs
+	}
+	all := func(what string, pos []int, attrs []bool) {
+		t.Helper()
+		for k, i := range pos {
+			if !attrs[k] {
+				t.Errorf("%s: position %d without attributes", what, i)
+			}
+		}
+	}
+	pos, attrs := reply()
+	all("first reply", pos, attrs)
+	// The first reply prepared a batch past its end; a file and a
+	// folder further on are prepared too.
+	far := pos[len(pos)-1] + 30
+	l.prepared[far-far%3], l.prepared[far-far%3+1] = true, true
+	was := slices.Clone(l.prepared)
+	pos, attrs = reply()
+	with := 0
+	for k, i := range pos {
+		want := i%3 == 0 && l.prepared[i]
+		if attrs[k] != want {
+			t.Errorf("plain reply: position %d (folder %v, prepared %v) with attributes %v", i, i%3 == 1, l.prepared[i], attrs[k])
+		}
+		if attrs[k] {
+			with++
+		}
+	}
+	if !slices.Equal(was, l.prepared) {
+		t.Error("a plain reply prepared entries")
+	}
+	if with == 0 || with == len(pos) || pos[len(pos)-1] < far {
+		t.Fatalf("plain reply of positions %d to %d: %d with attributes: not the mix the test needs", pos[0], pos[len(pos)-1], with)
+	}
+	var eo fuse.EntryOut
+	s.Lookup(nil, &fuse.InHeader{NodeId: rootID, Opcode: opLookup}, "e000000", &eo)
+	for r := range 3 {
+		pos, attrs = reply()
+		all(fmt.Sprintf("reply %d after a lookup", r+1), pos, attrs)
+	}
+	if l.asked != 0 {
+		t.Errorf("%d entries' attributes asked for before they were prepared", l.asked)
 	}
 }
 

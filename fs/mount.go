@@ -83,6 +83,14 @@ type Config struct {
 	// MaxReadAhead bounds kernel readahead in bytes; 0 means MaxRead
 	// (the kernel lowers it to what it allows).
 	MaxReadAhead int
+	// ListAttrs gives the kernel, with every reply of every listing,
+	// the attributes of the files listed that cost no read (see
+	// server.ReadDirPlus): each file opened after a listing then costs
+	// no lookup, and each one listed costs the kernel an inode. Without
+	// it, a listing's first reply has them, and a reply that follows
+	// lookups in the folder (ls -l); later replies of a plain listing
+	// (ls, os.listdir) have names alone.
+	ListAttrs bool
 }
 
 // Server is a live mount.
@@ -125,7 +133,7 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 	if ra <= 0 {
 		ra = MaxRead
 	}
-	st := &mountState{uid: cfg.UID, gid: cfg.GID, archiveSize: cfg.ArchiveSize, timeout: timeout, root: root}
+	st := &mountState{uid: cfg.UID, gid: cfg.GID, archiveSize: cfg.ArchiveSize, timeout: timeout, root: root, listAttrs: cfg.ListAttrs}
 	if cfg.Files > 0 {
 		st.countOnce.Do(func() { st.count = cfg.Files })
 	}
@@ -151,10 +159,14 @@ func Mount(dir string, root Entry, cfg Config) (*Server, error) {
 		Debug:             cfg.Debug,
 		Logger:            logger,
 		// Plain readdir for big listings unless the caller stats
-		// the entries (ls -l): the kernel decides per request. Folders
-		// of a tree that never changes open without a request (see
+		// the entries (ls -l): the kernel decides per request, unless
+		// every listing is to carry attributes (ListAttrs). Folders of
+		// a tree that never changes open without a request (see
 		// server.OpenDir).
 		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_NO_OPENDIR_SUPPORT,
+	}
+	if cfg.ListAttrs {
+		opts.ExtraCapabilities &^= fuse.CAP_READDIRPLUS_AUTO
 	}
 	raw := newServer(st)
 	s := &Server{st: st, dir: dir}

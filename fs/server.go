@@ -34,6 +34,9 @@ type mountState struct {
 	timeout     time.Duration // entry, attribute and negative-lookup cache time
 	reqTimeout  time.Duration // each request's deadline (RequestTimeout)
 
+	// listAttrs: every listing reply is READDIRPLUS (Config.ListAttrs).
+	listAttrs bool
+
 	// rootToo: the mount has allow_other only to let root in (allow_root,
 	// which fusermount3 does not know): every request from a user other
 	// than root and the owner is refused with EACCES.
@@ -69,7 +72,9 @@ type server struct {
 	nodes knownNodes
 	dirs  dirHandles
 	kept  keptListings // how the kernel came to keep folders' listings
-	store pageStore    // set by Init; nil in tests without a kernel
+	// plusMarks: with ListAttrs, the lookups seen by folders' listings.
+	plusMarks lookupMarks
+	store     pageStore // set by Init; nil in tests without a kernel
 }
 
 var _ fuse.RawFileSystem = (*server)(nil)

@@ -71,9 +71,12 @@ func (l Entries) At(i int) Entry { return l[i] }
 // Preparer is implemented by listings whose entries' attributes cost a
 // read each (an array's KEY.ra, whose size is in its npy header):
 // Prepare reads those of positions [from, to) at once, before a listing
-// with attributes (READDIRPLUS) asks for them one by one.
+// with attributes (READDIRPLUS) asks for them one by one; Prepared
+// reports whether the attributes at position i are known without a
+// read (prepared before, or never needing one).
 type Preparer interface {
 	Prepare(ctx context.Context, from, to int)
+	Prepared(i int) bool
 }
 
 // Finder is implemented by the root of a tree that never changes while

@@ -72,9 +72,10 @@ func pyVersion(t *testing.T) (int, int) {
 // regular file: its read takes the ioctl's place. A listing of names
 // alone (os.listdir, ls) gives the kernel no attributes past its first
 // reply, so a load after it costs what it costs on a fresh mount, never
-// more. The first load on a mount also meets the open and the flush the
-// kernel then stops sending (answered ENOSYS), so each mount is warmed
-// by one load first.
+// more; with --list-attrs every reply gives the files' attributes, and
+// a load after any listing makes no lookup. The first load on a mount
+// also meets the open and the flush the kernel then stops sending
+// (answered ENOSYS), so each mount is warmed by one load first.
 func TestSmallLoadRequests(t *testing.T) {
 	needNumpy(t)
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemons alone
@@ -83,19 +84,29 @@ func TestSmallLoadRequests(t *testing.T) {
 	if major, minor := pyVersion(t); major > 3 || major == 3 && minor >= 14 {
 		open = "read"
 	}
-	fresh := map[string]int64{"lookup": 1, open: 1}
+	fresh, listed := map[string]int64{"lookup": 1, open: 1}, map[string]int64{open: 1}
+	listdir := []string{python, "-c", "import os, sys; os.listdir(sys.argv[1])"}
 	for _, tc := range []struct {
 		listing string
+		flags   []string
 		cmd     []string
 		want    map[string]int64
 	}{
-		{"none", nil, fresh},
-		{"os.listdir", []string{python, "-c", "import os, sys; os.listdir(sys.argv[1])"}, fresh},
-		{"ls", []string{"ls"}, fresh},
-		{"ls -l", []string{"ls", "-l"}, map[string]int64{open: 1}},
+		{"none", nil, nil, fresh},
+		{"os.listdir", nil, listdir, fresh},
+		{"ls", nil, []string{"ls"}, fresh},
+		{"ls -l", nil, []string{"ls", "-l"}, listed},
+		{"none", []string{"--list-attrs"}, nil, fresh},
+		{"os.listdir", []string{"--list-attrs"}, listdir, listed},
+		{"ls", []string{"--list-attrs"}, []string{"ls"}, listed},
+		{"ls -l", []string{"--list-attrs"}, []string{"ls", "-l"}, listed},
 	} {
-		t.Run(strings.ReplaceAll(tc.listing, " ", ""), func(t *testing.T) {
-			dir := mount(t, archive)
+		name := tc.listing
+		if tc.flags != nil {
+			name = "list-attrs " + name
+		}
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			dir := mount(t, archive, tc.flags...)
 			pyLoads(t, filepath.Join(dir, "a000000.npy"))
 			if tc.cmd != nil {
 				if out, err := exec.Command(tc.cmd[0], append(tc.cmd[1:], dir)...).CombinedOutput(); err != nil {
@@ -116,6 +127,51 @@ func TestSmallLoadRequests(t *testing.T) {
 			}
 			if got := sent(before, requests(t, dir)); !maps.Equal(got, want) {
 				t.Errorf("two np.loads after listing %s: requests %v, want %v", tc.listing, got, want)
+			}
+		})
+	}
+}
+
+// TestListAttrsLongListing: with --list-attrs, a plain listing (ls -f)
+// gives the attributes of the files that cost no read and makes no
+// lookup, and ls -l, which stats each name as it lists, gets every
+// attribute from the first reply after its first lookups to the end: a
+// few lookups, not one for every folder and view its listing left bare.
+func TestListAttrsLongListing(t *testing.T) {
+	const arrays = 2000 // 6,000 names: dozens of replies
+	archive := manyArrays(t, arrays)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemons alone
+	for _, tc := range []struct {
+		args    []string
+		lookups bool // at most a reply's names
+	}{
+		{[]string{"ls", "-f"}, false},
+		{[]string{"ls", "-l"}, true},
+	} {
+		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
+			dir := mount(t, archive, "--list-attrs")
+			before := requests(t, dir)
+			out, err := exec.Command(tc.args[0], append(tc.args[1:], dir)...).Output()
+			if err != nil {
+				t.Fatalf("%s: %v", tc.args, err)
+			}
+			if n := strings.Count(string(out), "\n"); n < 3*arrays {
+				t.Errorf("%s listed %d lines, want %d names", tc.args, n, 3*arrays)
+			}
+			got := sent(before, requests(t, dir))
+			t.Logf("%s: %v", tc.args, got)
+			if got["readdirplus"] == 0 || got["readdir"] != 0 {
+				t.Errorf("%s: requests %v, want every listing reply with attributes", tc.args, got)
+			}
+			// The names of one reply are about 3*arrays/replies: ls -l
+			// looks up those of the first plain reply, after which
+			// every reply is full.
+			maxLookups := int64(0)
+			if tc.lookups && got["readdirplus"] > 0 {
+				maxLookups = 3 * arrays / got["readdirplus"]
+			}
+			if got["lookup"] > maxLookups {
+				t.Errorf("%s: %d lookups, want at most %d", tc.args, got["lookup"], maxLookups)
 			}
 		})
 	}

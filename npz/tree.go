@@ -404,6 +404,21 @@ func (l Listing) Prepare(ctx context.Context, from, to int) {
 	l.a.readInfos(ctx, todo)
 }
 
+// Prepared reports whether the attributes of the child at position i
+// are known without reading anything: all are but a view beside an
+// array (KEY.ra) whose npy header has not been read (or was let go).
+func (l Listing) Prepared(i int) bool {
+	if l.views != nil || l.a == nil || i%slotsPerKid < 2 {
+		return true
+	}
+	k := l.kids[i/slotsPerKid]
+	if k&dirKid != 0 {
+		return true
+	}
+	m := l.a.member(int(k))
+	return m.st.Load()&besideMask == 0 || l.a.infos.get(m.e.Index) != nil
+}
+
 // Children lists a folder's children sorted by name, in a new slice
 // (for tools and tests: the mount lists through Listing).
 func (n *Node) Children(ctx context.Context) []*Node {

@@ -94,3 +94,4 @@ func (l npzListing) At(i int) npzfs.Entry { return fromNPZ(l.l.At(i)) }
 func (l npzListing) Prepare(ctx context.Context, from, to int) {
 	l.l.Prepare(ctx, from, to)
 }
+func (l npzListing) Prepared(i int) bool { return l.l.Prepared(i) }

@@ -315,6 +315,7 @@ func (l listing) At(i int) npzfs.Entry {
 }
 
 func (l listing) Prepare(ctx context.Context, from, to int) { l.l.Prepare(ctx, from, to) }
+func (l listing) Prepared(i int) bool                       { return l.l.Prepared(i) }
 
 // node is a node of an archive's tree, under the mount's inode numbers.
 // It keeps its path in the archive, so that it finds itself again when

@@ -50,6 +50,7 @@ var shortUsage = map[string]string{
 	"--verify":                "verify first: auto, strict, lazy",
 	"mount --remote-cache-mb": "for a URL: memory for blocks (1/2 of it)",
 	"mount --list-ttl":        "remote folder: listings kept",
+	"mount --list-attrs":      "listings carry attributes: no lookup after",
 	"mount --index":           "index deflated members in the background",
 	"mount --owner":           "unmount once process PID exits",
 	"mount --rmdir":           "remove MOUNTPOINT once unmounted",

@@ -58,6 +58,7 @@ type mountArgs struct {
 	listTTL             time.Duration
 	index               indexFlags
 	buildIndex          bool
+	listAttrs           bool
 	life                lifeArgs
 }
 
@@ -144,6 +145,7 @@ func (ma *mountArgs) addFlags(fl *pflag.FlagSet, opts *[]string) {
 	fl.DurationVar(&ma.listTTL, "list-ttl", remote.DefaultListTTL, "for a remote folder (s3://BUCKET/PREFIX/, https://HOST/PATH/): how long a folder's listing is kept before it is listed again (`DURATION`: 60s, 5m, 0s to list at every look)")
 	ma.remote.add(fl)
 	ma.index.add(fl, true)
+	fl.BoolVar(&ma.listAttrs, "list-attrs", false, "every listing gives the kernel the attributes of the files it lists, so that opening a file after a listing (os.listdir, ls) makes no lookup: about a third less time for each small array np.load reads after it, at a few µs more a listing for each file listed (the kernel makes an inode for it)")
 	fl.BoolVar(&ma.buildIndex, "index", false, "once the mount is live, index every deflated member in the background, at the lowest CPU priority, so deep reads become fast without waiting (and save the indexes)")
 	fl.IntVar(&ma.life.owner, "owner", 0, "unmount once process `PID` exits, however it ends (npzfs.mount gives its Python's)")
 	fl.BoolVar(&ma.life.rmdir, "rmdir", false, "remove MOUNTPOINT, an empty folder made for the mount, once it is unmounted (npzfs.mount's temporary folder)")
@@ -346,7 +348,7 @@ func (ma *mountArgs) serve(logger *log.Logger, ready func(daemon.Ready)) error {
 	memplan.SetMemoryLimit(mem)
 	return daemon.Serve(&daemon.Config{
 		Source: ma.archive, Mountpoint: ma.mountpoint, Dataset: opts, Memory: mem, MaxOpen: ma.maxOpen,
-		MountOptions: ma.options, Debug: ma.debug, ReadAheadKB: ma.readAheadKB, Index: ma.buildIndex,
+		MountOptions: ma.options, Debug: ma.debug, ReadAheadKB: ma.readAheadKB, Index: ma.buildIndex, ListAttrs: ma.listAttrs,
 		Options: ma.shownOptions(), Log: ma.life.logTarget, Logger: logger, Owner: ma.life.owner, RemoveMountpoint: ma.life.rmdir,
 	}, func(r daemon.Ready) {
 		ready(r)
@@ -415,6 +417,9 @@ func (ma *mountArgs) shownOptions() []string {
 	} else {
 		add("index-dir", ma.index.dir, defaultIndexDir())
 		add("index-cache-mb", ma.index.cacheMB, defaultIndexCacheMB)
+	}
+	if ma.listAttrs {
+		out = append(out, "--list-attrs")
 	}
 	if ma.buildIndex {
 		out = append(out, "--index")

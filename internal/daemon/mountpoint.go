@@ -65,6 +65,7 @@ func (mp *mountpoint) mount(cfg *Config, d *dataset.Dataset, tr *tree.Tree) (*np
 		Debug:       cfg.Debug,
 		Logger:      cfg.Logger,
 		Local:       !d.Remote(),
+		ListAttrs:   cfg.ListAttrs,
 	})
 	if err != nil {
 		// A mount made before a later step failed must not stay.

@@ -65,6 +65,9 @@ type Config struct {
 	// Index has every deflated member of a single archive indexed in the
 	// background once the mount is live, at the lowest CPU priority.
 	Index bool
+	// ListAttrs has every listing carry the attributes of what it lists
+	// (fs.Config.ListAttrs).
+	ListAttrs bool
 	// Options and Log are what Status says of the mount: the flags it
 	// was made with, as shown (without secrets), and where its messages
 	// go.

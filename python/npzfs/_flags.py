@@ -59,6 +59,7 @@ FLAGS = {
         "index_dir": ("value", "keep saved indexes in DIR"),
         "index_cache_mb": ("int", "bound of --index-dir (default 1024)"),
         "no_index": ("bool", "neither read nor write saved indexes"),
+        "list_attrs": ("bool", "listings carry attributes: no lookup after"),
         "index": ("bool", "index deflated members in the background"),
         "owner": ("int", "unmount once process PID exits"),
         "rmdir": ("bool", "remove MOUNTPOINT once unmounted"),
