@@ -178,8 +178,9 @@ const direntPlusMin = 128 + 24 + 8
 // first reply, and in a reply that follows lookups in the folder (ls -l
 // stats each name as it lists). Any other reply, of a plain listing,
 // carries the attributes of the files that are known without a read
-// (Preparer.Prepared): `ls` reads no headers, and the kernel makes
-// inodes for what may be opened next, not for folders.
+// (Preparer.Prepared; a listing that is no Preparer gives every entry's):
+// `ls` reads no headers, and the kernel makes inodes for what may be
+// opened next, not for folders.
 func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	s.st.requests.count(&in.InHeader)
 	ctx := s.request(cancel)
@@ -211,7 +212,7 @@ func (s *server) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 			s.entryOut(ctx, e, d.dots[0], eo) // a failure leaves eo bare
 		}
 	}
-	s.listed(in, false, n)
+	s.listed(in, !full, n) // a reply without every attribute is a plain one to the kernel's copy
 	return fuse.OK
 }
 

@@ -137,42 +137,54 @@ func TestSmallLoadRequests(t *testing.T) {
 // lookup, and ls -l, which stats each name as it lists, gets every
 // attribute from the first reply after its first lookups to the end: a
 // few lookups, not one for every folder and view its listing left bare.
+// After ls, whose listing the kernel keeps without the folders' and
+// views' attributes until ls -l's first lookup drops it, ls -l makes no
+// more lookups than without the flag (those of the names it had from
+// the kept listing before it was dropped).
 func TestListAttrsLongListing(t *testing.T) {
 	const arrays = 2000 // 6,000 names: dozens of replies
 	archive := manyArrays(t, arrays)
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // this test's daemons alone
-	for _, tc := range []struct {
-		args    []string
-		lookups bool // at most a reply's names
-	}{
-		{[]string{"ls", "-f"}, false},
-		{[]string{"ls", "-l"}, true},
-	} {
-		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
-			dir := mount(t, archive, "--list-attrs")
-			before := requests(t, dir)
-			out, err := exec.Command(tc.args[0], append(tc.args[1:], dir)...).Output()
+	// listing mounts the archive, with flags, runs each command of
+	// cmds, and reports the requests the last one made.
+	listing := func(t *testing.T, flags []string, cmds ...[]string) map[string]int64 {
+		t.Helper()
+		dir := mount(t, archive, flags...)
+		var before map[string]int64
+		for _, c := range cmds {
+			before = requests(t, dir)
+			out, err := exec.Command(c[0], append(c[1:], dir)...).Output()
 			if err != nil {
-				t.Fatalf("%s: %v", tc.args, err)
+				t.Fatalf("%s: %v", c, err)
 			}
 			if n := strings.Count(string(out), "\n"); n < 3*arrays {
-				t.Errorf("%s listed %d lines, want %d names", tc.args, n, 3*arrays)
+				t.Errorf("%s listed %d lines, want %d names", c, n, 3*arrays)
 			}
-			got := sent(before, requests(t, dir))
-			t.Logf("%s: %v", tc.args, got)
-			if got["readdirplus"] == 0 || got["readdir"] != 0 {
-				t.Errorf("%s: requests %v, want every listing reply with attributes", tc.args, got)
-			}
-			// The names of one reply are about 3*arrays/replies: ls -l
-			// looks up those of the first plain reply, after which
-			// every reply is full.
-			maxLookups := int64(0)
-			if tc.lookups && got["readdirplus"] > 0 {
-				maxLookups = 3 * arrays / got["readdirplus"]
-			}
-			if got["lookup"] > maxLookups {
-				t.Errorf("%s: %d lookups, want at most %d", tc.args, got["lookup"], maxLookups)
-			}
-		})
+		}
+		got := sent(before, requests(t, dir))
+		t.Logf("%s %s: %v", flags, cmds[len(cmds)-1], got)
+		return got
 	}
+	flag := []string{"--list-attrs"}
+	ls, lsf, lsl := []string{"ls"}, []string{"ls", "-f"}, []string{"ls", "-l"}
+	t.Run("ls_-f", func(t *testing.T) {
+		got := listing(t, flag, lsf)
+		if got["readdirplus"] == 0 || got["readdir"] != 0 || got["lookup"] != 0 {
+			t.Errorf("ls -f: requests %v, want every reply with attributes and no lookup", got)
+		}
+	})
+	t.Run("ls_-l", func(t *testing.T) {
+		got := listing(t, flag, lsl)
+		// ls -l looks up the bare names of the first plain reply
+		// (about 3*arrays/replies), after which every reply is full.
+		if n := got["readdirplus"]; n == 0 || got["readdir"] != 0 || got["lookup"] > 3*arrays/n {
+			t.Errorf("ls -l: requests %v, want every reply with attributes and at most %d lookups", got, 3*arrays/max(n, 1))
+		}
+	})
+	t.Run("ls_-l_after_ls", func(t *testing.T) {
+		got, without := listing(t, flag, ls, lsl), listing(t, nil, ls, lsl)
+		if got["lookup"] > without["lookup"] {
+			t.Errorf("ls -l after ls: %d lookups, %d without --list-attrs", got["lookup"], without["lookup"])
+		}
+	})
 }

@@ -699,14 +699,19 @@ for r in $(seq "$rounds5"); do
 import sys, time, numpy as np
 t = time.perf_counter(); z = np.load(sys.argv[1]); n = len(z.files)
 print("secs=%.6f arrays=%d" % (time.perf_counter() - t, n))' "$many" 2>"$work/err") && rec s5.npopen "$out"
-  for how in -f plain; do
+  # ls -f and ls of the root, and ls -f of a mount whose listings carry
+  # the files' attributes (--list-attrs: an inode in the kernel for each).
+  for how in -f plain -f.la; do
+    flags5=("${npzfs_flags[@]}")
+    [ "$how" = -f.la ] && npzfs_flags+=(--list-attrs)
     if start_fs npzfs "$many" "$mnt"; then
       t0=$EPOCHREALTIME rc=0
-      if [ "$how" = -f ]; then n=$("${guard[@]}" ls -f "$mnt" | wc -l) || rc=$?; else n=$("${guard[@]}" ls "$mnt" | wc -l) || rc=$?; fi
+      if [ "$how" != plain ]; then n=$("${guard[@]}" ls -f "$mnt" | wc -l) || rc=$?; else n=$("${guard[@]}" ls "$mnt" | wc -l) || rc=$?; fi
       if [ $rc = 0 ]; then rec "s5.ls$how" "secs=$(elapsed "$t0" "$EPOCHREALTIME") entries=$n"
       else rec "s5.ls$how.err" "ls failed (exit status $rc)"; fi
       stop_fs "$mnt" many-ls
     fi
+    npzfs_flags=("${flags5[@]}")
   done
   t0=$EPOCHREALTIME
   n=$(unzip -Z1 "$many" | wc -l)
@@ -836,10 +841,13 @@ for r in $(seq "$rounds5"); do
   # local folder (in turn, in one process), with the daemon's CPU and
   # FUSE requests per load: fresh mount; fresh mount after each kind of
   # listing of the root: names alone (os.listdir, ls), every name looked
-  # up (ls -l; recorded as "listed").
-  for how in fresh listdir ls listed; do
+  # up (ls -l; recorded as "listed"); and after os.listdir and ls of a
+  # mount whose listings carry the files' attributes (--list-attrs).
+  for how in fresh listdir ls listed la.listdir la.ls; do
+    flags5=("${npzfs_flags[@]}")
+    case $how in la.*) npzfs_flags+=(--list-attrs) ;; esac
     if start_fs npzfs "$many" "$mnt"; then
-      case $how in
+      case ${how#la.} in
         listdir) "$py" -c 'import os, sys; os.listdir(sys.argv[1])' "$mnt" ;;
         ls) ls "$mnt" >/dev/null ;;
         listed) ls -l "$mnt" >/dev/null ;;
@@ -847,6 +855,7 @@ for r in $(seq "$rounds5"); do
       loads "s5.nprand.$how" "$mnt" "$work/many.rand.mnt"
       stop_fs "$mnt" many-read
     fi
+    npzfs_flags=("${flags5[@]}")
   done
   # The same through the floor (scripts/bench/floor.c): a minimal C
   # daemon serving the local folder the way npzfs serves a small array.

@@ -582,16 +582,23 @@ def floor_rows(r, row, div):
     q = div(ff, nf)
     row("5b", "  np.load per file, fresh mount, against the floor, fresh", nf, "s5.nprand.fresh", "µs",
         ff, "s5.nprand.floor.fresh", "µs", "floor.c", q, "<= 1.15x floor.c's", None if q is None else q >= 1 / 1.15)
-    for how, name in (("listdir", "os.listdir"), ("ls", "ls"), ("listed", "ls -l")):
+    for how, name in (("listdir", "os.listdir"), ("ls", "ls"), ("listed", "ls -l"),
+                      ("la.listdir", "os.listdir"), ("la.ls", "ls")):
         key = "s5.nprand." + how
+        mounted = ", mounted with `--list-attrs`" if how.startswith("la.") else ""
         n = per_file(r, key)
         q = div(fl, n)
-        row("5b", "  the same after `%s` of the root, against the floor after a stat of each" % name, n, key, "µs",
+        row("5b", "  the same after `%s` of the root%s, against the floor after a stat of each" % (name, mounted),
+            n, key, "µs",
             fl, "s5.nprand.floor.listed", "µs", "floor.c", q, "<= 1.15x floor.c's",
             None if q is None else q >= 1 / 1.15)
         q = div(nf, n)
-        row("5b", "  the same after `%s`, against npzfs fresh" % name, n, key, "µs", nf, "s5.nprand.fresh", "µs",
+        row("5b", "  the same after `%s`%s, against npzfs fresh" % (name, mounted), n, key, "µs", nf,
+            "s5.nprand.fresh", "µs",
             "npzfs, fresh mount", q, "never slower", None if q is None else q >= 1)
+    n, d = r.med("s5.ls-f.la", "secs"), r.med("s5.ls-f", "secs")
+    row("5b", "  `ls -f` of the root, fresh mount with `--list-attrs` (the files' attributes in every reply)",
+        n, "s5.ls-f.la", "s", d, "s5.ls-f", "s", "without it", div(d, n), "—", None)
     a, b = r.med("s5.nprand.fresh", "cpu_us"), r.med("s5.nprand.floor.fresh", "cpu_us")
     q = div(b, a)
     row("5b", "  daemon CPU per np.load, fresh mount (its threads' schedstat)", a, "s5.nprand.fresh", "µs",
@@ -611,6 +618,8 @@ def request_lines(r):
     out = []
     for key, name in (("s5.nprand.fresh", "np.load, fresh mount"), ("s5.nprand.listdir", "after os.listdir"),
                       ("s5.nprand.ls", "after ls"), ("s5.nprand.listed", "after ls -l"),
+                      ("s5.nprand.la.listdir", "after os.listdir with --list-attrs"),
+                      ("s5.nprand.la.ls", "after ls with --list-attrs"),
                       ("s5.npc311.fresh", "C reader as Python 3.11, fresh"),
                       ("s5.npc311.listed", "the same after ls -l"),
                       ("s5.npc314.fresh", "C reader as Python 3.14, fresh"),
