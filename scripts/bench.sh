@@ -837,36 +837,63 @@ for r in $(seq "$rounds5"); do
     out=$(opendirs "$mnt/${first_key%.npy}" 200) && rec s5.opendir.small "$out"
     stop_fs "$mnt"
   fi
-  # np.load of the 2,000 random keys, each beside the same file in the
-  # local folder (in turn, in one process), with the daemon's CPU and
-  # FUSE requests per load: fresh mount; fresh mount after each kind of
-  # listing of the root: names alone (os.listdir, ls), every name looked
-  # up (ls -l; recorded as "listed"); and after os.listdir and ls of a
-  # mount whose listings carry the files' attributes (--list-attrs).
-  for how in fresh listdir ls listed la.listdir la.ls; do
+  # np.load of the 2,000 random keys through every mount at once, key by
+  # key in turn and then the same file of the local folder, in one
+  # process, so that all see the same moments of the machine: npzfs on a
+  # fresh mount and after each kind of listing of the root (names alone:
+  # os.listdir, ls; every name looked up: ls -l, recorded as "listed"),
+  # and after os.listdir and ls of a mount whose listings carry the
+  # files' attributes (--list-attrs); the floor (scripts/bench/floor.c, a
+  # minimal C daemon serving the local folder the way npzfs serves a
+  # small array) fresh and after a stat of each of the 2,000 paths (it
+  # lists nothing). Each daemon's CPU and npzfs's FUSE requests per load.
+  declare -A d5pid d5kind d5mnt
+  hows5=()
+  for how in fresh listdir ls listed la.listdir la.ls floor.fresh floor.listed; do
+    m5="$work/m5b.$how" ok5=
     flags5=("${npzfs_flags[@]}")
     case $how in la.*) npzfs_flags+=(--list-attrs) ;; esac
-    if start_fs npzfs "$many" "$mnt"; then
-      case ${how#la.} in
-        listdir) "$py" -c 'import os, sys; os.listdir(sys.argv[1])' "$mnt" ;;
-        ls) ls "$mnt" >/dev/null ;;
-        listed) ls -l "$mnt" >/dev/null ;;
-      esac
-      loads "s5.nprand.$how" "$mnt" "$work/many.rand.mnt"
-      stop_fs "$mnt" many-read
-    fi
+    case $how in
+      floor.*) [ -n "$floor" ] && start_fs floor "$work/local-all" "$m5" && ok5=1 ;;
+      *) start_fs npzfs "$many" "$m5" && ok5=1 ;;
+    esac
     npzfs_flags=("${flags5[@]}")
+    [ -n "$ok5" ] || continue
+    hows5+=("$how")
+    d5pid[$how]=$DPID d5kind[$how]=$DKIND d5mnt[$how]=$m5
+    case ${how#la.} in
+      listdir) "$py" -c 'import os, sys; os.listdir(sys.argv[1])' "$m5" ;;
+      ls) ls "$m5" >/dev/null ;;
+      listed) ls -l "$m5" >/dev/null ;;
+      floor.listed) sed "s|^|$m5/|" "$work/many.rand" >"$work/many.rand.m5" && stat_each "$work/many.rand.m5" ;;
+    esac
   done
-  # The same through the floor (scripts/bench/floor.c): a minimal C
-  # daemon serving the local folder the way npzfs serves a small array.
-  # Its names are looked up by stat of the 2,000 paths (it lists nothing).
-  for how in fresh listed; do
-    if [ -n "$floor" ] && start_fs floor "$work/local-all" "$work/floor.mnt"; then
-      [ "$how" = listed ] && stat_each "$work/many.rand.floor"
-      loads "s5.nprand.floor.$how" "$work/floor.mnt" "$work/many.rand.floor"
-      stop_fs "$work/floor.mnt"
+  declare -A c5 r5
+  args5=()
+  for how in "${hows5[@]}"; do
+    DPID=${d5pid[$how]}
+    c5[$how]=$(daemon_cpu_ns)
+    [ "${d5kind[$how]}" = npzfs ] && r5[$how]=$(requests "${d5mnt[$how]}")
+    args5+=("$how=${d5mnt[$how]}")
+  done
+  if [ ${#args5[@]} -gt 0 ]; then
+    if out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirmany "$work/many.rand" "$work/local-all" "${args5[@]}" 2>"$work/err"); then
+      while read -r line; do
+        how=$(kv "$line" name) n=$(kv "$line" arrays)
+        DPID=${d5pid[$how]}
+        line="${line#name=$how } cpu_us=$(awk -v a="${c5[$how]}" -v b="$(daemon_cpu_ns)" -v n="$n" 'BEGIN{printf "%.1f", (b - a) / 1e3 / n}')"
+        [ "${d5kind[$how]}" = npzfs ] && line="$line $(per_load "${r5[$how]}" "$(requests "${d5mnt[$how]}")" "$n")"
+        rec "s5.nprand.$how" "$line"
+      done <<<"$out"
+    else
+      rec s5.nprand.err "$(head -n 1 "$work/err")"
     fi
+  fi
+  for how in "${hows5[@]}"; do
+    DPID=${d5pid[$how]} DKIND=${d5kind[$how]}
+    if [ "$DKIND" = npzfs ]; then stop_fs "${d5mnt[$how]}" many-read; else stop_fs "${d5mnt[$how]}"; fi
   done
+  unset d5pid d5kind d5mnt c5 r5
   # np.load's system calls under Python 3.11 (isatty's ioctl) and 3.14
   # (none), from the C reader: npzfs and the floor, fresh and after
   # their listings, and the local folder.

@@ -17,6 +17,12 @@
                                        secs= LIST's, ref_secs= REFLIST's, each
                                        load timed on its own, so that both see
                                        the same moments of the machine
+    npbench.py dirmany NAMES REFDIR NAME=DIR...
+                                       np.load of each name of NAMES through every
+                                       DIR and then REFDIR, in turn (the first name
+                                       through each, the second...), each load timed
+                                       on its own: one line per DIR, name=NAME
+                                       secs= (its loads') ref_secs= (REFDIR's)
     npbench.py loadmany LIST KEY W     np.load(path)[KEY] (np.load(path) for KEY "-")
                                        for every path listed in LIST, from W
                                        threads at once
@@ -129,6 +135,25 @@ def main(argv):
             secs += u - t
             ref += clock() - u
         extra = " ref_secs=%.6f arrays=%d" % (ref, len(paths))
+    elif mode == "dirmany":
+        with open(argv[1]) as f:
+            names = [line.rstrip("\n") for line in f if line.strip()]
+        ref_dir = argv[2]
+        dirs = [a.split("=", 1) for a in argv[3:]]
+        clock = time.perf_counter
+        sums = [0.0] * len(dirs)
+        ref = 0.0
+        for name in names:
+            for i, (_, d) in enumerate(dirs):
+                t = clock()
+                np.load(d + "/" + name)
+                sums[i] += clock() - t
+            t = clock()
+            np.load(ref_dir + "/" + name)
+            ref += clock() - t
+        for (label, _), secs in zip(dirs, sums):
+            print("name=%s secs=%.6f ref_secs=%.6f arrays=%d" % (label, secs, ref, len(names)))
+        return
     elif mode == "loadmany":
         from concurrent.futures import ThreadPoolExecutor
 
