@@ -160,26 +160,24 @@ a, b = (dict(x.split("=") for x in s.split()) for s in sys.argv[1:3])
 n = float(sys.argv[3])
 print(" ".join("req_%s=%.2f" % (k, (int(v) - int(a.get(k, 0))) / n) for k, v in sorted(b.items()) if int(v) > int(a.get(k, 0))))' "$1" "$2" "$3"
 }
-# loads KEY MNT LIST [RD]: np.load of LIST's paths, each beside the same
-# file of the local folder (npbench.py dirpair), or with RD ("311" or
-# "314") the C reader making np.load's system calls under that Python
-# (rd npload), on the current daemon's mount MNT; recorded as KEY with
-# the daemon's CPU per load and, for npzfs, its requests per load.
+# spent C0 R0 MNT N: what the current daemon spent on N loads since its
+# CPU was C0 (daemon_cpu_ns) and, for npzfs, its requests R0 on MNT:
+# "cpu_us=X" and "req_KIND=X.XX ...", per load.
+spent() {
+  printf 'cpu_us=%s' "$(awk -v a="$1" -v b="$(daemon_cpu_ns)" -v n="$4" 'BEGIN{printf "%.1f", (b - a) / 1e3 / n}')"
+  [ "$DKIND" = npzfs ] && printf ' %s' "$(per_load "$2" "$(requests "$3")" "$4")"
+  echo
+}
+# loads KEY MNT LIST RD: the C reader making np.load's system calls
+# under Python RD ("311" or "314") for LIST's paths (rd npload), on the
+# current daemon's mount MNT; recorded as KEY with what the daemon spent
+# per load.
 loads() {
-  local key=$1 m=$2 list=$3 py_rd=${4:-} c0 r0 out n
+  local key=$1 m=$2 list=$3 py_rd=$4 c0 r0 out
   r0=""; [ "$DKIND" = npzfs ] && r0=$(requests "$m")
   c0=$(daemon_cpu_ns)
-  if [ -n "$py_rd" ]; then
-    out=$("${guard[@]}" "$rd" npload "$list" "$py_rd" 2>"$work/err") || { rec "$key.err" "$(head -n 1 "$work/err")"; return 0; }
-    n=$(kv "$out" files)
-  else
-    out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirpair "$list" "$work/many.rand.local" 2>"$work/err") \
-      || { rec "$key.err" "$(head -n 1 "$work/err")"; return 0; }
-    n=$(kv "$out" arrays)
-  fi
-  out="$out cpu_us=$(awk -v a="$c0" -v b="$(daemon_cpu_ns)" -v n="$n" 'BEGIN{printf "%.1f", (b - a) / 1e3 / n}')"
-  [ "$DKIND" = npzfs ] && out="$out $(per_load "$r0" "$(requests "$m")" "$n")"
-  rec "$key" "$out"
+  out=$("${guard[@]}" "$rd" npload "$list" "$py_rd" 2>"$work/err") || { rec "$key.err" "$(head -n 1 "$work/err")"; return 0; }
+  rec "$key" "$out $(spent "$c0" "$r0" "$m" "$(kv "$out" files)")"
 }
 clk_tck=$(getconf CLK_TCK)
 
@@ -879,11 +877,9 @@ for r in $(seq "$rounds5"); do
   if [ ${#args5[@]} -gt 0 ]; then
     if out=$("${guard[@]}" "$py" scripts/bench/npbench.py dirmany "$work/many.rand" "$work/local-all" "${args5[@]}" 2>"$work/err"); then
       while read -r line; do
-        how=$(kv "$line" name) n=$(kv "$line" arrays)
-        DPID=${d5pid[$how]}
-        line="${line#name=$how } cpu_us=$(awk -v a="${c5[$how]}" -v b="$(daemon_cpu_ns)" -v n="$n" 'BEGIN{printf "%.1f", (b - a) / 1e3 / n}')"
-        [ "${d5kind[$how]}" = npzfs ] && line="$line $(per_load "${r5[$how]}" "$(requests "${d5mnt[$how]}")" "$n")"
-        rec "s5.nprand.$how" "$line"
+        how=$(kv "$line" name)
+        DPID=${d5pid[$how]} DKIND=${d5kind[$how]}
+        rec "s5.nprand.$how" "${line#name=$how } $(spent "${c5[$how]}" "${r5[$how]:-}" "${d5mnt[$how]}" "$(kv "$line" arrays)")"
       done <<<"$out"
     else
       rec s5.nprand.err "$(head -n 1 "$work/err")"

@@ -12,16 +12,12 @@
                                        stops early once the sample has taken BUDGET
                                        seconds (sample= says how many were timed)
     npbench.py dirall LIST             np.load(path) for every path listed in LIST
-    npbench.py dirpair LIST REFLIST    np.load of LIST's paths and REFLIST's in turn
-                                       (the first of each, the second of each...):
-                                       secs= LIST's, ref_secs= REFLIST's, each
-                                       load timed on its own, so that both see
-                                       the same moments of the machine
     npbench.py dirmany NAMES REFDIR NAME=DIR...
                                        np.load of each name of NAMES through every
                                        DIR and then REFDIR, in turn (the first name
                                        through each, the second...), each load timed
-                                       on its own: one line per DIR, name=NAME
+                                       on its own, so that all see the same moments
+                                       of the machine: one line per DIR, name=NAME
                                        secs= (its loads') ref_secs= (REFDIR's)
     npbench.py loadmany LIST KEY W     np.load(path)[KEY] (np.load(path) for KEY "-")
                                        for every path listed in LIST, from W
@@ -60,14 +56,9 @@ def maxrss_kb():
 def main(argv):
     mode = argv[0]
     extra = ""
-    if mode in ("dirall", "dirpair", "loadmany"):
+    if mode in ("dirall", "loadmany"):
         with open(argv[1]) as f:
             paths = [line.rstrip("\n") for line in f if line.strip()]
-    if mode == "dirpair":
-        with open(argv[2]) as f:
-            refs = [line.rstrip("\n") for line in f if line.strip()]
-        if len(refs) != len(paths):
-            raise SystemExit("npbench.py dirpair: %d paths, %d references" % (len(paths), len(refs)))
     base = maxrss_kb()
     secs = None  # the operation's time, where it is not all since t0
     t0 = time.perf_counter()
@@ -124,17 +115,6 @@ def main(argv):
         for p in paths:
             np.load(p)
         extra = " arrays=%d" % len(paths)
-    elif mode == "dirpair":
-        clock = time.perf_counter
-        secs = ref = 0.0
-        for p, q in zip(paths, refs):
-            t = clock()
-            np.load(p)
-            u = clock()
-            np.load(q)
-            secs += u - t
-            ref += clock() - u
-        extra = " ref_secs=%.6f arrays=%d" % (ref, len(paths))
     elif mode == "dirmany":
         with open(argv[1]) as f:
             names = [line.rstrip("\n") for line in f if line.strip()]

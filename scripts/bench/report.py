@@ -567,7 +567,7 @@ def verify_rows(r, row, div):
 
 
 def per_file(r, key, field="secs"):
-    """A dirpair record's per-file time in µs (median of rounds)."""
+    """A dirmany record's per-file time in µs (median of rounds)."""
     k = r.med(key, "arrays")
     t = r.med(key, field)
     return None if k in (None, 0) or t is None else t / k * 1e6
